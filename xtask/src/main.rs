@@ -1,0 +1,69 @@
+//! `cargo xtask`: parses flags and dispatches; each command lives in
+//! `commands/<name>.rs` with one `run`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use xtask::commands;
+use xtask::report::{Mode, Reporter};
+use xtask::workspace::Workspace;
+
+/// rocm-patchkit: pinned upstream fixes for amdgpu/amdkfd and hipBLASLt,
+/// applied to pinned sources and packaged.
+///
+/// A recipe in recipes/ names a pinned upstream source, an ordered patch
+/// series and the packages to build. The usual path is
+/// `plan` (what would happen) -> `fetch` (download and verify into the cache)
+/// -> `apply` (patched tree) -> `build-dkms` (packages in dist/).
+#[derive(Debug, Parser)]
+#[command(
+    name = "cargo xtask",
+    bin_name = "cargo xtask",
+    version,
+    max_term_width = 100
+)]
+struct Cli {
+    /// Print warnings and errors only
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// Content-addressed cache of verified inputs [env: PATCHKIT_CACHE_DIR]
+    /// [default: target/patchkit/cache]
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// List the recipes in recipes/ with their kind, version and pin state
+    List(commands::list::Args),
+    /// Show what a recipe would fetch, apply and publish (no network, no writes)
+    Plan(commands::plan::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let ws = Workspace::new(
+        cli.cache_dir.clone(),
+        Reporter::new(Mode::detect(cli.quiet)),
+    );
+    let result = match &cli.command {
+        Command::List(args) => commands::list::run(&ws, args),
+        Command::Plan(args) => commands::plan::run(&ws, args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            let code = xtask::diag::exit_code(&err);
+            if code == 2 && err.chain().count() == 1 {
+                eprintln!("{err}");
+                eprintln!("error: the recipe is invalid (see above)");
+            } else {
+                eprintln!("error: {err:#}");
+            }
+            ExitCode::from(code as u8)
+        }
+    }
+}

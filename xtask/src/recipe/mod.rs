@@ -1,0 +1,242 @@
+//! Recipes: `recipes/<name>.toml` parsed and validated into a typed
+//! [`Recipe`]. Every problem is reported at once as `path:line:col: message`;
+//! nothing here touches the network or writes a file.
+
+mod kernel;
+mod raw;
+mod validate;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Serialize;
+
+pub use kernel::{KernelRange, KernelVersion};
+
+/// A validated recipe.
+#[derive(Debug, Clone)]
+pub struct Recipe {
+    /// The file stem, which names the recipe and its `patches/<name>/` folder.
+    pub name: String,
+    /// The recipe file.
+    pub path: PathBuf,
+    /// The project root: the folder that holds `recipes/` and `patches/`.
+    pub root: PathBuf,
+    pub package: Package,
+    pub source: Source,
+    pub patches: Vec<Patch>,
+    pub target: Target,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Package {
+    pub name: String,
+    pub version: String,
+    pub release: String,
+    pub summary: String,
+    pub description: String,
+    pub license: String,
+    pub homepage: Option<String>,
+    pub maintainer: String,
+}
+
+/// Where the pristine upstream source comes from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Source {
+    /// A git repository at a full commit id; `reference` is the human name
+    /// (tag or branch) that `lock` resolves. `paths` limits extraction.
+    Git {
+        url: String,
+        commit: Option<String>,
+        #[serde(rename = "ref")]
+        reference: Option<String>,
+        paths: Vec<String>,
+    },
+    /// An archive over HTTP(S), pinned by sha256.
+    Tarball {
+        url: String,
+        sha256: Option<String>,
+        strip: u32,
+        include: Vec<String>,
+    },
+    /// A folder or an archive on this machine (`/usr/src/linux-source-6.12.tar.xz`,
+    /// or a folder of this repository), optionally pinned by sha256.
+    Local {
+        path: PathBuf,
+        sha256: Option<String>,
+        strip: u32,
+        include: Vec<String>,
+    },
+}
+
+impl Source {
+    /// The pin this source is fetched by, if it has one.
+    pub fn pin(&self) -> Option<&str> {
+        match self {
+            Source::Git { commit, .. } => commit.as_deref(),
+            Source::Tarball { sha256, .. } | Source::Local { sha256, .. } => sha256.as_deref(),
+        }
+    }
+}
+
+/// One patch of the ordered series.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Patch {
+    /// The file name the patch has in the series (`0001-foo.patch`).
+    pub name: String,
+    pub origin: PatchOrigin,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum PatchOrigin {
+    /// A curated file in `patches/<recipe>/`, listed in its `series`.
+    File { path: PathBuf },
+    /// A patch downloaded over HTTP(S), pinned by sha256.
+    Url { url: String, sha256: Option<String> },
+    /// An upstream commit: its diff against its parent, pinned by the commit
+    /// id and by the sha256 of that diff.
+    Git {
+        url: String,
+        commit: String,
+        sha256: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    Dkms,
+    Hipblaslt,
+}
+
+impl Kind {
+    pub const ALL: [(&'static str, Kind); 2] =
+        [("dkms", Kind::Dkms), ("hipblaslt", Kind::Hipblaslt)];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Dkms => "dkms",
+            Kind::Hipblaslt => "hipblaslt",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Deb,
+    Rpm,
+    Arch,
+    Tar,
+}
+
+impl Format {
+    pub const ALL: [(&'static str, Format); 4] = [
+        ("deb", Format::Deb),
+        ("rpm", Format::Rpm),
+        ("arch", Format::Arch),
+        ("tar", Format::Tar),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        Format::ALL
+            .iter()
+            .find(|(_, f)| *f == self)
+            .map(|(s, _)| *s)
+            .unwrap_or("?")
+    }
+}
+
+/// What the recipe builds and for which kernels.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub kind: Kind,
+    pub kernel: Option<KernelRange>,
+    pub kernel_regex: Option<String>,
+    pub formats: Vec<Format>,
+}
+
+impl Recipe {
+    /// Loads a recipe named by its file stem in `<root>/recipes/` or by a path.
+    pub fn load(root: &Path, name_or_path: &str) -> Result<Recipe> {
+        let path = resolve(root, name_or_path)?;
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading recipe {}", path.display()))?;
+        let root = project_root_of(&path).unwrap_or_else(|| root.to_path_buf());
+        validate::validate(&path, &root, &text)
+    }
+
+    /// Whether every input (source and patches) carries its pin.
+    pub fn unpinned(&self) -> Vec<String> {
+        let mut missing = Vec::new();
+        if self.source.pin().is_none() && !matches!(self.source, Source::Local { .. }) {
+            missing.push("source".to_owned());
+        }
+        for patch in &self.patches {
+            let pinned = match &patch.origin {
+                PatchOrigin::File { .. } => true,
+                PatchOrigin::Url { sha256, .. } | PatchOrigin::Git { sha256, .. } => {
+                    sha256.is_some()
+                }
+            };
+            if !pinned {
+                missing.push(format!("patch {}", patch.name));
+            }
+        }
+        missing
+    }
+
+    /// `patches/<name>/` for this recipe.
+    pub fn patches_dir(&self) -> PathBuf {
+        self.root.join("patches").join(&self.name)
+    }
+}
+
+/// Every recipe in `<root>/recipes/`, by name, sorted.
+pub fn list(root: &Path) -> Result<Vec<String>> {
+    let dir = root.join("recipes");
+    let mut names = Vec::new();
+    for entry in std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))? {
+        let path = entry?.path();
+        if path.extension().is_some_and(|e| e == "toml") {
+            if let Some(stem) = path.file_stem().and_then(|s| s.to_str()) {
+                names.push(stem.to_owned());
+            }
+        }
+    }
+    names.sort();
+    Ok(names)
+}
+
+fn resolve(root: &Path, name_or_path: &str) -> Result<PathBuf> {
+    let as_path = Path::new(name_or_path);
+    if name_or_path.ends_with(".toml") || name_or_path.contains('/') {
+        let path = std::path::absolute(as_path)?;
+        anyhow::ensure!(
+            path.is_file(),
+            "recipe file {} does not exist",
+            as_path.display()
+        );
+        return Ok(path);
+    }
+    let path = root.join("recipes").join(format!("{name_or_path}.toml"));
+    if !path.is_file() {
+        let known = list(root).unwrap_or_default();
+        anyhow::bail!(
+            "no recipe named `{name_or_path}` in {}; known recipes: {} (or pass a path to a .toml file)",
+            root.join("recipes").display(),
+            if known.is_empty() { "none".to_owned() } else { known.join(", ") }
+        );
+    }
+    Ok(path)
+}
+
+/// The folder holding the `recipes/` folder a recipe file sits in.
+fn project_root_of(recipe: &Path) -> Option<PathBuf> {
+    let dir = recipe.parent()?;
+    (dir.file_name()? == "recipes")
+        .then(|| dir.parent().map(Path::to_path_buf))
+        .flatten()
+}

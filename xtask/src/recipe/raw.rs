@@ -1,0 +1,216 @@
+//! The recipe file as serde sees it: every key optional and spanned, unknown
+//! keys rejected. Presence and meaning are checked by `validate`, so that
+//! one run reports every problem with its place.
+
+use serde::Deserialize;
+use toml::Spanned;
+
+pub type Str = Option<Spanned<String>>;
+pub type StrList = Option<Spanned<Vec<Spanned<String>>>>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRecipe {
+    pub package: Option<Spanned<RawPackage>>,
+    pub source: Option<Spanned<RawSource>>,
+    #[serde(default)]
+    pub patch: Vec<Spanned<RawPatch>>,
+    pub target: Option<Spanned<RawTarget>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPackage {
+    pub name: Str,
+    pub version: Str,
+    pub release: Str,
+    pub summary: Str,
+    pub description: Str,
+    pub license: Str,
+    pub homepage: Str,
+    pub maintainer: Str,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawSource {
+    pub git: Str,
+    pub tarball: Str,
+    pub local: Str,
+    pub commit: Str,
+    #[serde(rename = "ref")]
+    pub reference: Str,
+    pub paths: StrList,
+    pub sha256: Str,
+    pub strip: Option<Spanned<i64>>,
+    pub include: StrList,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPatch {
+    pub file: Str,
+    pub name: Str,
+    pub url: Str,
+    pub git: Str,
+    pub commit: Str,
+    pub sha256: Str,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawTarget {
+    pub kind: Str,
+    pub kernel: Str,
+    pub kernel_regex: Str,
+    pub formats: StrList,
+}
+
+/// A key serde refused (unknown, or of the wrong type), blanked before the
+/// next try.
+pub struct Problem {
+    pub offset: usize,
+    pub message: String,
+    pub key: Option<String>,
+}
+
+/// Deserializes `text`, collecting every unknown key and wrongly typed value.
+///
+/// serde stops at the first error; each time it does, the offending entry
+/// is blanked out with spaces (so every byte offset stays valid for the
+/// original text) and deserialization runs again.
+pub fn deserialize_all(text: &str) -> (Option<RawRecipe>, Vec<Problem>) {
+    let mut text = text.to_owned();
+    let mut problems = Vec::new();
+    for _ in 0..256 {
+        let err = match toml::from_str::<RawRecipe>(&text) {
+            Ok(raw) => return (Some(raw), problems),
+            Err(err) => err,
+        };
+        let span = err.span().unwrap_or(0..0);
+        let message = err.message().trim().to_owned();
+        match toml_edit::Document::parse(text.as_str())
+            .ok()
+            .and_then(|doc| find_entry(&doc, &span))
+        {
+            Some(entry) => {
+                problems.push(Problem {
+                    offset: span.start,
+                    message: format!("`{}`: {message}", entry.path),
+                    key: Some(entry.path),
+                });
+                for range in entry.ranges {
+                    blank(&mut text, range);
+                }
+            }
+            None => {
+                problems.push(Problem {
+                    offset: span.start,
+                    message,
+                    key: None,
+                });
+                return (None, problems);
+            }
+        }
+    }
+    (None, problems)
+}
+
+fn blank(text: &mut String, range: std::ops::Range<usize>) {
+    let blanked: String = text[range.clone()]
+        .chars()
+        .map(|c| if c == '\n' { '\n' } else { ' ' })
+        .collect();
+    text.replace_range(range, &blanked);
+}
+
+struct Entry {
+    path: String,
+    ranges: Vec<std::ops::Range<usize>>,
+}
+
+/// The innermost `key = value` entry (or table) that holds `span`.
+fn find_entry(doc: &toml_edit::Document<&str>, span: &std::ops::Range<usize>) -> Option<Entry> {
+    find_in_table(doc.as_table(), "", span)
+}
+
+fn find_in_table(
+    table: &toml_edit::Table,
+    prefix: &str,
+    span: &std::ops::Range<usize>,
+) -> Option<Entry> {
+    let contains =
+        |r: &std::ops::Range<usize>| r.start <= span.start && span.end <= r.end.max(r.start + 1);
+    for (key, item) in table.iter() {
+        let path = if prefix.is_empty() {
+            key.to_owned()
+        } else {
+            format!("{prefix}.{key}")
+        };
+        let key_span = table.key(key).and_then(|k| k.span());
+        match item {
+            toml_edit::Item::Table(sub) => {
+                if let Some(found) = find_in_table(sub, &path, span) {
+                    return Some(found);
+                }
+                let header = sub.span();
+                if key_span.as_ref().is_some_and(contains) || header.as_ref().is_some_and(contains)
+                {
+                    return Some(Entry {
+                        ranges: table_ranges(sub),
+                        path,
+                    });
+                }
+            }
+            toml_edit::Item::ArrayOfTables(array) => {
+                for (i, sub) in array.iter().enumerate() {
+                    let element = format!("{path}[{i}]");
+                    if let Some(found) = find_in_table(sub, &element, span) {
+                        return Some(found);
+                    }
+                    if sub.span().as_ref().is_some_and(contains) {
+                        return Some(Entry {
+                            ranges: table_ranges(sub),
+                            path: element,
+                        });
+                    }
+                }
+            }
+            toml_edit::Item::Value(value) => {
+                let whole = match (key_span.clone(), value.span()) {
+                    (Some(k), Some(v)) => k.start..v.end,
+                    _ => continue,
+                };
+                if contains(&whole) {
+                    return Some(Entry {
+                        ranges: vec![whole],
+                        path,
+                    });
+                }
+            }
+            toml_edit::Item::None => {}
+        }
+    }
+    None
+}
+
+/// Byte ranges covering a `[table]` section: its header and every entry.
+fn table_ranges(table: &toml_edit::Table) -> Vec<std::ops::Range<usize>> {
+    let mut ranges: Vec<_> = table.span().into_iter().collect();
+    for (key, item) in table.iter() {
+        let key_span = table.key(key).and_then(|k| k.span());
+        match item {
+            toml_edit::Item::Value(value) => {
+                if let (Some(k), Some(v)) = (key_span, value.span()) {
+                    ranges.push(k.start..v.end);
+                }
+            }
+            toml_edit::Item::Table(sub) => ranges.extend(table_ranges(sub)),
+            toml_edit::Item::ArrayOfTables(array) => {
+                array.iter().for_each(|t| ranges.extend(table_ranges(t)))
+            }
+            toml_edit::Item::None => {}
+        }
+    }
+    ranges
+}

@@ -1,0 +1,170 @@
+//! The one reporting interface: library code says what it is doing through
+//! a [`Reporter`]; the binary decides between progress bars on a terminal,
+//! plain lines (CI, pipes) and silence (`--quiet`).
+
+use std::io::IsTerminal;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How long work is shown.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Progress bars and spinners on stderr.
+    Terminal,
+    /// One plain line per step and at most one progress line every few seconds.
+    Plain,
+    /// Warnings only.
+    Quiet,
+}
+
+impl Mode {
+    /// Terminal when stderr is a terminal and `CI` is unset, plain otherwise.
+    pub fn detect(quiet: bool) -> Mode {
+        if quiet {
+            Mode::Quiet
+        } else if std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() {
+            Mode::Terminal
+        } else {
+            Mode::Plain
+        }
+    }
+}
+
+/// Where library code reports steps, warnings and progress. Cheap to clone.
+#[derive(Clone)]
+pub struct Reporter {
+    mode: Mode,
+    multi: Arc<indicatif::MultiProgress>,
+}
+
+impl Reporter {
+    pub fn new(mode: Mode) -> Reporter {
+        Reporter {
+            mode,
+            multi: Arc::new(indicatif::MultiProgress::new()),
+        }
+    }
+
+    /// A reporter that prints nothing but warnings (tests, library use).
+    pub fn quiet() -> Reporter {
+        Reporter::new(Mode::Quiet)
+    }
+
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// A step of the work: `fetch: linux-6.14.11.tar.xz`.
+    pub fn step(&self, message: impl AsRef<str>) {
+        if self.mode != Mode::Quiet {
+            let _ = self.multi.println(message.as_ref());
+        }
+    }
+
+    /// Something the user should know even with `--quiet`.
+    pub fn warn(&self, message: impl AsRef<str>) {
+        let line = format!("warning: {}", message.as_ref());
+        if self.mode == Mode::Terminal {
+            let _ = self.multi.println(line);
+        } else {
+            eprintln!("{line}");
+        }
+    }
+
+    /// Progress of one piece of work of `total` units (bytes when `bytes`),
+    /// or of unknown length when `total` is `None`.
+    pub fn progress(&self, label: impl Into<String>, total: Option<u64>, bytes: bool) -> Progress {
+        let label = label.into();
+        let bar = (self.mode == Mode::Terminal).then(|| {
+            let bar = match total {
+                Some(n) => indicatif::ProgressBar::new(n),
+                None => indicatif::ProgressBar::new_spinner(),
+            };
+            let template = match (total.is_some(), bytes) {
+                (true, true) => "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} eta {eta}",
+                (true, false) => "{msg} [{bar:30}] {pos}/{len} ({elapsed})",
+                (false, true) => "{spinner} {msg} {bytes} {bytes_per_sec} ({elapsed})",
+                (false, false) => "{spinner} {msg} ({elapsed})",
+            };
+            let style = indicatif::ProgressStyle::with_template(template)
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar())
+                .progress_chars("=> ");
+            let bar = self
+                .multi
+                .add(bar.with_style(style).with_message(label.clone()));
+            bar.enable_steady_tick(Duration::from_millis(120));
+            bar
+        });
+        Progress {
+            label,
+            total,
+            bytes,
+            bar,
+            plain: self.mode == Mode::Plain,
+            started: Instant::now(),
+            last_line: Instant::now(),
+            done: 0,
+        }
+    }
+}
+
+/// A running piece of work; finishes (clears its bar, prints its summary)
+/// when dropped or by [`Progress::finish`].
+pub struct Progress {
+    label: String,
+    total: Option<u64>,
+    bytes: bool,
+    bar: Option<indicatif::ProgressBar>,
+    plain: bool,
+    started: Instant,
+    last_line: Instant,
+    done: u64,
+}
+
+impl Progress {
+    pub fn inc(&mut self, n: u64) {
+        self.done += n;
+        if let Some(bar) = &self.bar {
+            bar.inc(n);
+        } else if self.plain && self.last_line.elapsed() >= Duration::from_secs(5) {
+            self.last_line = Instant::now();
+            eprintln!(
+                "{}: {} ({}s)",
+                self.label,
+                self.amount(),
+                self.started.elapsed().as_secs()
+            );
+        }
+    }
+
+    pub fn set_total(&mut self, total: u64) {
+        self.total = Some(total);
+        if let Some(bar) = &self.bar {
+            bar.set_length(total);
+        }
+    }
+
+    fn amount(&self) -> String {
+        let unit = |n: u64| {
+            if self.bytes {
+                format!("{:.1} MiB", n as f64 / 1048576.0)
+            } else {
+                n.to_string()
+            }
+        };
+        match self.total {
+            Some(t) => format!("{} of {}", unit(self.done), unit(t)),
+            None => unit(self.done),
+        }
+    }
+
+    pub fn finish(self) {}
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+    }
+}
