@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod diag;
+pub mod fetch;
 pub mod plan;
 pub mod recipe;
 pub mod report;

@@ -1,1 +1,7 @@
+//! The one integration test binary: every test drives the real `xtask`
+//! binary or library against real git repositories, a real HTTP server on
+//! 127.0.0.1 and the real packaging tools.
 
+mod support;
+
+mod recipes;

@@ -1,0 +1,54 @@
+//! Fetch: the only module that opens sockets. Brings every input of a recipe
+//! into the content-addressed cache, verified by commit id or sha256 before
+//! anything enters it.
+//!
+//! CONTRACT (used by `apply`; the fetch work fills in the body): the types
+//! below and the signature of [`fetch`] stay as they are.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::recipe::Recipe;
+use crate::workspace::Workspace;
+
+#[derive(Debug, Clone, Default)]
+pub struct FetchOptions {
+    /// Open no socket; fail listing every input missing from the cache.
+    pub offline: bool,
+    /// Fetch inputs that carry no pin, and record the pin taken.
+    pub allow_unpinned: bool,
+}
+
+/// Every input of a recipe, verified and ready to read.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub source: FetchedSource,
+    /// In series order, one per `recipe.patches` entry.
+    pub patches: Vec<FetchedPatch>,
+}
+
+#[derive(Debug, Clone)]
+pub enum FetchedSource {
+    /// An archive (tar, tar.gz, tar.xz, tar.zst) with the sha256 it was verified by;
+    /// `strip` and `include` come from the recipe.
+    Archive { path: PathBuf, sha256: String },
+    /// A local folder, read in place.
+    Dir { path: PathBuf },
+    /// A bare repository in the cache that holds `commit`.
+    Git { repo: PathBuf, commit: String },
+}
+
+#[derive(Debug, Clone)]
+pub struct FetchedPatch {
+    pub name: String,
+    /// The verified patch bytes (in the cache, or the curated file in patches/).
+    pub path: PathBuf,
+    pub sha256: String,
+}
+
+/// Brings every input of `recipe` into the cache and returns where each is.
+pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
+    let _ = (ws, recipe, opts);
+    anyhow::bail!("fetch is being written")
+}

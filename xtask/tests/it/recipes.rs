@@ -1,0 +1,1 @@
+//! Recipe parsing and validation, through the real binary.

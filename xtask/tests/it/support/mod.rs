@@ -1,0 +1,138 @@
+//! Test harness: a scratch project with recipes and patches, and the real
+//! `xtask` binary run against it.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A scratch project root (`recipes/`, `patches/`, a private cache) in a
+/// temp dir.
+pub struct Project {
+    pub dir: tempfile::TempDir,
+}
+
+impl Project {
+    pub fn new() -> Project {
+        let dir = tempfile::Builder::new()
+            .prefix("patchkit-it-")
+            .tempdir()
+            .expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("recipes")).unwrap();
+        Project { dir }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn cache(&self) -> PathBuf {
+        self.root().join("cache")
+    }
+
+    /// Writes `text` to `rel` below the root, creating parents.
+    pub fn file(&self, rel: &str, text: impl AsRef<[u8]>) -> &Project {
+        let path = self.root().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        self
+    }
+
+    pub fn recipe(&self, name: &str, text: &str) -> &Project {
+        self.file(&format!("recipes/{name}.toml"), text)
+    }
+
+    /// `cargo xtask <args>` with this project as root and its own cache.
+    pub fn xtask(&self, args: &[&str]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.args(args)
+            .current_dir(self.root())
+            .env("PATCHKIT_ROOT", self.root())
+            .env("PATCHKIT_CACHE_DIR", self.cache())
+            .env("CI", "true")
+            .env_remove("SOURCE_DATE_EPOCH");
+        Run::of(cmd.output().expect("running xtask"))
+    }
+}
+
+/// The finished run of a command.
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Run {
+    pub fn of(out: Output) -> Run {
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    #[track_caller]
+    pub fn success(&self) -> &Run {
+        assert_eq!(
+            self.code, 0,
+            "expected success\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn fails_with(&self, code: i32) -> &Run {
+        assert_eq!(
+            self.code, code,
+            "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
+            self.stdout, self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stderr_has(&self, needle: &str) -> &Run {
+        assert!(
+            self.stderr.contains(needle),
+            "stderr lacks {needle:?}:\n{}",
+            self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_has(&self, needle: &str) -> &Run {
+        assert!(
+            self.stdout.contains(needle),
+            "stdout lacks {needle:?}:\n{}",
+            self.stdout
+        );
+        self
+    }
+}
+
+/// The repository this test binary was built from.
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_path_buf()
+}
+
+/// Whether a tool is on PATH. In CI (`CI=true`) a missing tool is a failure,
+/// never a skip.
+pub fn have_tool(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found && std::env::var("CI").is_ok_and(|v| v == "true") {
+        panic!("`{tool}` is missing and CI=true: .ci/run must install it");
+    }
+    if !found {
+        eprintln!("skipping: `{tool}` is not installed");
+    }
+    found
+}
