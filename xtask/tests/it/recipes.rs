@@ -1,1 +1,249 @@
-//! Recipe parsing and validation, through the real binary.
+//! Recipe parsing and validation through the real binary: every problem at
+//! once, each as `path:line:col: message` naming the key, exit status 2.
+
+use crate::support::Project;
+
+const GOOD: &str = r#"
+[package]
+name = "demo"
+version = "1.0"
+summary = "a demo"
+description = "a demo package"
+license = "GPL-2.0-only"
+maintainer = "A Person <a@example.org>"
+
+[source]
+git = "https://example.org/linux.git"
+commit = "b7851f8c66191cd23a0a08bd484465ad74bbbb7d"
+ref = "v6.19-rc1"
+paths = ["drivers/gpu/drm/amd"]
+
+[[patch]]
+file = "0001-fix.patch"
+
+[[patch]]
+name = "0002-upstream.patch"
+git = "https://example.org/linux.git"
+commit = "7a5fb05b5b18e531989aa55b10dfa4be0633207e"
+sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
+
+[target]
+kind = "dkms"
+kernel = ">=6.11, <6.12.64"
+"#;
+
+fn project_with(recipe: &str) -> Project {
+    let p = Project::new();
+    p.recipe("demo", recipe)
+        .file("patches/demo/series", "0001-fix.patch\n")
+        .file("patches/demo/0001-fix.patch", "--- a/x\n+++ b/x\n");
+    p
+}
+
+/// The line of `text` (1-based) holding `needle`.
+fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in text")
+        + 1
+}
+
+#[test]
+fn a_valid_recipe_plans() {
+    let p = project_with(GOOD);
+    p.xtask(&["plan", "demo"])
+        .success()
+        .stdout_has("b7851f8c66191cd23a0a08bd484465ad74bbbb7d")
+        .stdout_has("0002-upstream.patch");
+}
+
+#[test]
+fn an_unknown_key_is_named_with_its_place() {
+    let text = GOOD.replace("license =", "colour = \"red\"\nlicense =");
+    let run = project_with(&text).xtask(&["plan", "demo"]);
+    run.fails_with(2).stderr_has(&format!(
+        "recipes/demo.toml:{}:1: `package.colour`: unknown field `colour`",
+        line_of(&text, "colour")
+    ));
+}
+
+#[test]
+fn an_unknown_table_is_named() {
+    let text = format!("{GOOD}\n[extra]\nx = 1\n");
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("`extra`: unknown field `extra`");
+}
+
+#[test]
+fn a_wrong_type_is_named_and_not_also_reported_missing() {
+    let text = GOOD.replace("version = \"1.0\"", "version = 3");
+    let run = project_with(&text).xtask(&["plan", "demo"]);
+    run.fails_with(2).stderr_has(&format!(
+        "recipes/demo.toml:{}:11: `package.version`: invalid type: integer `3`",
+        line_of(&text, "version = 3")
+    ));
+    assert!(
+        !run.stderr.contains("missing key `package.version`"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_short_commit_id_is_refused() {
+    let text = GOOD.replace(
+        "commit = \"b7851f8c66191cd23a0a08bd484465ad74bbbb7d\"",
+        "commit = \"b7851f8c\"",
+    );
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has(&format!(
+            "recipes/demo.toml:{}:10: `source.commit`: `b7851f8c` is not a full commit id",
+            line_of(&text, "\"b7851f8c\"")
+        ));
+}
+
+#[test]
+fn a_non_hex_sha256_is_refused() {
+    let text = GOOD.replace(
+        "0000000000000000000000000000000000000000000000000000000000000000",
+        "not-a-hash",
+    );
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("`patch[1].sha256`: `not-a-hash` is not a sha256");
+}
+
+#[test]
+fn a_missing_patch_file_is_named() {
+    let p = project_with(GOOD);
+    std::fs::remove_file(p.root().join("patches/demo/0001-fix.patch")).unwrap();
+    let run = p.xtask(&["plan", "demo"]);
+    run.fails_with(2)
+        .stderr_has(&format!("recipes/demo.toml:{}:8: `patch[0].file`: patch file patches/demo/0001-fix.patch is missing", line_of(GOOD, "0001-fix.patch")))
+        .stderr_has("patches/demo/series:1:1: `0001-fix.patch` is listed but patches/demo has no such file");
+}
+
+#[test]
+fn series_and_folder_must_agree() {
+    let p = project_with(GOOD);
+    p.file("patches/demo/0003-stray.patch", "");
+    p.xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("`0003-stray.patch` is in the folder but not listed in the series");
+    p.file("patches/demo/series", "0001-fix.patch\n0003-stray.patch\n");
+    p.xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("patches/demo/series:2:1: `0003-stray.patch` is in the series but no `[[patch]] file = \"0003-stray.patch\"` of the recipe uses it");
+}
+
+#[test]
+fn duplicate_patch_names_are_refused() {
+    let text = GOOD.replace(
+        "name = \"0002-upstream.patch\"",
+        "name = \"0001-fix.patch\"",
+    );
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("duplicate patch name `0001-fix.patch` (first used by patch[0])");
+}
+
+#[test]
+fn every_problem_is_reported_at_once() {
+    let text = GOOD
+        .replace("license =", "colour = \"red\"\nlicense =")
+        .replace("b7851f8c66191cd23a0a08bd484465ad74bbbb7d", "abc")
+        .replace(
+            "0000000000000000000000000000000000000000000000000000000000000000",
+            "xyz",
+        )
+        .replace(">=6.11, <6.12.64", "6.12")
+        .replace(
+            "kind = \"dkms\"",
+            "kind = \"dkms\"\nformats = [\"deb\", \"zip\"]",
+        );
+    let run = project_with(&text).xtask(&["plan", "demo"]);
+    run.fails_with(2);
+    for needle in [
+        "`package.colour`",
+        "`source.commit`",
+        "`patch[1].sha256`",
+        "`target.kernel`",
+        "`zip` is not one of",
+    ] {
+        run.stderr_has(needle);
+    }
+    let located = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("recipes/demo.toml:"))
+        .count();
+    assert_eq!(located, 5, "{}", run.stderr);
+}
+
+#[test]
+fn keys_of_another_source_kind_are_refused() {
+    let text = GOOD.replace("paths = [\"drivers/gpu/drm/amd\"]", "strip = 1");
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("`strip` does not apply to a git source");
+}
+
+#[test]
+fn a_toml_syntax_error_is_located() {
+    let run = project_with("[package\nname = 1\n").xtask(&["plan", "demo"]);
+    run.fails_with(2).stderr_has("recipes/demo.toml:1:");
+}
+
+#[test]
+fn an_unknown_recipe_is_a_plain_failure() {
+    Project::new()
+        .xtask(&["plan", "nope"])
+        .fails_with(1)
+        .stderr_has("no recipe named `nope`");
+}
+
+#[test]
+fn plan_json_is_stable_and_sorted() {
+    let p = project_with(GOOD);
+    let first = p
+        .xtask(&["plan", "demo", "--json"])
+        .success()
+        .stdout
+        .clone();
+    let second = p
+        .xtask(&["plan", "demo", "--json"])
+        .success()
+        .stdout
+        .clone();
+    assert_eq!(first, second);
+    let value: serde_json::Value = serde_json::from_str(&first).unwrap();
+    assert_eq!(
+        value["patches"][1]["commit"],
+        "7a5fb05b5b18e531989aa55b10dfa4be0633207e"
+    );
+    assert_eq!(value["unpinned"], serde_json::json!([]));
+    insta::assert_snapshot!("plan_demo_json", first);
+}
+
+#[test]
+fn plan_names_what_is_unpinned() {
+    let text = GOOD
+        .replace(
+            "commit = \"b7851f8c66191cd23a0a08bd484465ad74bbbb7d\"\n",
+            "",
+        )
+        .replace(
+            "sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"\n",
+            "",
+        );
+    let run = project_with(&text).xtask(&["plan", "demo"]);
+    run.success()
+        .stdout_has("unpinned source, patch 0002-upstream.patch (run `cargo xtask lock demo`");
+}

@@ -1,0 +1,68 @@
+//! Rules of this repository, checked as tests: every recipe parses and
+//! plans, every patch folder belongs to a recipe, every module says what it
+//! is for.
+
+use std::path::Path;
+
+use crate::support::repo_root;
+
+#[test]
+fn every_recipe_parses_and_plans() {
+    let root = repo_root();
+    let names = xtask::recipe::list(&root).unwrap();
+    assert!(names.contains(&"demo-hello".to_owned()), "{names:?}");
+    for name in names {
+        let recipe = xtask::recipe::Recipe::load(&root, &name)
+            .unwrap_or_else(|e| panic!("recipe {name}: {e:#}"));
+        let plan = xtask::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
+        assert_eq!(plan.patches.len(), recipe.patches.len());
+    }
+}
+
+#[test]
+fn every_patch_folder_belongs_to_a_recipe() {
+    let root = repo_root();
+    let names = xtask::recipe::list(&root).unwrap();
+    for entry in std::fs::read_dir(root.join("patches")).unwrap() {
+        let entry = entry.unwrap();
+        let folder = entry.file_name().into_string().unwrap();
+        if entry.path().is_dir() {
+            assert!(
+                names.contains(&folder),
+                "patches/{folder}/ has no recipes/{folder}.toml"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_module_opens_with_a_doc_line() {
+    fn walk(dir: &Path, missing: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, missing);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                if !text.trim_start().starts_with("//!") {
+                    missing.push(path.display().to_string());
+                }
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&repo_root().join("xtask/src"), &mut missing);
+    walk(&repo_root().join("xtask/tests"), &mut missing);
+    assert!(
+        missing.is_empty(),
+        "modules without a `//!` line: {missing:?}"
+    );
+}
+
+#[test]
+fn the_demo_plan_is_stable() {
+    let root = repo_root();
+    let recipe = xtask::recipe::Recipe::load(&root, "demo-hello").unwrap();
+    let json = xtask::plan::to_json(&xtask::plan::plan(&recipe).unwrap()).unwrap();
+    insta::assert_snapshot!("plan_demo_hello_json", json);
+}
