@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use serde::Serialize;
 use sha2::{Digest, Sha256};
 
-use crate::recipe::{Format, Kind, Package, PatchOrigin, Recipe, Source};
+use crate::recipe::{Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -21,6 +21,7 @@ pub struct Plan {
     pub source: PlannedSource,
     pub patches: Vec<PlannedPatch>,
     pub target: PlannedTarget,
+    pub dkms: Option<Dkms>,
     /// Files the recipe publishes, relative to `dist/`.
     pub outputs: Vec<String>,
     /// Inputs that carry no pin yet (`cargo xtask lock` fills them in).
@@ -105,6 +106,7 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
             kernel_regex: recipe.target.kernel_regex.clone(),
             formats: recipe.target.formats.clone(),
         },
+        dkms: recipe.dkms.clone(),
         outputs: outputs(recipe),
         unpinned: recipe.unpinned(),
     })

@@ -26,6 +26,32 @@ pub struct Recipe {
     pub source: Source,
     pub patches: Vec<Patch>,
     pub target: Target,
+    /// How the patched tree becomes a DKMS module (`kind = "dkms"` only).
+    pub dkms: Option<Dkms>,
+}
+
+/// The `[dkms]` table: which part of the patched tree is shipped and how
+/// DKMS builds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dkms {
+    /// The folder of the patched tree that becomes `/usr/src/<name>-<version>/`.
+    pub tree: String,
+    /// `MAKE[0]` of dkms.conf; DKMS's default when absent.
+    pub make: Option<String>,
+    /// `CLEAN` of dkms.conf; DKMS's default when absent.
+    pub clean: Option<String>,
+    pub modules: Vec<Module>,
+}
+
+/// One kernel module the DKMS tree builds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Module {
+    /// `BUILT_MODULE_NAME`: the `.ko` without its extension.
+    pub name: String,
+    /// `BUILT_MODULE_LOCATION`: where the build leaves it, relative to the tree.
+    pub location: String,
+    /// `DEST_MODULE_LOCATION`: default `/updates/dkms`.
+    pub dest: String,
 }
 
 #[derive(Debug, Clone, Serialize)]

@@ -16,6 +16,7 @@ pub struct RawRecipe {
     #[serde(default)]
     pub patch: Vec<Spanned<RawPatch>>,
     pub target: Option<Spanned<RawTarget>>,
+    pub dkms: Option<Spanned<RawDkms>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -72,6 +73,24 @@ pub struct Problem {
     pub offset: usize,
     pub message: String,
     pub key: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawDkms {
+    pub tree: Str,
+    pub make: Str,
+    pub clean: Str,
+    #[serde(default)]
+    pub module: Vec<Spanned<RawModule>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawModule {
+    pub name: Str,
+    pub location: Str,
+    pub dest: Str,
 }
 
 /// Deserializes `text`, collecting every unknown key and wrongly typed value.

@@ -288,6 +288,24 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         }
     };
     let patches = patches(c, &raw.patch, &root.join("patches").join(name));
+    let dkms = match (&raw.dkms, target.kind) {
+        (Some(d), Kind::Dkms) => Some(dkms(c, d.get_ref(), d.span().start)),
+        (Some(d), _) => {
+            c.err(
+                d.span().start,
+                "`[dkms]` applies to `kind = \"dkms\"` recipes only; remove it",
+            );
+            None
+        }
+        (None, Kind::Dkms) if raw.target.is_some() => {
+            c.err(
+                0,
+                "a dkms recipe needs a `[dkms]` table with at least one `[[dkms.module]]`",
+            );
+            None
+        }
+        (None, _) => None,
+    };
     Recipe {
         name: name.to_owned(),
         path: path.to_owned(),
@@ -296,6 +314,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         source,
         patches,
         target,
+        dkms,
     }
 }
 
@@ -457,6 +476,94 @@ fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Sourc
                 include,
             }
         }
+    }
+}
+
+/// A DKMS module name: what `BUILT_MODULE_NAME` and the `.ko` file accept.
+fn check_module_name(value: &str) -> Result<(), String> {
+    if !value.is_empty()
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+    {
+        Ok(())
+    } else {
+        Err(format!(
+            "`{value}` is not a module name: letters, digits, `_` and `-`"
+        ))
+    }
+}
+
+/// An absolute module directory below `/lib/modules/<kernel>/`.
+fn check_dest(value: &str) -> Result<(), String> {
+    let ok = value.starts_with('/')
+        && !value.split('/').any(|part| part == "..")
+        && value
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/_-.".contains(&b));
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("`{value}` must be an absolute folder such as `/updates/dkms` (letters, digits, `/`, `_`, `-`, `.`)"))
+    }
+}
+
+/// A make line for dkms.conf: one line; dkms.conf quotes it.
+fn check_make(value: &str) -> Result<(), String> {
+    check_one_line(value)?;
+    if value.contains('\'') {
+        return Err("must not contain `'` (dkms.conf holds it in single quotes)".to_owned());
+    }
+    Ok(())
+}
+
+fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
+    let tree = c
+        .checked(&d.tree, "dkms.tree", |t| {
+            if t == "." {
+                Ok(())
+            } else {
+                check_tree_path(t)
+            }
+        })
+        .unwrap_or_else(|| ".".to_owned());
+    let make = c.checked(&d.make, "dkms.make", check_make);
+    let clean = c.checked(&d.clean, "dkms.clean", check_make);
+    if d.module.is_empty() {
+        c.err(
+            table_at,
+            "`[dkms]` needs at least one `[[dkms.module]]` with `name` (and `location`)",
+        );
+    }
+    let mut modules = Vec::new();
+    for (i, m) in d.module.iter().enumerate() {
+        let (m, at) = (m.get_ref(), m.span().start);
+        let key = |k: &str| format!("dkms.module[{i}].{k}");
+        let name = c.required(&m.name, at, &key("name"));
+        c.checked(&m.name, &key("name"), check_module_name);
+        let location = c
+            .checked(&m.location, &key("location"), |l| {
+                if l == "." {
+                    Ok(())
+                } else {
+                    check_tree_path(l)
+                }
+            })
+            .unwrap_or_else(|| ".".to_owned());
+        let dest = c
+            .checked(&m.dest, &key("dest"), check_dest)
+            .unwrap_or_else(|| "/updates/dkms".to_owned());
+        modules.push(super::Module {
+            name,
+            location,
+            dest,
+        });
+    }
+    super::Dkms {
+        tree,
+        make,
+        clean,
+        modules,
     }
 }
 

@@ -30,6 +30,14 @@ sha256 = "0000000000000000000000000000000000000000000000000000000000000000"
 [target]
 kind = "dkms"
 kernel = ">=6.11, <6.12.64"
+
+[dkms]
+tree = "drivers/gpu/drm/amd"
+make = "make -C ${kernel_source_dir} M=${dkms_tree}/${PACKAGE_NAME}/${PACKAGE_VERSION}/build/amdgpu"
+
+[[dkms.module]]
+name = "amdgpu"
+location = "amdgpu"
 "#;
 
 fn project_with(recipe: &str) -> Project {
@@ -246,4 +254,21 @@ fn plan_names_what_is_unpinned() {
     let run = project_with(&text).xtask(&["plan", "demo"]);
     run.success()
         .stdout_has("unpinned source, patch 0002-upstream.patch (run `cargo xtask lock demo`");
+}
+
+#[test]
+fn dkms_modules_are_checked() {
+    let text = GOOD
+        .replace("name = \"amdgpu\"", "name = \"amd gpu\"")
+        .replace("location = \"amdgpu\"", "location = \"../x\"");
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("`dkms.module[0].name`: `amd gpu` is not a module name")
+        .stderr_has("`dkms.module[0].location`: `../x` must be a relative path");
+    let text = GOOD.split("[dkms]").next().unwrap().to_owned();
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("a dkms recipe needs a `[dkms]` table");
 }
