@@ -6,7 +6,9 @@
 pub mod commands;
 pub mod diag;
 pub mod fetch;
+pub mod packaging;
 pub mod plan;
 pub mod recipe;
+pub mod render;
 pub mod report;
 pub mod workspace;

@@ -342,6 +342,7 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
     c.checked(&p.name, "package.name", check_package_name);
     c.checked(&p.version, "package.version", check_version);
     c.checked(&p.summary, "package.summary", check_one_line);
+    c.checked(&p.license, "package.license", check_one_line);
     c.checked(&p.maintainer, "package.maintainer", |m| {
         check_one_line(m)?;
         let ok = m

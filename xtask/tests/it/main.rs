@@ -5,4 +5,5 @@
 mod support;
 
 mod recipes;
+mod render;
 mod repo;

@@ -1,0 +1,166 @@
+//! Rendered packaging files: snapshots of the demo recipe's files, and
+//! hostile recipe text that must come out inert wherever a shell reads it.
+
+use std::path::Path;
+use std::process::Command;
+
+use xtask::packaging::{self, Inputs};
+use xtask::recipe::Recipe;
+use xtask::render::{Rendered, Renderer};
+
+use crate::support::{repo_root, Project};
+
+fn inputs() -> Inputs {
+    Inputs {
+        epoch: 1767225600,
+        orig_tarball: "patchkit-hello_0.1.0.orig.tar.gz".to_owned(),
+        orig_sha256: "1".repeat(64),
+        source_dir: "patchkit-hello-0.1.0".to_owned(),
+        patch_sha256: vec!["2".repeat(64)],
+        dkms_conf_sha256: Some("3".repeat(64)),
+        tree_entries: vec![
+            "Kbuild".to_owned(),
+            "Makefile".to_owned(),
+            "patchkit_hello.c".to_owned(),
+        ],
+    }
+}
+
+fn render(root: &Path, recipe: &str) -> Rendered {
+    let recipe = Recipe::load(root, recipe).unwrap();
+    let plan = xtask::plan::plan(&recipe).unwrap();
+    let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
+    packaging::render(
+        &renderer,
+        &packaging::values(&recipe, &plan, &inputs()).unwrap(),
+    )
+    .unwrap()
+}
+
+#[test]
+fn the_demo_packaging_files_are_as_reviewed() {
+    let files = render(&repo_root(), "demo-hello");
+    for (name, text) in &files {
+        insta::assert_snapshot!(format!("render_demo__{}", name.replace('/', "__")), text);
+    }
+}
+
+#[test]
+fn every_template_is_used() {
+    let files = render(&repo_root(), "demo-hello");
+    for template in xtask::render::template_files(&repo_root().join("templates")).unwrap() {
+        let name = template.trim_end_matches(".hbs");
+        let used = files.contains_key(name)
+            || (name == "rpm/spec" && files.keys().any(|k| k.ends_with(".spec")))
+            || (name == "arch/PKGBUILD" && files.contains_key("arch/PKGBUILD"));
+        assert!(used, "templates/{template} is never rendered");
+    }
+}
+
+const HOSTILE: &str = r#"
+[package]
+name = "evil"
+version = "1.0"
+summary = "it's $(touch CANARY) `touch CANARY` \"quoted\" 100% %{_bindir}"
+description = """
+Line one with $(touch CANARY) and `touch CANARY`.
+
+%files
+/etc/shadow
+Depends: rootkit
+"""
+license = "GPL-2.0-only'; touch CANARY; '"
+homepage = "https://example.org/'$(touch%20CANARY)'"
+maintainer = "Eve '$(touch CANARY)' <eve@example.org>"
+
+[source]
+local = "src"
+
+[target]
+kind = "dkms"
+kernel = ">=6.1"
+
+[dkms]
+make = "make -C ${kernel_source_dir} M=$(pwd) \"$(touch CANARY)\" `touch CANARY`"
+
+[[dkms.module]]
+name = "evil"
+"#;
+
+#[test]
+fn hostile_recipe_text_stays_inert() {
+    let p = Project::new();
+    p.recipe("evil", HOSTILE).file("src/evil.c", "");
+    let files = render(p.root(), "evil");
+    let dir = p.root().join("rendered");
+    for (name, text) in &files {
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    // Files a shell sources: sourcing them runs nothing and keeps every value literal.
+    for (file, var, expected) in [
+        (
+            "dkms.conf",
+            "MAKE[0]",
+            "make -C ${kernel_source_dir} M=$(pwd) \"$(touch CANARY)\" `touch CANARY`",
+        ),
+        (
+            "arch/PKGBUILD",
+            "pkgdesc",
+            "it's $(touch CANARY) `touch CANARY` \"quoted\" 100% %{_bindir}",
+        ),
+        (
+            "arch/PKGBUILD",
+            "license[0]",
+            "GPL-2.0-only'; touch CANARY; '",
+        ),
+    ] {
+        let out = Command::new("bash")
+            .arg("-c")
+            .arg(format!(
+                "set -eu; source ./{file}; printf '%s' \"${{{var}}}\""
+            ))
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{file}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            expected,
+            "{file} {var}"
+        );
+    }
+    // Scripts parse, and none of the hostile text reached them.
+    for script in [
+        "scripts/postinst",
+        "scripts/prerm",
+        "scripts/rpm-post",
+        "scripts/rpm-preun",
+    ] {
+        let status = Command::new("sh")
+            .arg("-n")
+            .arg(dir.join(script))
+            .status()
+            .unwrap();
+        assert!(status.success(), "{script} does not parse");
+        assert!(!files[script].contains("CANARY"));
+    }
+    assert!(
+        !dir.join("CANARY").exists(),
+        "a rendered file ran a command"
+    );
+    // RPM: `%` cannot start a macro or a section.
+    let spec = &files["rpm/evil-dkms.spec"];
+    assert!(spec.contains("100%% %%{_bindir}"), "{spec}");
+    assert!(spec.contains("\n%%files\n/etc/shadow"), "{spec}");
+    assert_eq!(spec.matches("\n%files\n").count(), 1);
+    // Debian control: the description cannot start a field of its own.
+    let control = &files["debian/control"];
+    assert!(control.contains("\n Depends: rootkit\n"), "{control}");
+    assert!(control.contains("\n .\n %files\n"), "{control}");
+}
