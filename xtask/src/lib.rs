@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod diag;
+pub mod dist;
 pub mod fetch;
 pub mod packaging;
 pub mod plan;

@@ -4,6 +4,7 @@
 
 mod support;
 
+mod dist;
 mod recipes;
 mod render;
 mod repo;

@@ -1,0 +1,307 @@
+//! Dist: publish a build atomically and check a published one.
+//!
+//! A build is written into a staging folder beside the destination
+//! (`<out>.staging-<pid>`), `manifest.json` then `SHA256SUMS` last, and the
+//! staging folder then takes the destination's place in one atomic
+//! `renameat2(RENAME_EXCHANGE)`. A failed or killed run leaves the previous
+//! publication exactly as it was; its leftovers are removed by the next run.
+
+use std::collections::BTreeMap;
+use std::ffi::CString;
+use std::fs;
+use std::io::{Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The name of the checksum file, written last.
+pub const SUMS: &str = "SHA256SUMS";
+/// The name of the machine-readable record of a build.
+pub const MANIFEST: &str = "manifest.json";
+
+/// One published file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    pub size: u64,
+    pub sha256: String,
+}
+
+/// A publication being assembled; dropped without [`Staging::publish`], it
+/// removes itself.
+pub struct Staging {
+    out: PathBuf,
+    dir: PathBuf,
+    published: bool,
+}
+
+impl Staging {
+    /// Starts a publication to `out`, clearing what killed runs left behind.
+    pub fn begin(out: &Path) -> Result<Staging> {
+        let out = std::path::absolute(out)?;
+        let parent = out
+            .parent()
+            .context("the output folder needs a parent folder")?;
+        fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        remove_leftovers(&out)?;
+        let dir = sibling(&out, &format!("staging-{}", std::process::id()));
+        fs::create_dir(&dir)
+            .with_context(|| format!("creating staging folder {}", dir.display()))?;
+        Ok(Staging {
+            out,
+            dir,
+            published: false,
+        })
+    }
+
+    /// The folder to write the artifacts into.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Writes `manifest.json` from `manifest` (given every output's size and
+    /// sha256), then `SHA256SUMS`, then swaps the folder into place.
+    pub fn publish<M: Serialize>(
+        mut self,
+        manifest: impl FnOnce(BTreeMap<String, Output>) -> M,
+    ) -> Result<PathBuf> {
+        let outputs = hash_tree(&self.dir, &[])?;
+        let manifest = serde_json::to_value(manifest(outputs))?;
+        let text = serde_json::to_string_pretty(&manifest)? + "\n";
+        write_synced(&self.dir.join(MANIFEST), text.as_bytes())?;
+        let sums = hash_tree(&self.dir, &[])?;
+        let sums_text: String = sums
+            .iter()
+            .map(|(name, o)| format!("{}  {name}\n", o.sha256))
+            .collect();
+        write_synced(&self.dir.join(SUMS), sums_text.as_bytes())?;
+        fs::File::open(&self.dir)?.sync_all()?;
+        swap_into_place(&self.dir, &self.out)?;
+        self.published = true;
+        Ok(self.out.clone())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn sibling(out: &Path, suffix: &str) -> PathBuf {
+    let mut name = out.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{suffix}"));
+    out.with_file_name(name)
+}
+
+/// Removes `<out>.staging-*` and `<out>.old-*` of runs that are gone; puts a
+/// previous publication back if a run died between the two renames of the
+/// fallback path.
+fn remove_leftovers(out: &Path) -> Result<()> {
+    let (Some(parent), Some(name)) = (out.parent(), out.file_name()) else {
+        return Ok(());
+    };
+    let prefix = format!("{}.", name.to_string_lossy());
+    for entry in fs::read_dir(parent)? {
+        let entry = entry?;
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(rest) = file.strip_prefix(&prefix) else {
+            continue;
+        };
+        let pid = rest
+            .strip_prefix("staging-")
+            .or_else(|| rest.strip_prefix("old-"));
+        let Some(pid) = pid.and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        if Path::new(&format!("/proc/{pid}")).exists() && pid != std::process::id() {
+            continue;
+        }
+        if rest.starts_with("old-") && !out.exists() {
+            fs::rename(entry.path(), out)?;
+        } else {
+            fs::remove_dir_all(entry.path())
+                .with_context(|| format!("removing leftover {}", entry.path().display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Puts `new` at `out` atomically: exchanged with the old folder in one
+/// system call where the file system allows it, else by two renames.
+fn swap_into_place(new: &Path, out: &Path) -> Result<()> {
+    if !out.exists() {
+        fs::rename(new, out)
+            .with_context(|| format!("moving {} to {}", new.display(), out.display()))?;
+        return Ok(());
+    }
+    let a = CString::new(new.as_os_str().as_bytes())?;
+    let b = CString::new(out.as_os_str().as_bytes())?;
+    // SAFETY: both paths are valid NUL-terminated strings for the duration of the call.
+    let rc = unsafe {
+        libc::renameat2(
+            libc::AT_FDCWD,
+            a.as_ptr(),
+            libc::AT_FDCWD,
+            b.as_ptr(),
+            libc::RENAME_EXCHANGE,
+        )
+    };
+    if rc == 0 {
+        // `new` now holds the previous publication.
+        fs::remove_dir_all(new)
+            .with_context(|| format!("removing the previous publication {}", new.display()))?;
+        return Ok(());
+    }
+    let old = sibling(out, &format!("old-{}", std::process::id()));
+    fs::rename(out, &old).with_context(|| format!("moving {} aside", out.display()))?;
+    fs::rename(new, out)
+        .with_context(|| format!("moving {} to {}", new.display(), out.display()))?;
+    fs::remove_dir_all(&old).with_context(|| format!("removing {}", old.display()))?;
+    Ok(())
+}
+
+fn write_synced(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = fs::File::create(path).with_context(|| format!("writing {}", path.display()))?;
+    file.write_all(bytes)?;
+    file.sync_all()?;
+    Ok(())
+}
+
+/// Size and sha256 of every file below `dir`, by relative path with `/`,
+/// leaving out the names in `skip`.
+pub fn hash_tree(dir: &Path, skip: &[&str]) -> Result<BTreeMap<String, Output>> {
+    fn walk(
+        dir: &Path,
+        rel: &str,
+        skip: &[&str],
+        out: &mut BTreeMap<String, Output>,
+    ) -> Result<()> {
+        for entry in fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
+            if skip.contains(&child.as_str()) {
+                continue;
+            }
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                walk(&entry.path(), &child, skip, out)?;
+            } else if kind.is_file() {
+                out.insert(child, hash_file(&entry.path())?);
+            } else {
+                bail!(
+                    "{} is neither a file nor a folder: dist/ holds only regular files",
+                    entry.path().display()
+                );
+            }
+        }
+        Ok(())
+    }
+    let mut out = BTreeMap::new();
+    walk(dir, "", skip, &mut out)?;
+    Ok(out)
+}
+
+/// Size and sha256 of one file, read in 1 MiB blocks.
+pub fn hash_file(path: &Path) -> Result<Output> {
+    let mut file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut size = 0u64;
+    loop {
+        let n = file
+            .read(&mut buf)
+            .with_context(|| format!("reading {}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        size += n as u64;
+        hasher.update(&buf[..n]);
+    }
+    Ok(Output {
+        size,
+        sha256: hex::encode(hasher.finalize()),
+    })
+}
+
+/// What `verify` found wrong with a published folder; empty when it is
+/// exactly as published.
+pub fn verify(dir: &Path) -> Result<Vec<String>> {
+    let sums_path = dir.join(SUMS);
+    let sums_text = fs::read_to_string(&sums_path).with_context(|| {
+        format!(
+            "reading {}: is {} a published dist folder?",
+            sums_path.display(),
+            dir.display()
+        )
+    })?;
+    let mut problems = Vec::new();
+    let mut listed = BTreeMap::new();
+    for (i, line) in sums_text.lines().enumerate() {
+        match line.split_once("  ") {
+            Some((sha, name)) if sha.len() == 64 => {
+                listed.insert(name.to_owned(), sha.to_owned());
+            }
+            _ => problems.push(format!(
+                "{}:{}: not a `<sha256>  <file>` line",
+                sums_path.display(),
+                i + 1
+            )),
+        }
+    }
+    let actual = hash_tree(dir, &[SUMS])?;
+    for (name, sha) in &listed {
+        match actual.get(name) {
+            None => problems.push(format!("{name}: listed in {SUMS} but missing")),
+            Some(o) if &o.sha256 != sha => {
+                problems.push(format!("{name}: sha256 {} but {SUMS} says {sha}", o.sha256))
+            }
+            Some(_) => {}
+        }
+    }
+    for name in actual.keys().filter(|n| !listed.contains_key(*n)) {
+        problems.push(format!("{name}: present but not listed in {SUMS}"));
+    }
+    let manifest_path = dir.join(MANIFEST);
+    let manifest: serde_json::Value = match fs::read(&manifest_path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .with_context(|| format!("parsing {}", manifest_path.display()))?,
+        Err(_) => {
+            problems.push(format!("{MANIFEST}: missing"));
+            return Ok(problems);
+        }
+    };
+    let recorded: BTreeMap<String, Output> = serde_json::from_value(manifest["outputs"].clone())
+        .with_context(|| {
+            format!(
+                "{}: `outputs` is not a map of size and sha256",
+                manifest_path.display()
+            )
+        })?;
+    for (name, output) in &recorded {
+        match actual.get(name) {
+            None => problems.push(format!("{name}: recorded in {MANIFEST} but missing")),
+            Some(o) if o != output => problems.push(format!(
+                "{name}: {} bytes, sha256 {}; {MANIFEST} records {} bytes, sha256 {}",
+                o.size, o.sha256, output.size, output.sha256
+            )),
+            Some(_) => {}
+        }
+    }
+    for name in actual
+        .keys()
+        .filter(|n| !recorded.contains_key(*n) && n.as_str() != MANIFEST)
+    {
+        problems.push(format!("{name}: present but not recorded in {MANIFEST}"));
+    }
+    Ok(problems)
+}
