@@ -12,4 +12,5 @@ pub mod plan;
 pub mod recipe;
 pub mod render;
 pub mod report;
+pub mod target;
 pub mod workspace;
