@@ -3,9 +3,11 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
+pub mod cache;
 pub mod commands;
 pub mod diag;
 pub mod fetch;
+pub mod lock;
 pub mod plan;
 pub mod recipe;
 pub mod report;
