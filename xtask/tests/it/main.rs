@@ -4,4 +4,6 @@
 
 mod support;
 
+mod fetch;
+mod lock;
 mod recipes;
