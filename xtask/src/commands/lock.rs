@@ -27,13 +27,13 @@ pub struct Args {
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     if args.offline {
-        return Err(UsageError(
-            "lock does not work --offline: it asks upstream where each `ref` points now and \
-             hashes fresh downloads. Run it with network access, or use \
+        let why = UsageError(
+            "lock asks upstream where each `ref` points now and hashes fresh downloads, which \
+             needs the network; run it with network access, or use \
              `cargo xtask fetch --offline` to check what the cache holds"
                 .to_owned(),
-        )
-        .into());
+        );
+        return Err(anyhow::Error::new(why).context("`lock --offline` is not supported"));
     }
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let changes = lock::lock(ws, &recipe)?;

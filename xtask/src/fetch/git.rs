@@ -75,7 +75,7 @@ pub fn ensure_commit(
     let by_id = fetch(
         &mut remote,
         &[format!("+{commit}:{keep}")],
-        Some(depth),
+        (!is_local(url)).then_some(depth),
         url,
         reporter,
     );
@@ -230,5 +230,21 @@ pub fn commit_patch(repo: &Path, commit: &str) -> Result<Vec<u8>> {
     );
     let email = git2::Email::from_commit(&found, &mut git2::EmailCreateOptions::new())
         .with_context(|| format!("formatting commit {commit} as a patch"))?;
-    Ok(email.as_slice().to_vec())
+    Ok(without_signature(email.as_slice()).to_vec())
+}
+
+/// The mbox without libgit2's `--\nlibgit2 <version>` signature, so that the
+/// bytes (and their pinned sha256) do not change with the library version.
+fn without_signature(mbox: &[u8]) -> &[u8] {
+    let marker = b"\n--\nlibgit2 ";
+    match mbox.windows(marker.len()).rposition(|w| w == marker) {
+        Some(at) => &mbox[..=at],
+        None => mbox,
+    }
+}
+
+/// Whether git reaches `url` through the local transport, which cannot
+/// fetch shallow.
+fn is_local(url: &str) -> bool {
+    Path::new(url).is_absolute() || url.starts_with("file://")
 }

@@ -119,14 +119,20 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
         1 + recipe.patches.len(),
         tally.cached,
         tally.downloaded,
-        mib(tally.bytes),
+        human_bytes(tally.bytes),
         tally.local
     ));
     Ok(Fetched { source, patches })
 }
 
-fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / 1048576.0)
+/// `512 B`, `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
+pub fn human_bytes(bytes: u64) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        1048576..1073741824 => format!("{:.1} MiB", bytes as f64 / 1048576.0),
+        _ => format!("{:.1} GiB", bytes as f64 / 1073741824.0),
+    }
 }
 
 fn describe_unpinned(recipe: &Recipe) -> Vec<String> {
@@ -311,7 +317,7 @@ fn blob(
     };
     reporter.step(format!(
         "{input}: {url}: downloaded {}, {how}",
-        mib(got.bytes)
+        human_bytes(got.bytes)
     ));
     if sha256.is_none() {
         tally

@@ -95,7 +95,7 @@ fn lock_refuses_offline_and_says_why() {
     p.recipe("r", &format!("{HEAD}\n[source]\nlocal = \"src\"\n"));
     xtask(&p, &["lock", "r", "--offline"], &[])
         .fails_with(2)
-        .stderr_has("lock does not work --offline");
+        .stderr_has("error: `lock --offline` is not supported: lock asks upstream");
 }
 
 #[test]
