@@ -5,5 +5,6 @@
 mod support;
 
 mod fetch;
+mod fetch_http;
 mod lock;
 mod recipes;

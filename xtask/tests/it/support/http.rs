@@ -23,6 +23,9 @@ pub enum Reply {
     /// The headers and half of `body`, then silence until the server stops
     /// (or a minute passes).
     Stall(Vec<u8>),
+    /// 200 with these bytes and no `Content-Length`: the body ends when the
+    /// connection closes.
+    Unsized(Vec<u8>),
     /// 302 to this location (a path or a full URL).
     Redirect(String),
 }
@@ -163,6 +166,9 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
             }
             sent
         }
+        Reply::Unsized(body) => conn
+            .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
+            .and_then(|()| conn.write_all(&body)),
         Reply::Redirect(to) => {
             conn.write_all(headers("302 Found", 0, &format!("Location: {to}\r\n")).as_bytes())
         }
