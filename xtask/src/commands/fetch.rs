@@ -14,6 +14,11 @@ use crate::workspace::Workspace;
 /// are checked against their sha256, upstream commit patches are turned into
 /// a format-patch diff and checked against theirs. Nothing unverified enters
 /// the cache. Two fetches at once share the cache safely.
+///
+/// HTTP limits (environment): PATCHKIT_HTTP_CONNECT_TIMEOUT_MS (15000),
+/// PATCHKIT_HTTP_READ_TIMEOUT_MS (30000), PATCHKIT_HTTP_ATTEMPTS (4),
+/// PATCHKIT_HTTP_RETRY_BASE_MS (500, doubled per retry),
+/// PATCHKIT_HTTP_MAX_BYTES (4 GiB).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file

@@ -98,7 +98,13 @@ pub fn ensure_commit(
             None,
             url,
             reporter,
-        )?;
+        )
+        .with_context(|| {
+            format!(
+                "cannot fetch commit {commit} from {url}: check the URL and the network, then \
+                 run the command again"
+            )
+        })?;
     }
     let advertised = remote
         .list()

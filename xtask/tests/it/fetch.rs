@@ -182,6 +182,29 @@ fn git_commit_missing_upstream_is_an_error() {
 }
 
 #[test]
+fn git_daemon_unreachable_is_an_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("git://127.0.0.1:{port}/up");
+    let p = Project::new();
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    p.recipe("r", &git_recipe(&url, commit, None));
+    xtask(&p, &["fetch", "r"], &[])
+        .fails_with(1)
+        .stderr_has(&format!(
+            "cannot fetch commit {commit} from {url}: check the URL"
+        ));
+    assert!(std::fs::read_dir(p.cache().join("git"))
+        .unwrap()
+        .next()
+        .is_none());
+    assert_cache_clean(&p.cache());
+}
+
+#[test]
 fn ref_moved_away_from_the_pin_warns_and_uses_the_pin() {
     let (up, first, _) = two_commits();
     let third = up.file("b.c", "int b;\n").commit("third");

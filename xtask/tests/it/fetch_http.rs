@@ -194,3 +194,20 @@ fn http_size_cap_holds_while_streaming_without_a_length() {
     assert_cache_clean(&p.cache());
     xtask(&p, &["fetch", "r"], &[]).success();
 }
+
+#[test]
+fn http_connection_refused_is_retried_then_reported() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let url = format!("http://127.0.0.1:{port}/closed.tar");
+    let p = Project::new();
+    p.recipe("r", &tarball_recipe(&url, &"0".repeat(64)));
+    xtask(&p, &["fetch", "r"], &[])
+        .fails_with(1)
+        .stderr_has(&format!("downloading {url} failed after 4 attempts"))
+        .stderr_has("Check the URL and the network");
+    assert_cache_clean(&p.cache());
+}

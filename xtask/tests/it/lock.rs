@@ -70,12 +70,14 @@ fn lock_moves_a_stale_commit_pin_to_where_ref_points() {
     let up = Upstream::new();
     let first = up.file("a.c", "int a;\n").commit("first");
     let second = up.file("a.c", "int a = 2;\n").commit("second");
+    up.allow_sha1_in_want(true);
+    let daemon = up.daemon();
     let p = Project::new();
     p.recipe(
         "r",
         &format!(
             "{HEAD}\n[source]\ngit = \"{}\"\nref = \"main\"\ncommit = \"{first}\" # keep me\n",
-            up.url()
+            daemon.url()
         ),
     );
     xtask(&p, &["lock", "r"], &[])
