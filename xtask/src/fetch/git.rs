@@ -254,3 +254,30 @@ fn without_signature(mbox: &[u8]) -> &[u8] {
 fn is_local(url: &str) -> bool {
     Path::new(url).is_absolute() || url.starts_with("file://")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn find_ref_prefers_the_peeled_tag() {
+        let heads = vec![
+            ("HEAD".to_owned(), "a".to_owned()),
+            ("refs/heads/main".to_owned(), "a".to_owned()),
+            ("refs/tags/v1".to_owned(), "tagobj".to_owned()),
+            ("refs/tags/v1^{}".to_owned(), "b".to_owned()),
+        ];
+        assert_eq!(find_ref(&heads, "v1").as_deref(), Some("b"));
+        assert_eq!(find_ref(&heads, "main").as_deref(), Some("a"));
+        assert_eq!(find_ref(&heads, "HEAD").as_deref(), Some("a"));
+        assert_eq!(find_ref(&heads, "refs/heads/main").as_deref(), Some("a"));
+        assert_eq!(find_ref(&heads, "nope"), None);
+    }
+
+    #[test]
+    fn the_libgit2_signature_is_dropped() {
+        let mbox = b"Subject: x\n\n+a\n--\nlibgit2 1.9.7\n\n";
+        assert_eq!(without_signature(mbox), b"Subject: x\n\n+a\n");
+        assert_eq!(without_signature(b"+a\n"), b"+a\n");
+    }
+}

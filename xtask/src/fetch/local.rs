@@ -94,3 +94,27 @@ pub fn verify(path: &Path, expected: Option<&str>) -> Result<String> {
     }
     Ok(actual)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tree_hash_sees_content_paths_and_the_executable_bit() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sub")).unwrap();
+        std::fs::write(dir.path().join("sub/a.sh"), "echo\n").unwrap();
+        let first = tree_sha256(dir.path()).unwrap();
+        assert_eq!(first, tree_sha256(dir.path()).unwrap());
+        let expected =
+            sha256_hex(format!("file 644 {} sub/a.sh\n", sha256_hex(b"echo\n")).as_bytes());
+        assert_eq!(first, expected);
+        let script = dir.path().join("sub/a.sh");
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_ne!(first, tree_sha256(dir.path()).unwrap());
+        std::fs::create_dir(dir.path().join("empty")).unwrap();
+        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o644)).unwrap();
+        assert_eq!(first, tree_sha256(dir.path()).unwrap());
+    }
+}
