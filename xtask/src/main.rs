@@ -41,9 +41,7 @@ enum Command {
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
-    /// Download and verify a recipe's inputs into the cache
     Fetch(commands::fetch::Args),
-    /// Write pins (commit, sha256) for a recipe's inputs into the recipe file
     Lock(commands::lock::Args),
 }
 

@@ -7,8 +7,10 @@ use crate::fetch::{self, FetchOptions};
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
-/// Download and verify every input of a recipe into the content-addressed
-/// cache (default target/patchkit/cache; see --cache-dir).
+/// Download and verify a recipe's inputs into the cache
+///
+/// Every input goes into the content-addressed cache (default
+/// target/patchkit/cache; see --cache-dir).
 ///
 /// git sources are fetched at their pinned commit, tarballs and url patches
 /// are checked against their sha256, upstream commit patches are turned into

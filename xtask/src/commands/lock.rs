@@ -8,9 +8,11 @@ use crate::lock;
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
-/// Pin a recipe's inputs: write `commit` for a git source (where `ref`
-/// points now; a stale pin moves with its `ref`), and `sha256` for a
-/// tarball, url patches and upstream commit patches that have none.
+/// Write pins (commit, sha256) for a recipe's inputs into the recipe file
+///
+/// `commit` for a git source (where `ref` points now; a stale pin moves
+/// with its `ref`), and `sha256` for a tarball, url patches and upstream
+/// commit patches that have none.
 ///
 /// The recipe file keeps its formatting and comments; review the diff and
 /// commit it. Downloads made while locking are verified into the cache.
