@@ -3,10 +3,12 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
+pub mod cache;
 pub mod commands;
 pub mod diag;
 pub mod dist;
 pub mod fetch;
+pub mod lock;
 pub mod packaging;
 pub mod plan;
 pub mod recipe;

@@ -41,6 +41,8 @@ enum Command {
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
+    Fetch(commands::fetch::Args),
+    Lock(commands::lock::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +54,8 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::List(args) => commands::list::run(&ws, args),
         Command::Plan(args) => commands::plan::run(&ws, args),
+        Command::Fetch(args) => commands::fetch::run(&ws, args),
+        Command::Lock(args) => commands::lock::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

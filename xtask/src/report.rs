@@ -56,8 +56,13 @@ impl Reporter {
 
     /// A step of the work: `fetch: linux-6.14.11.tar.xz`.
     pub fn step(&self, message: impl AsRef<str>) {
-        if self.mode != Mode::Quiet {
-            let _ = self.multi.println(message.as_ref());
+        // indicatif drops `println` when stderr is not a terminal.
+        match self.mode {
+            Mode::Terminal => {
+                let _ = self.multi.println(message.as_ref());
+            }
+            Mode::Plain => eprintln!("{}", message.as_ref()),
+            Mode::Quiet => {}
         }
     }
 

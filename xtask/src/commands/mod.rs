@@ -1,4 +1,6 @@
 //! One file per `cargo xtask` command, each with its clap `Args` and one `run`.
 
+pub mod fetch;
 pub mod list;
+pub mod lock;
 pub mod plan;

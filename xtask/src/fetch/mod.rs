@@ -5,6 +5,12 @@
 //! CONTRACT (used by `apply`; the fetch work fills in the body): the types
 //! below and the signature of [`fetch`] stay as they are.
 
+pub(crate) mod inputs;
+
+pub mod git;
+pub mod http;
+pub mod local;
+
 use std::path::PathBuf;
 
 use anyhow::Result;
@@ -48,7 +54,11 @@ pub struct FetchedPatch {
 }
 
 /// Brings every input of `recipe` into the cache and returns where each is.
+///
+/// Refuses unpinned inputs unless `opts.allow_unpinned`; with it, the pins
+/// taken are reported as warnings and recorded in
+/// `<cache>/taken-pins/<recipe>.toml`. With `opts.offline` no socket is
+/// opened and every input missing from the cache is listed at once.
 pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
-    let _ = (ws, recipe, opts);
-    anyhow::bail!("fetch is being written")
+    inputs::fetch(ws, recipe, opts)
 }

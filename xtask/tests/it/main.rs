@@ -5,6 +5,9 @@
 mod support;
 
 mod dist;
+mod fetch;
+mod fetch_http;
+mod lock;
 mod recipes;
 mod render;
 mod repo;

@@ -3,6 +3,9 @@
 
 #![allow(dead_code)]
 
+pub mod http;
+pub mod upstream;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

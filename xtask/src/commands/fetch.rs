@@ -1,0 +1,47 @@
+//! `cargo xtask fetch <recipe> [--offline] [--allow-unpinned]`: every input
+//! of a recipe downloaded, verified and stored in the cache.
+
+use anyhow::Result;
+
+use crate::fetch::{self, FetchOptions};
+use crate::recipe::Recipe;
+use crate::workspace::Workspace;
+
+/// Download and verify a recipe's inputs into the cache
+///
+/// Every input goes into the content-addressed cache (default
+/// target/patchkit/cache; see --cache-dir).
+///
+/// git sources are fetched at their pinned commit, tarballs and url patches
+/// are checked against their sha256, upstream commit patches are turned into
+/// a format-patch diff and checked against theirs. Nothing unverified enters
+/// the cache. Two fetches at once share the cache safely.
+///
+/// HTTP limits (environment): PATCHKIT_HTTP_CONNECT_TIMEOUT_MS (15000),
+/// PATCHKIT_HTTP_READ_TIMEOUT_MS (30000), PATCHKIT_HTTP_ATTEMPTS (4),
+/// PATCHKIT_HTTP_RETRY_BASE_MS (500, doubled per retry),
+/// PATCHKIT_HTTP_MAX_BYTES (4 GiB).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A recipe name (file stem in recipes/) or a path to a recipe file
+    pub recipe: String,
+    /// Open no network connection; fail listing every input missing from
+    /// the cache
+    #[arg(long)]
+    pub offline: bool,
+    /// Fetch inputs that have no pin as they are now, and record the pins
+    /// taken in <cache>/taken-pins/<recipe>.toml (`cargo xtask lock` writes
+    /// pins into the recipe instead)
+    #[arg(long)]
+    pub allow_unpinned: bool,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let recipe = Recipe::load(&ws.root, &args.recipe)?;
+    let opts = FetchOptions {
+        offline: args.offline,
+        allow_unpinned: args.allow_unpinned,
+    };
+    fetch::fetch(ws, &recipe, &opts)?;
+    Ok(())
+}

@@ -1,0 +1,60 @@
+//! `cargo xtask lock <recipe>`: resolves refs and hashes downloads, and
+//! writes the pins (`commit`, `sha256`) into the recipe file.
+
+use anyhow::Result;
+
+use crate::diag::{display_path, UsageError};
+use crate::lock;
+use crate::recipe::Recipe;
+use crate::workspace::Workspace;
+
+/// Write pins (commit, sha256) for a recipe's inputs into the recipe file
+///
+/// `commit` for a git source (where `ref` points now; a stale pin moves
+/// with its `ref`), and `sha256` for a tarball, url patches and upstream
+/// commit patches that have none.
+///
+/// The recipe file keeps its formatting and comments; review the diff and
+/// commit it. Downloads made while locking are verified into the cache.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A recipe name (file stem in recipes/) or a path to a recipe file
+    pub recipe: String,
+    /// Not supported: locking asks upstream where refs point now and hashes
+    /// fresh downloads, which needs the network (`fetch --offline` checks
+    /// the cache instead)
+    #[arg(long)]
+    pub offline: bool,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    if args.offline {
+        let why = UsageError(
+            "lock asks upstream where each `ref` points now and hashes fresh downloads, which \
+             needs the network; run it with network access, or use \
+             `cargo xtask fetch --offline` to check what the cache holds"
+                .to_owned(),
+        );
+        return Err(anyhow::Error::new(why).context("`lock --offline` is not supported"));
+    }
+    let recipe = Recipe::load(&ws.root, &args.recipe)?;
+    let changes = lock::lock(ws, &recipe)?;
+    let file = display_path(&recipe.path);
+    if changes.is_empty() {
+        println!("{}: every pin is current", file.display());
+        return Ok(());
+    }
+    for change in &changes {
+        let what = match &change.patch {
+            Some(name) => format!("{} ({name})", change.key),
+            None => change.key.clone(),
+        };
+        let old = change.old.as_deref().unwrap_or("(none)");
+        println!("{what}: {old} -> {}", change.new);
+        if let Some(note) = &change.note {
+            println!("  {note}");
+        }
+    }
+    println!("wrote {} pin(s) into {}", changes.len(), file.display());
+    Ok(())
+}

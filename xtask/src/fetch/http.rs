@@ -1,0 +1,269 @@
+//! HTTP(S) downloads into the cache: streamed to `tmp/`, hashed while
+//! streaming, moved into `sha256/` only when the hash is the pinned one.
+//! Timeouts, bounded retries with backoff, a size cap and a redirect policy
+//! that follows http and https only.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Once;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use sha2::{Digest, Sha256};
+
+use crate::cache::Cache;
+use crate::report::Reporter;
+
+/// Limits of the HTTP client; each can be moved by an environment variable
+/// (tests use them to stay fast).
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    /// `PATCHKIT_HTTP_CONNECT_TIMEOUT_MS`, default 15 s.
+    pub connect_timeout: Duration,
+    /// `PATCHKIT_HTTP_READ_TIMEOUT_MS`, default 30 s: the longest wait for
+    /// the response headers or for the next piece of the body.
+    pub read_timeout: Duration,
+    /// `PATCHKIT_HTTP_ATTEMPTS`, default 4.
+    pub attempts: u32,
+    /// `PATCHKIT_HTTP_RETRY_BASE_MS`, default 500 ms, doubled at each retry.
+    pub backoff: Duration,
+    /// `PATCHKIT_HTTP_MAX_BYTES`, default 4 GiB.
+    pub max_bytes: u64,
+    /// Redirects followed at most, default 10.
+    pub max_redirects: usize,
+}
+
+impl HttpConfig {
+    pub fn from_env() -> HttpConfig {
+        let num = |name: &str, default: u64| {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .unwrap_or(default)
+        };
+        HttpConfig {
+            connect_timeout: Duration::from_millis(num("PATCHKIT_HTTP_CONNECT_TIMEOUT_MS", 15_000)),
+            read_timeout: Duration::from_millis(num("PATCHKIT_HTTP_READ_TIMEOUT_MS", 30_000)),
+            attempts: num("PATCHKIT_HTTP_ATTEMPTS", 4).clamp(1, 20) as u32,
+            backoff: Duration::from_millis(num("PATCHKIT_HTTP_RETRY_BASE_MS", 500)),
+            max_bytes: num("PATCHKIT_HTTP_MAX_BYTES", 4 << 30),
+            max_redirects: 10,
+        }
+    }
+}
+
+/// A verified download in the cache.
+#[derive(Debug, Clone)]
+pub struct Downloaded {
+    pub path: PathBuf,
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// The HTTP client with its runtime. Building one is the first network
+/// action of a run, so `--offline` never builds one.
+pub struct Http {
+    runtime: tokio::runtime::Runtime,
+    client: reqwest::Client,
+    config: HttpConfig,
+}
+
+/// Why one attempt failed, and whether another could succeed.
+enum Failure {
+    Retry(String),
+    Fatal(String),
+}
+
+static CRYPTO: Once = Once::new();
+
+impl Http {
+    pub fn new(config: HttpConfig) -> Result<Http> {
+        CRYPTO.call_once(|| {
+            let _ = rustls::crypto::ring::default_provider().install_default();
+        });
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the async runtime for HTTP downloads")?;
+        let max = config.max_redirects;
+        let policy = reqwest::redirect::Policy::custom(move |attempt| {
+            let scheme = attempt.url().scheme().to_owned();
+            if !matches!(scheme.as_str(), "http" | "https") {
+                let to = attempt.url().to_string();
+                attempt.error(format!(
+                    "refusing a redirect to `{to}`: only http and https redirects are followed"
+                ))
+            } else if attempt.previous().len() > max {
+                attempt.error(format!("more than {max} redirects"))
+            } else {
+                attempt.follow()
+            }
+        });
+        let client = reqwest::Client::builder()
+            .connect_timeout(config.connect_timeout)
+            .read_timeout(config.read_timeout)
+            .redirect(policy)
+            .user_agent(concat!("rocm-patchkit/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .context("building the HTTP client")?;
+        Ok(Http {
+            runtime,
+            client,
+            config,
+        })
+    }
+
+    /// Downloads `url` into the cache. With `expected`, the bytes must hash
+    /// to it or nothing is cached; without, the hash found is returned (for
+    /// `lock` and `--allow-unpinned`).
+    pub fn download(
+        &self,
+        cache: &Cache,
+        url: &str,
+        expected: Option<&str>,
+        reporter: &Reporter,
+    ) -> Result<Downloaded> {
+        let attempts = self.config.attempts;
+        let mut last = String::new();
+        for attempt in 1..=attempts {
+            match self
+                .runtime
+                .block_on(self.attempt(cache, url, expected, reporter))
+            {
+                Ok(done) => return Ok(done),
+                Err(Failure::Fatal(why)) => anyhow::bail!("downloading {url}: {why}"),
+                Err(Failure::Retry(why)) => {
+                    last = why;
+                    if attempt < attempts {
+                        let wait = self.config.backoff * 2u32.pow(attempt - 1);
+                        reporter.step(format!(
+                            "  {url}: {last}; retrying in {:.1}s (attempt {} of {attempts})",
+                            wait.as_secs_f64(),
+                            attempt + 1
+                        ));
+                        std::thread::sleep(wait);
+                    }
+                }
+            }
+        }
+        anyhow::bail!(
+            "downloading {url} failed after {attempts} attempts: {last}; nothing was cached. \
+             Check the URL and the network, then run the command again"
+        )
+    }
+
+    async fn attempt(
+        &self,
+        cache: &Cache,
+        url: &str,
+        expected: Option<&str>,
+        reporter: &Reporter,
+    ) -> Result<Downloaded, Failure> {
+        let read_timeout = self.config.read_timeout;
+        let timed_out = || {
+            Failure::Retry(format!(
+                "no data for {} ms (read timeout)",
+                read_timeout.as_millis()
+            ))
+        };
+        let mut response = tokio::time::timeout(read_timeout, self.client.get(url).send())
+            .await
+            .map_err(|_| timed_out())?
+            .map_err(classify)?;
+        let status = response.status();
+        if status.is_server_error() {
+            return Err(Failure::Retry(format!("the server answered {status}")));
+        }
+        if !status.is_success() {
+            return Err(Failure::Fatal(format!(
+                "the server answered {status}; check the URL (no retry for a client error)"
+            )));
+        }
+        let max = self.config.max_bytes;
+        let length = response.content_length();
+        if let Some(len) = length.filter(|&len| len > max) {
+            return Err(Failure::Fatal(too_big(len, max)));
+        }
+        let fatal = |e: anyhow::Error| Failure::Fatal(format!("{e:#}"));
+        let mut tmp = cache.tmp_file().map_err(fatal)?;
+        let label = url.rsplit('/').find(|s| !s.is_empty()).unwrap_or(url);
+        let mut progress = reporter.progress(format!("download {label}"), length, true);
+        let mut hasher = Sha256::new();
+        let mut total = 0u64;
+        loop {
+            let chunk = tokio::time::timeout(read_timeout, response.chunk())
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|e| {
+                    Failure::Retry(format!(
+                        "the connection broke after {total} bytes ({})",
+                        chain(&e)
+                    ))
+                })?;
+            let Some(chunk) = chunk else { break };
+            total += chunk.len() as u64;
+            if total > max {
+                return Err(Failure::Fatal(too_big(total, max)));
+            }
+            hasher.update(&chunk);
+            tmp.write_all(&chunk)
+                .with_context(|| format!("writing {}", tmp.path().display()))
+                .map_err(fatal)?;
+            progress.inc(chunk.len() as u64);
+        }
+        progress.finish();
+        if let Some(len) = length.filter(|&len| len != total) {
+            return Err(Failure::Retry(format!(
+                "the body was truncated: {total} of {len} bytes"
+            )));
+        }
+        let actual = hex::encode(hasher.finalize());
+        if let Some(expected) = expected.filter(|e| *e != actual) {
+            return Err(Failure::Fatal(format!(
+                "sha256 mismatch: expected {expected}, got {actual}; nothing was cached. \
+                 If upstream changed the file on purpose, review it, then remove the old \
+                 `sha256` from the recipe and run `cargo xtask lock <recipe>`"
+            )));
+        }
+        let path = match cache.blob(&actual) {
+            Some(path) => path,
+            None => cache.admit(tmp, &actual).map_err(fatal)?,
+        };
+        Ok(Downloaded {
+            path,
+            sha256: actual,
+            bytes: total,
+        })
+    }
+}
+
+fn too_big(len: u64, max: u64) -> String {
+    format!(
+        "the download is {len} bytes or more, above the limit of {max} bytes \
+         (raise it with PATCHKIT_HTTP_MAX_BYTES if this is expected)"
+    )
+}
+
+fn classify(e: reqwest::Error) -> Failure {
+    let why = chain(&e);
+    if e.is_redirect() || e.is_builder() {
+        Failure::Fatal(why)
+    } else {
+        Failure::Retry(why)
+    }
+}
+
+/// An error with its sources, `outer: inner: innermost`.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut source = e.source();
+    while let Some(s) = source {
+        let text = s.to_string();
+        if !out.contains(&text) {
+            out.push_str(": ");
+            out.push_str(&text);
+        }
+        source = s.source();
+    }
+    out
+}

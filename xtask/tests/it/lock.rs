@@ -1,0 +1,116 @@
+//! `cargo xtask lock`: pins written into the recipe file with its comments
+//! kept, then seen by `plan` and `fetch`; stale commit pins moved.
+
+use crate::fetch::{assert_cache_clean, sha, xtask, HEAD};
+use crate::support::http::{Reply, Server};
+use crate::support::upstream::Upstream;
+use crate::support::Project;
+
+#[test]
+fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
+    let server = Server::start();
+    server.route("/fix.patch", Reply::Bytes(b"a url patch".to_vec()));
+    let up = Upstream::new();
+    let first = up.file("a.c", "int a;\n").commit("first");
+    up.tag("v1.0");
+    let second = up.file("a.c", "int a = 2;\n").commit("second");
+    let p = Project::new();
+    let recipe = format!(
+        "{HEAD}\n# Upstream, pinned by lock.\n[source]\ngit = \"{}\"  # the mirror\nref = \"v1.0\"\n\n\
+         # A fix from the list.\n[[patch]]\nname = \"0001-fix.patch\"\nurl = \"{}\"\n\n\
+         [[patch]]\nname = \"0002-second.patch\"\ngit = \"{}\"\ncommit = \"{second}\" # upstream fix\n",
+        up.url(),
+        server.url("/fix.patch"),
+        up.url()
+    );
+    p.recipe("r", &recipe);
+    let run = xtask(&p, &["lock", "r"], &[]);
+    run.success()
+        .stdout_has(&format!("source.commit: (none) -> {first}"))
+        .stdout_has(&format!(
+            "patch[0].sha256 (0001-fix.patch): (none) -> {}",
+            sha(b"a url patch")
+        ))
+        .stdout_has("patch[1].sha256 (0002-second.patch): (none) -> ")
+        .stdout_has("wrote 3 pin(s) into recipes/r.toml");
+    let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
+    for kept in [
+        "# Upstream, pinned by lock.",
+        "# the mirror",
+        "# A fix from the list.",
+        "# upstream fix",
+    ] {
+        assert!(text.contains(kept), "lost {kept:?}:\n{text}");
+    }
+    assert!(text.contains(&format!("commit = \"{first}\"")), "{text}");
+    assert!(
+        text.contains(&format!("sha256 = \"{}\"", sha(b"a url patch"))),
+        "{text}"
+    );
+    assert!(text.starts_with(HEAD), "the untouched part moved:\n{text}");
+
+    let plan = xtask(&p, &["plan", "r", "--json"], &[]);
+    plan.success();
+    let json: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
+    assert_eq!(json["unpinned"], serde_json::json!([]), "{}", plan.stdout);
+    assert_eq!(json["source"]["commit"], serde_json::json!(first));
+
+    // lock cached what it downloaded: an offline fetch of the pinned recipe works.
+    let hits = server.total_hits();
+    xtask(&p, &["fetch", "r", "--offline"], &[]).success();
+    assert_eq!(server.total_hits(), hits);
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has("every pin is current");
+    assert_cache_clean(&p.cache());
+}
+
+#[test]
+fn lock_moves_a_stale_commit_pin_to_where_ref_points() {
+    let up = Upstream::new();
+    let first = up.file("a.c", "int a;\n").commit("first");
+    let second = up.file("a.c", "int a = 2;\n").commit("second");
+    up.allow_sha1_in_want(true);
+    let daemon = up.daemon();
+    let p = Project::new();
+    p.recipe(
+        "r",
+        &format!(
+            "{HEAD}\n[source]\ngit = \"{}\"\nref = \"main\"\ncommit = \"{first}\" # keep me\n",
+            daemon.url()
+        ),
+    );
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has(&format!("source.commit: {first} -> {second}"))
+        .stdout_has("`ref = \"main\"` now points at a new commit; the pin moves with it");
+    let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
+    assert!(
+        text.contains(&format!("commit = \"{second}\" # keep me")),
+        "{text}"
+    );
+}
+
+#[test]
+fn lock_refuses_offline_and_says_why() {
+    let p = Project::new();
+    p.recipe("r", &format!("{HEAD}\n[source]\nlocal = \"src\"\n"));
+    xtask(&p, &["lock", "r", "--offline"], &[])
+        .fails_with(2)
+        .stderr_has("error: `lock --offline` is not supported: lock asks upstream");
+}
+
+#[test]
+fn lock_reports_a_missing_ref() {
+    let up = Upstream::new();
+    up.file("a.c", "int a;\n").commit("first");
+    let p = Project::new();
+    p.recipe(
+        "r",
+        &format!("{HEAD}\n[source]\ngit = \"{}\"\nref = \"nope\"\n", up.url()),
+    );
+    xtask(&p, &["lock", "r"], &[])
+        .fails_with(1)
+        .stderr_has(&format!("{} has no branch or tag `nope`", up.url()));
+    assert_cache_clean(&p.cache());
+}
