@@ -23,6 +23,10 @@ maintainer = "Test <test@example.invalid>"
 [target]
 kind = "dkms"
 kernel = ">=6.1"
+
+[dkms]
+[[dkms.module]]
+name = "demo"
 "#;
 
 pub fn sha(bytes: &[u8]) -> String {
