@@ -6,6 +6,7 @@
 pub mod commands;
 pub mod diag;
 pub mod fetch;
+pub mod package;
 pub mod plan;
 pub mod recipe;
 pub mod report;
