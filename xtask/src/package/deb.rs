@@ -35,6 +35,13 @@ pub fn write(
     tree.add_bytes(&format!("{doc}/copyright"), copyright(meta)?, false)?;
     let changelog = compress_bytes(Compression::Gzip(9), changelog(meta, epoch).as_bytes())?;
     tree.add_bytes(&format!("{doc}/changelog.Debian.gz"), changelog, false)?;
+    if let Some(text) = lintian_overrides(meta) {
+        tree.add_bytes(
+            &format!("usr/share/lintian/overrides/{}", meta.name),
+            text,
+            false,
+        )?;
+    }
 
     // data.tar.xz first, to a scratch file, taking the md5sums on the way.
     let mut data = scratch(out_dir)?;
@@ -170,6 +177,16 @@ pub fn extended_description(text: &str) -> String {
         out.push_str(&format!(" {current}\n"));
     }
     out
+}
+
+/// Lintian overrides shipped in the package. The changelog holds one
+/// entry, so for revisions 1 and 0.1 lintian takes the package for a new
+/// Debian upload that should close its ITP bug (`initial-upload-closes-no-bugs`);
+/// these packages are not uploaded to Debian, which that tag's text names
+/// as the case to override.
+pub fn lintian_overrides(meta: &PackageMeta) -> Option<String> {
+    matches!(meta.release.as_str(), "1" | "0.1")
+        .then(|| format!("{}: initial-upload-closes-no-bugs\n", meta.name))
 }
 
 /// Debian changelog with one entry for this version, dated `epoch`.

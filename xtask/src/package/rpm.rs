@@ -164,7 +164,7 @@ pub fn write(
             .add(tag::SIG_LONGARCHIVESIZE, Value::Int64(vec![raw_size]));
     }
     let mut sig = sig.to_bytes(62);
-    while sig.len() % 8 != 0 {
+    while !sig.len().is_multiple_of(8) {
         sig.push(0);
     }
 
@@ -330,7 +330,7 @@ fn main_header(
         .str(tag::BUILDHOST, BUILDHOST)
         .str(tag::LICENSE, &meta.license)
         .str(tag::PACKAGER, &meta.maintainer)
-        .add(tag::GROUP, Value::I18n("Unspecified".into()))
+        .add(tag::GROUP, Value::I18n("System Environment/Kernel".into()))
         .str(tag::URL, &meta.homepage)
         .str(tag::OS, "linux")
         .str(tag::ARCH, "noarch")

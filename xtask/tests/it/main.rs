@@ -5,3 +5,6 @@
 mod support;
 
 mod recipes;
+
+mod package;
+mod package_support;
