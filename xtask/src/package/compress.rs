@@ -32,8 +32,9 @@ impl Compression {
     /// Arch packages: makepkg's `.pkg.tar.zst`, at a level that stays small
     /// and fast.
     pub const ARCH: Compression = Compression::Zstd(12);
-    /// Source tarballs (`.tar.gz`, `.dkms.tar.gz`): `gzip -n -9`.
-    pub const TARBALL: Compression = Compression::Gzip(9);
+    /// Source tarballs (`.tar.gz`, `.dkms.tar.gz`): `gzip -n`, gzip's
+    /// default level, as `tar -czf` writes them.
+    pub const TARBALL: Compression = Compression::Gzip(6);
 
     /// A compressing writer over `inner`; call [`Encoder::finish`].
     pub fn encoder<W: Write>(self, inner: W) -> Result<Encoder<W>> {
@@ -47,7 +48,8 @@ impl Compression {
             ),
             Compression::Xz(level) => {
                 let stream = xz2::stream::MtStreamBuilder::new()
-                    .threads(threads())
+                    .threads(threads().min(XZ_MAX_THREADS))
+                    .block_size(XZ_BLOCK)
                     .preset(level)
                     .check(xz2::stream::Check::Crc64)
                     .encoder()
@@ -66,6 +68,13 @@ impl Compression {
         })
     }
 }
+
+/// xz blocks of 8 MiB (xz's default for -6 is 24 MiB): each encoder
+/// thread holds about two blocks besides its ~94 MiB match finder, so two
+/// threads stay well under 256 MiB; the output depends on the block size,
+/// never on the thread count.
+const XZ_BLOCK: u64 = 8 << 20;
+const XZ_MAX_THREADS: u32 = 2;
 
 /// Worker threads for xz and zstd: the output is the same for any count
 /// of at least one, so this only changes speed.
@@ -238,6 +247,7 @@ mod tests {
                     Compression::Xz(l) => {
                         let s = xz2::stream::MtStreamBuilder::new()
                             .threads(1)
+                            .block_size(XZ_BLOCK)
                             .preset(l)
                             .check(xz2::stream::Check::Crc64)
                             .encoder()

@@ -11,6 +11,7 @@
 pub mod ar;
 pub mod arch;
 pub mod compress;
+mod cpio;
 pub mod deb;
 pub mod dkms;
 pub mod meta;

@@ -420,3 +420,49 @@ fn rebuild_in_child() {
     fx::write_module(&staging, true);
     fx::build_all(&staging, Path::new(&out));
 }
+
+/// Rough timings of each writer on a large tree (e.g. amdgpu's
+/// `drivers/gpu/drm/amd`, ~500 MB): `PATCHKIT_PKG_BENCH_TREE=<dir> cargo
+/// test --test it package::large_tree -- --ignored --nocapture`. Prints,
+/// never asserts on time.
+#[test]
+#[ignore = "needs PATCHKIT_PKG_BENCH_TREE"]
+fn large_tree_timings() {
+    let Some(root) = std::env::var_os("PATCHKIT_PKG_BENCH_TREE") else {
+        return;
+    };
+    let root = Path::new(&root);
+    let out = tempfile::Builder::new()
+        .prefix("patchkit-pkg-bench-")
+        .tempdir_in(root.parent().unwrap())
+        .unwrap();
+    let meta = fx::meta();
+    let tree = xtask::package::FileTree::from_dir(
+        root,
+        &xtask::package::dkms::source_dir(MODULE, VERSION),
+    )
+    .unwrap();
+    let source = xtask::package::FileTree::from_dir(root, "").unwrap();
+    let time = |label: &str, f: &mut dyn FnMut() -> xtask::package::Artifact| {
+        let start = std::time::Instant::now();
+        let a = f();
+        eprintln!(
+            "{label}: {:.1}s, {:.1} MiB",
+            start.elapsed().as_secs_f64(),
+            a.size as f64 / 1048576.0
+        );
+    };
+    use xtask::package::{arch, deb, dkms, rpm, tarball};
+    time("deb", &mut || {
+        deb::write(&meta, &tree, &dkms::deb(MODULE, VERSION), EPOCH, out.path()).unwrap()
+    });
+    time("rpm", &mut || {
+        rpm::write(&meta, &tree, &dkms::rpm(MODULE, VERSION), EPOCH, out.path()).unwrap()
+    });
+    time("arch", &mut || {
+        arch::write(&meta, &tree, &dkms::arch(), None, EPOCH, out.path()).unwrap()
+    });
+    time("dkms.tar.gz", &mut || {
+        tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out.path()).unwrap()
+    });
+}
