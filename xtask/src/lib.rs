@@ -9,6 +9,7 @@ pub mod diag;
 pub mod dist;
 pub mod fetch;
 pub mod lock;
+pub mod package;
 pub mod packaging;
 pub mod plan;
 pub mod recipe;

@@ -8,6 +8,8 @@ mod dist;
 mod fetch;
 mod fetch_http;
 mod lock;
+mod package;
+mod package_support;
 mod recipes;
 mod render;
 mod repo;

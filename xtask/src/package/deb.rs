@@ -1,0 +1,266 @@
+//! `.deb` writer: `debian-binary`, `control.tar.xz` (control, md5sums,
+//! maintainer scripts) and `data.tar.xz` in an `ar` archive, plus the
+//! `copyright` (DEP-5) and `changelog.Debian.gz` that Debian policy asks
+//! of every binary package.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::compress::{compress_bytes, Compression, Want};
+use super::meta::{Format, PackageMeta};
+use super::tar::{Names, TarWriter};
+use super::tree::{FileTree, Kind};
+use super::{ar, rfc2822, scratch, Artifact, Output, Scripts};
+
+/// `<name>_<version>-<release>_all.deb`
+pub fn file_name(meta: &PackageMeta) -> String {
+    format!("{}_{}_all.deb", meta.name, meta.full_version())
+}
+
+/// Writes `<out_dir>/<file_name>` holding `tree` (which should not carry
+/// `usr/share/doc/<name>`: it is generated here).
+pub fn write(
+    meta: &PackageMeta,
+    tree: &FileTree,
+    scripts: &Scripts,
+    epoch: u64,
+    out_dir: &Path,
+) -> Result<Artifact> {
+    meta.validate(Format::Deb)?;
+    let mut tree = tree.clone();
+    let doc = format!("usr/share/doc/{}", meta.name);
+    tree.add_dir(&doc)?;
+    tree.add_bytes(&format!("{doc}/copyright"), copyright(meta)?, false)?;
+    let changelog = compress_bytes(Compression::Gzip(9), changelog(meta, epoch).as_bytes())?;
+    tree.add_bytes(&format!("{doc}/changelog.Debian.gz"), changelog, false)?;
+    if let Some(text) = lintian_overrides(meta) {
+        tree.add_bytes(
+            &format!("usr/share/lintian/overrides/{}", meta.name),
+            text,
+            false,
+        )?;
+    }
+
+    // data.tar.xz first, to a scratch file, taking the md5sums on the way.
+    let mut data = scratch(out_dir)?;
+    let mut md5sums = String::new();
+    {
+        let enc =
+            Compression::DEB.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
+        let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+        tar.root()?;
+        for entry in tree.entries() {
+            let digests = tar.entry(
+                entry,
+                Want {
+                    md5: true,
+                    sha256: false,
+                },
+            )?;
+            if let Some(md5) = digests.md5 {
+                md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
+            }
+        }
+        let mut buf = tar.finish()?.finish().context("compressing data.tar.xz")?;
+        buf.flush().context("writing data.tar.xz")?;
+    }
+    let data_len = data.seek(SeekFrom::End(0)).context("writing data.tar.xz")?;
+    data.rewind().context("reading back data.tar.xz")?;
+
+    let control_tar = control_tar(meta, &tree, scripts, &md5sums, epoch)?;
+
+    let mut out = Output::create(out_dir, &file_name(meta))?;
+    {
+        let mut w = out.writer();
+        let what = || format!("writing {}", file_name(meta));
+        w.write_all(ar::MAGIC).with_context(what)?;
+        ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
+        ar::member(&mut w, "control.tar.xz", epoch, &control_tar).with_context(what)?;
+        w.write_all(&ar::member_header("data.tar.xz", epoch, data_len))
+            .with_context(what)?;
+        let copied = std::io::copy(&mut data, &mut w).with_context(what)?;
+        if copied != data_len {
+            bail!(
+                "data.tar.xz shrank while being copied into {}",
+                file_name(meta)
+            );
+        }
+        ar::pad(&mut w, data_len).with_context(what)?;
+        w.flush().with_context(what)?;
+    }
+    out.commit()
+}
+
+fn control_tar(
+    meta: &PackageMeta,
+    tree: &FileTree,
+    scripts: &Scripts,
+    md5sums: &str,
+    epoch: u64,
+) -> Result<Vec<u8>> {
+    let mut files: Vec<(&str, u32, Vec<u8>)> = vec![
+        ("./control", 0o644, control(meta, tree).into_bytes()),
+        ("./md5sums", 0o644, md5sums.as_bytes().to_vec()),
+    ];
+    if let Some(s) = &scripts.post_install {
+        files.push(("./postinst", 0o755, s.clone().into_bytes()));
+    }
+    if let Some(s) = &scripts.pre_remove {
+        files.push(("./prerm", 0o755, s.clone().into_bytes()));
+    }
+    files.sort_by(|a, b| a.0.cmp(b.0));
+    let enc = Compression::DEB.encoder(Vec::new())?;
+    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+    tar.root()?;
+    for (name, mode, bytes) in &files {
+        tar.bytes(name, *mode, bytes)?;
+    }
+    tar.finish()?.finish().context("compressing control.tar.xz")
+}
+
+/// The `control` file, fields in dpkg-gencontrol's order.
+pub fn control(meta: &PackageMeta, tree: &FileTree) -> String {
+    // Installed-Size as dpkg-gencontrol counts it: KiB per file rounded
+    // up, 1 per directory and symlink.
+    let kib: u64 = tree
+        .entries()
+        .map(|e| match e.kind {
+            Kind::File(_) => e.size.div_ceil(1024),
+            _ => 1,
+        })
+        .sum();
+    let mut c = format!(
+        "Package: {}\nVersion: {}\nArchitecture: all\nMaintainer: {}\nInstalled-Size: {kib}\n",
+        meta.name,
+        meta.full_version(),
+        meta.maintainer
+    );
+    if !meta.depends.is_empty() {
+        c.push_str(&format!("Depends: {}\n", meta.depends.join(", ")));
+    }
+    c.push_str(&format!(
+        "Section: kernel\nPriority: optional\nHomepage: {}\nDescription: {}\n",
+        meta.homepage,
+        meta.summary.trim()
+    ));
+    c.push_str(&extended_description(&meta.description));
+    c
+}
+
+/// Continuation lines of a Description: each line indented by one space,
+/// blank lines as ` .`, long lines word-wrapped at 79 columns.
+pub fn extended_description(text: &str) -> String {
+    let mut out = String::new();
+    let mut blank_pending = false;
+    for line in text.trim().lines() {
+        let line = line.trim_end().replace('\t', "    ");
+        if line.trim().is_empty() || line.trim() == "." {
+            blank_pending = !out.is_empty();
+            continue;
+        }
+        if blank_pending {
+            out.push_str(" .\n");
+            blank_pending = false;
+        }
+        let mut current = String::new();
+        for word in line.split(' ') {
+            if !current.is_empty() && current.len() + 1 + word.len() > 78 {
+                out.push_str(&format!(" {current}\n"));
+                current.clear();
+            } else if !current.is_empty() {
+                current.push(' ');
+            }
+            current.push_str(word);
+        }
+        out.push_str(&format!(" {current}\n"));
+    }
+    out
+}
+
+/// Lintian overrides shipped in the package. The changelog holds one
+/// entry, so for revisions 1 and 0.1 lintian takes the package for a new
+/// Debian upload that should close its ITP bug (`initial-upload-closes-no-bugs`);
+/// these packages are not uploaded to Debian, which that tag's text names
+/// as the case to override.
+pub fn lintian_overrides(meta: &PackageMeta) -> Option<String> {
+    matches!(meta.release.as_str(), "1" | "0.1")
+        .then(|| format!("{}: initial-upload-closes-no-bugs\n", meta.name))
+}
+
+/// Debian changelog with one entry for this version, dated `epoch`.
+pub fn changelog(meta: &PackageMeta, epoch: u64) -> String {
+    let mut c = format!(
+        "{} ({}) unstable; urgency=medium\n\n",
+        meta.name,
+        meta.full_version()
+    );
+    for line in &meta.changes {
+        c.push_str(&format!("  * {}\n", line.trim()));
+    }
+    c.push_str(&format!("\n -- {}  {}\n", meta.maintainer, rfc2822(epoch)));
+    c
+}
+
+/// Machine-readable `copyright` (DEP-5) for licences whose text Debian
+/// ships in `/usr/share/common-licenses`.
+pub fn copyright(meta: &PackageMeta) -> Result<String> {
+    let (short, file) = match meta.license.trim() {
+        "GPL-2.0-only" | "GPL-2.0" => ("GPL-2", "GPL-2"),
+        "GPL-2.0-or-later" | "GPL-2.0+" => ("GPL-2+", "GPL-2"),
+        "GPL-3.0-only" | "GPL-3.0" => ("GPL-3", "GPL-3"),
+        "GPL-3.0-or-later" | "GPL-3.0+" => ("GPL-3+", "GPL-3"),
+        "LGPL-2.1-only" => ("LGPL-2.1", "LGPL-2.1"),
+        "LGPL-2.1-or-later" => ("LGPL-2.1+", "LGPL-2.1"),
+        "Apache-2.0" => ("Apache-2.0", "Apache-2.0"),
+        "MPL-2.0" => ("MPL-2.0", "MPL-2.0"),
+        other => bail!(
+            "license {other:?} has no text in /usr/share/common-licenses; use a GPL, LGPL, Apache-2.0 or MPL-2.0 SPDX identifier"
+        ),
+    };
+    let holders = meta
+        .copyright
+        .iter()
+        .map(|l| l.trim())
+        .collect::<Vec<_>>()
+        .join("\n           ");
+    Ok(format!(
+        "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
+         Upstream-Name: {name}\n\
+         Source: {url}\n\
+         \n\
+         Files: *\n\
+         Copyright: {holders}\n\
+         License: {short}\n\
+         \n\
+         License: {short}\n \
+         On Debian systems, the complete text of this license can be found in\n \
+         /usr/share/common-licenses/{file}.\n",
+        name = meta.name,
+        url = meta.homepage,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::package::meta::tests::sample;
+
+    #[test]
+    fn description_folds_blank_lines_and_wraps() {
+        let long = "word ".repeat(30);
+        let d = extended_description(&format!("first\n\n\nsecond\n.\n{long}"));
+        assert!(d.starts_with(" first\n .\n second\n .\n word"));
+        assert!(d.lines().all(|l| l.len() <= 80 && l.starts_with(' ')));
+    }
+
+    #[test]
+    fn changelog_is_dated_in_utc() {
+        let c = changelog(&sample(), 0);
+        assert!(
+            c.starts_with("patchkit-hello-dkms (0.1.0-1) unstable; urgency=medium\n\n  * Initial")
+        );
+        assert!(c.ends_with(">  Thu, 01 Jan 1970 00:00:00 +0000\n"));
+    }
+}

@@ -1,0 +1,328 @@
+//! Package metadata shared by every format, and its validation against
+//! each format's grammar (Debian policy, rpm, makepkg) so that no writer
+//! ever has to escape its way out of a bad value.
+
+use anyhow::{bail, Result};
+
+/// What a package is, in the words every format needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageMeta {
+    /// Package name, e.g. `amdgpu-patchkit-dkms`.
+    pub name: String,
+    /// Upstream version, e.g. `6.12.64` (no `-`, no epoch).
+    pub version: String,
+    /// Packaging revision: Debian revision, rpm release, Arch pkgrel
+    /// (digits, so `1` fits all three).
+    pub release: String,
+    /// One line, at most 80 characters.
+    pub summary: String,
+    /// Free text; paragraphs separated by blank lines.
+    pub description: String,
+    /// SPDX identifier (`GPL-2.0-only`).
+    pub license: String,
+    /// `https://...`
+    pub homepage: String,
+    /// `Name <address>`
+    pub maintainer: String,
+    /// Names of packages this one needs (`dkms`), without versions.
+    pub depends: Vec<String>,
+    /// Changes of this version, one line each (changelog entries).
+    pub changes: Vec<String>,
+    /// Copyright holders, one per line (`2025 The rocm-patchkit authors`).
+    pub copyright: Vec<String>,
+}
+
+/// Which format's rules to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Deb,
+    Rpm,
+    Arch,
+}
+
+impl Format {
+    fn label(self) -> &'static str {
+        match self {
+            Format::Deb => "Debian",
+            Format::Rpm => "rpm",
+            Format::Arch => "Arch",
+        }
+    }
+}
+
+impl PackageMeta {
+    /// Every problem with this metadata for `format`, all at once.
+    pub fn validate(&self, format: Format) -> Result<()> {
+        let mut problems = Vec::new();
+        let fmt = format.label();
+        let mut check = |ok: bool, what: String| {
+            if !ok {
+                problems.push(what);
+            }
+        };
+        check(
+            name_ok(&self.name, format),
+            format!(
+                "package name {:?} breaks the {fmt} rules ({})",
+                self.name,
+                name_rule(format)
+            ),
+        );
+        for dep in &self.depends {
+            check(
+                name_ok(dep, format),
+                format!(
+                    "dependency {dep:?} breaks the {fmt} package-name rules ({})",
+                    name_rule(format)
+                ),
+            );
+        }
+        check(
+            version_ok(&self.version),
+            format!(
+                "version {:?} must start with a digit and hold only letters, digits and `.+~` (no `-` or `:`)",
+                self.version
+            ),
+        );
+        check(
+            release_ok(&self.release, format),
+            format!(
+                "release {:?} breaks the {fmt} rules ({})",
+                self.release,
+                release_rule(format)
+            ),
+        );
+        check(
+            one_line(&self.summary)
+                && !self.summary.trim().is_empty()
+                && self.summary.chars().count() <= 80,
+            format!(
+                "summary {:?} must be one non-empty line of at most 80 characters",
+                self.summary
+            ),
+        );
+        check(
+            !self.description.trim().is_empty() && !has_control(&self.description),
+            "description must be non-empty text without control characters other than newlines"
+                .into(),
+        );
+        check(
+            one_line(&self.license)
+                && !self.license.trim().is_empty()
+                && !self.license.contains(['<', '>']),
+            format!(
+                "license {:?} must be one SPDX expression on one line",
+                self.license
+            ),
+        );
+        check(
+            one_line(&self.homepage)
+                && (self.homepage.starts_with("https://") || self.homepage.starts_with("http://"))
+                && !self.homepage.contains(char::is_whitespace),
+            format!(
+                "homepage {:?} must be an http(s) URL without spaces",
+                self.homepage
+            ),
+        );
+        check(
+            maintainer_ok(&self.maintainer),
+            format!(
+                "maintainer {:?} must read `Name <address@host>`",
+                self.maintainer
+            ),
+        );
+        for line in self.changes.iter().chain(&self.copyright) {
+            check(
+                one_line(line) && !line.trim().is_empty(),
+                format!(
+                    "changelog and copyright lines must be single non-empty lines, got {line:?}"
+                ),
+            );
+        }
+        check(
+            !self.changes.is_empty(),
+            "changes needs at least one line for the changelog".into(),
+        );
+        check(
+            !self.copyright.is_empty(),
+            "copyright needs at least one holder".into(),
+        );
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            bail!(
+                "invalid {fmt} package metadata:\n  - {}",
+                problems.join("\n  - ")
+            )
+        }
+    }
+
+    /// `version-release`, the full version of deb and Arch packages.
+    pub fn full_version(&self) -> String {
+        format!("{}-{}", self.version, self.release)
+    }
+
+    /// The maintainer's name and address, split.
+    pub fn maintainer_parts(&self) -> (&str, &str) {
+        let (name, rest) = self
+            .maintainer
+            .split_once('<')
+            .unwrap_or((&self.maintainer, ""));
+        (name.trim(), rest.trim_end_matches('>').trim())
+    }
+}
+
+fn one_line(s: &str) -> bool {
+    !s.contains(['\n', '\r']) && !has_control(s)
+}
+
+fn has_control(s: &str) -> bool {
+    s.chars().any(|c| c.is_control() && c != '\n')
+}
+
+fn name_rule(format: Format) -> &'static str {
+    match format {
+        Format::Deb => {
+            "lower-case letters, digits and `+-.`, at least 2 characters, starting alphanumeric"
+        }
+        Format::Rpm => "letters, digits and `._+-`, not starting with `-`",
+        Format::Arch => "lower-case letters, digits and `@._+-`, not starting with `-` or `.`",
+    }
+}
+
+fn name_ok(name: &str, format: Format) -> bool {
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return false;
+    };
+    match format {
+        Format::Deb => {
+            name.len() >= 2
+                && (first.is_ascii_lowercase() || first.is_ascii_digit())
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
+        }
+        Format::Rpm => {
+            first != '-'
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c))
+        }
+        Format::Arch => {
+            first != '-'
+                && first != '.'
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "@._+-".contains(c))
+        }
+    }
+}
+
+fn version_ok(v: &str) -> bool {
+    v.starts_with(|c: char| c.is_ascii_digit())
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || ".+~".contains(c))
+}
+
+fn release_rule(format: Format) -> &'static str {
+    match format {
+        Format::Deb => "letters, digits and `.+~`, starting with a digit",
+        Format::Rpm => "letters, digits and `._+~`, starting with a digit",
+        Format::Arch => "digits, optionally `.digits` (pkgrel)",
+    }
+}
+
+fn release_ok(r: &str, format: Format) -> bool {
+    let starts = r.starts_with(|c: char| c.is_ascii_digit());
+    match format {
+        Format::Deb => {
+            starts
+                && r.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || ".+~".contains(c))
+        }
+        Format::Rpm => {
+            starts
+                && r.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._+~".contains(c))
+        }
+        Format::Arch => {
+            let mut parts = r.split('.');
+            let digits = |p: Option<&str>| {
+                p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            };
+            digits(parts.next()) && parts.clone().count() <= 1 && parts.all(|p| digits(Some(p)))
+        }
+    }
+}
+
+fn maintainer_ok(m: &str) -> bool {
+    let Some((name, rest)) = m.split_once('<') else {
+        return false;
+    };
+    let Some(addr) = rest.strip_suffix('>') else {
+        return false;
+    };
+    let Some((local, host)) = addr.split_once('@') else {
+        return false;
+    };
+    one_line(m)
+        && !name.trim().is_empty()
+        && name.ends_with(' ')
+        && !local.is_empty()
+        && host.contains('.')
+        && !addr.contains(|c: char| c.is_whitespace() || "<>,\"'".contains(c))
+}
+
+/// `'text'` with embedded single quotes closed and escaped: safe as one
+/// word in any POSIX shell.
+pub fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub fn sample() -> PackageMeta {
+        PackageMeta {
+            name: "patchkit-hello-dkms".into(),
+            version: "0.1.0".into(),
+            release: "1".into(),
+            summary: "hello module for patchkit tests (DKMS source)".into(),
+            description: "A tiny module.\n\nIt says `hello` and $(nothing) else.".into(),
+            license: "GPL-2.0-only".into(),
+            homepage: "https://example.org/patchkit".into(),
+            maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
+            depends: vec!["dkms".into()],
+            changes: vec!["Initial package.".into()],
+            copyright: vec!["2025 The rocm-patchkit authors".into()],
+        }
+    }
+
+    #[test]
+    fn sample_is_valid_everywhere() {
+        for f in [Format::Deb, Format::Rpm, Format::Arch] {
+            sample().validate(f).unwrap();
+        }
+    }
+
+    #[test]
+    fn reports_every_problem() {
+        let mut m = sample();
+        m.name = "Bad_Name".into();
+        m.version = "1.0-2".into();
+        m.release = "1a".into();
+        m.summary = "two\nlines".into();
+        let err = m.validate(Format::Arch).unwrap_err().to_string();
+        for needle in ["package name", "version", "release", "summary"] {
+            assert!(err.contains(needle), "{needle} missing from {err}");
+        }
+        assert!(m.validate(Format::Deb).is_err());
+    }
+
+    #[test]
+    fn quotes_for_the_shell() {
+        assert_eq!(shell_quote("a'b $(x)"), r"'a'\''b $(x)'");
+    }
+}

@@ -1,0 +1,143 @@
+//! Deterministic package writers: `.deb`, `.rpm`, Arch `.pkg.tar.zst`,
+//! the DKMS source tarball and plain `.tar.gz`, each streamed from a
+//! [`FileTree`] to a file with fixed owners, modes and mtimes
+//! (`SOURCE_DATE_EPOCH`), so the same inputs give the same bytes.
+//!
+//! Nothing here holds a tree or a whole payload in memory: file contents
+//! stream through the compressors to files in the output directory, and
+//! formats whose headers need digests of what follows (deb md5sums, rpm,
+//! Arch .MTREE) stream the payload to a temporary file there first.
+
+pub mod ar;
+pub mod arch;
+pub mod compress;
+mod cpio;
+pub mod deb;
+pub mod dkms;
+pub mod meta;
+pub mod rpm;
+mod rpm_header;
+pub mod tar;
+pub mod tarball;
+pub mod tree;
+
+use std::fs::File;
+use std::io::{BufWriter, Seek, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+pub use compress::Compression;
+pub use dkms::Scripts;
+pub use meta::{Format, PackageMeta};
+pub use tree::FileTree;
+
+/// A written package file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Artifact {
+    pub path: PathBuf,
+    pub size: u64,
+}
+
+/// A file being written in `dir` that appears under its final name only
+/// when [`Output::commit`] succeeds.
+pub(crate) struct Output {
+    file: tempfile::NamedTempFile,
+    dest: PathBuf,
+}
+
+impl Output {
+    pub fn create(dir: &Path, name: &str) -> Result<Output> {
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating output directory {}", dir.display()))?;
+        let file = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .tempfile_in(dir)
+            .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+        Ok(Output {
+            file,
+            dest: dir.join(name),
+        })
+    }
+
+    pub fn writer(&mut self) -> BufWriter<&mut File> {
+        BufWriter::with_capacity(1 << 20, self.file.as_file_mut())
+    }
+
+    pub fn commit(self) -> Result<Artifact> {
+        let Output { file, dest } = self;
+        let mut f = file.as_file();
+        f.flush()
+            .and_then(|_| f.sync_all())
+            .with_context(|| format!("writing {}", dest.display()))?;
+        let size = f
+            .seek(std::io::SeekFrom::End(0))
+            .with_context(|| format!("writing {}", dest.display()))?;
+        let mut perms = f
+            .metadata()
+            .with_context(|| format!("reading {}", dest.display()))?
+            .permissions();
+        std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o644);
+        std::fs::set_permissions(file.path(), perms)
+            .with_context(|| format!("setting the mode of {}", dest.display()))?;
+        file.persist(&dest)
+            .with_context(|| format!("renaming the finished package to {}", dest.display()))?;
+        Ok(Artifact { path: dest, size })
+    }
+}
+
+/// A scratch file in `dir` (same file system as the output, never a
+/// memory-backed /tmp), deleted when dropped.
+pub(crate) fn scratch(dir: &Path) -> Result<File> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    tempfile::tempfile_in(dir)
+        .with_context(|| format!("creating a scratch file in {}", dir.display()))
+}
+
+/// `Thu, 01 Jan 2025 00:00:00 +0000` (RFC 2822, UTC) for `epoch`.
+pub(crate) fn rfc2822(epoch: u64) -> String {
+    let days = (epoch / 86400) as i64;
+    let secs = epoch % 86400;
+    let (y, m, d) = civil_from_days(days);
+    const WEEKDAYS: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{}, {:02} {} {} {:02}:{:02}:{:02} +0000",
+        WEEKDAYS[(days % 7) as usize],
+        d,
+        MONTHS[(m - 1) as usize],
+        y,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+/// Howard Hinnant's days-to-civil for the proleptic Gregorian calendar.
+pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719468;
+    let era = z.div_euclid(146097);
+    let doe = z.rem_euclid(146097);
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn formats_dates_in_utc() {
+        assert_eq!(super::rfc2822(0), "Thu, 01 Jan 1970 00:00:00 +0000");
+        assert_eq!(
+            super::rfc2822(1735787045),
+            "Thu, 02 Jan 2025 03:04:05 +0000"
+        );
+    }
+}

@@ -1,0 +1,409 @@
+//! `.rpm` writer, native: lead, signature header (header SHA256, sizes),
+//! main header (metadata, file list with SHA256 digests, dependencies
+//! including the `rpmlib()` features used, scriptlets, payload digest)
+//! and a zstd-compressed cpio (newc) payload of `./`-prefixed names.
+//!
+//! The payload streams to a scratch file first, hashed on the way, since
+//! the headers before it describe it.
+
+use std::collections::BTreeMap;
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+use super::compress::{Compression, Tally};
+use super::cpio::{cpio_entry, cpio_trailer, rpm_mode};
+use super::meta::{Format, PackageMeta};
+use super::rpm_header::{Header, Value};
+use super::tree::{Entry, FileTree, Kind};
+use super::{scratch, Artifact, Output, Scripts};
+
+/// rpmtag.h / rpmds.h numbers used here.
+mod tag {
+    pub const SIG_SIZE: u32 = 1000;
+    pub const SIG_PAYLOADSIZE: u32 = 1007;
+    pub const SIG_SHA256: u32 = 273;
+    pub const SIG_LONGSIZE: u32 = 270;
+    pub const SIG_LONGARCHIVESIZE: u32 = 271;
+    pub const I18NTABLE: u32 = 100;
+    pub const NAME: u32 = 1000;
+    pub const VERSION: u32 = 1001;
+    pub const RELEASE: u32 = 1002;
+    pub const SUMMARY: u32 = 1004;
+    pub const DESCRIPTION: u32 = 1005;
+    pub const BUILDTIME: u32 = 1006;
+    pub const BUILDHOST: u32 = 1007;
+    pub const SIZE: u32 = 1009;
+    pub const LICENSE: u32 = 1014;
+    pub const PACKAGER: u32 = 1015;
+    pub const GROUP: u32 = 1016;
+    pub const URL: u32 = 1020;
+    pub const OS: u32 = 1021;
+    pub const ARCH: u32 = 1022;
+    pub const POSTIN: u32 = 1024;
+    pub const PREUN: u32 = 1025;
+    pub const FILESIZES: u32 = 1028;
+    pub const FILEMODES: u32 = 1030;
+    pub const FILERDEVS: u32 = 1033;
+    pub const FILEMTIMES: u32 = 1034;
+    pub const FILEDIGESTS: u32 = 1035;
+    pub const FILELINKTOS: u32 = 1036;
+    pub const FILEFLAGS: u32 = 1037;
+    pub const FILEUSERNAME: u32 = 1039;
+    pub const FILEGROUPNAME: u32 = 1040;
+    pub const SOURCERPM: u32 = 1044;
+    pub const FILEVERIFYFLAGS: u32 = 1045;
+    pub const PROVIDENAME: u32 = 1047;
+    pub const REQUIREFLAGS: u32 = 1048;
+    pub const REQUIRENAME: u32 = 1049;
+    pub const REQUIREVERSION: u32 = 1050;
+    pub const RPMVERSION: u32 = 1064;
+    pub const CHANGELOGTIME: u32 = 1080;
+    pub const CHANGELOGNAME: u32 = 1081;
+    pub const CHANGELOGTEXT: u32 = 1082;
+    pub const POSTINPROG: u32 = 1086;
+    pub const PREUNPROG: u32 = 1087;
+    pub const FILEDEVICES: u32 = 1095;
+    pub const FILEINODES: u32 = 1096;
+    pub const FILELANGS: u32 = 1097;
+    pub const PROVIDEFLAGS: u32 = 1112;
+    pub const PROVIDEVERSION: u32 = 1113;
+    pub const DIRINDEXES: u32 = 1116;
+    pub const BASENAMES: u32 = 1117;
+    pub const DIRNAMES: u32 = 1118;
+    pub const PAYLOADFORMAT: u32 = 1124;
+    pub const PAYLOADCOMPRESSOR: u32 = 1125;
+    pub const PAYLOADFLAGS: u32 = 1126;
+    pub const FILEDIGESTALGO: u32 = 5011;
+    pub const ENCODING: u32 = 5062;
+    pub const PAYLOADDIGEST: u32 = 5092;
+    pub const PAYLOADDIGESTALGO: u32 = 5093;
+}
+
+/// Dependency sense flags (rpmds.h).
+mod sense {
+    pub const LESS: u32 = 1 << 1;
+    pub const EQUAL: u32 = 1 << 3;
+    pub const INTERP: u32 = 1 << 8;
+    pub const SCRIPT_POST: u32 = 1 << 10;
+    pub const SCRIPT_PREUN: u32 = 1 << 11;
+    pub const RPMLIB: u32 = 1 << 24;
+}
+
+const SHA256_ALGO: u32 = 8;
+const BUILDHOST: &str = "rocm-patchkit";
+
+/// `<name>-<version>-<release>.noarch.rpm`
+pub fn file_name(meta: &PackageMeta) -> String {
+    format!("{}-{}-{}.noarch.rpm", meta.name, meta.version, meta.release)
+}
+
+/// Writes `<out_dir>/<file_name>`. Only explicit directories of `tree`
+/// are owned by the package (not `usr` or `usr/src`).
+pub fn write(
+    meta: &PackageMeta,
+    tree: &FileTree,
+    scripts: &Scripts,
+    epoch: u64,
+    out_dir: &Path,
+) -> Result<Artifact> {
+    meta.validate(Format::Rpm)?;
+    let epoch32 =
+        u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
+    let entries: Vec<&Entry> = tree.entries().filter(|e| e.explicit).collect();
+    if entries.is_empty() {
+        bail!("the rpm of {} would be empty; give it files", meta.name);
+    }
+    let compression = Compression::RPM;
+
+    // Payload: cpio -> count -> zstd -> count + sha256 -> scratch file.
+    let mut payload = scratch(out_dir)?;
+    let mut digests = Vec::with_capacity(entries.len());
+    let (raw_size, packed_size, packed_sha) = {
+        let packed = Tally::new(
+            std::io::BufWriter::with_capacity(1 << 20, &mut payload),
+            true,
+        );
+        let mut raw = Tally::new(compression.encoder(packed)?, false);
+        for (i, entry) in entries.iter().enumerate() {
+            digests.push(cpio_entry(&mut raw, entry, i as u32 + 1, epoch32)?);
+        }
+        cpio_trailer(&mut raw).context("writing the rpm payload")?;
+        let (enc, raw_size, _) = raw.into_parts();
+        let packed = enc.finish().context("compressing the rpm payload")?;
+        let (mut buf, packed_size, sha) = packed.into_parts();
+        buf.flush().context("writing the rpm payload")?;
+        (raw_size, packed_size, sha.unwrap_or_default())
+    };
+    if raw_size > u32::MAX as u64 {
+        bail!(
+            "the rpm payload of {} is over 4 GiB; rpm's cpio format cannot hold it",
+            meta.name
+        );
+    }
+
+    let header = main_header(
+        meta,
+        &entries,
+        &digests,
+        scripts,
+        epoch32,
+        compression,
+        &packed_sha,
+    )?
+    .to_bytes(63);
+    let mut sig = Header::new();
+    let total = header.len() as u64 + packed_size;
+    sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(&header)));
+    if let (Ok(total32), Ok(raw32)) = (u32::try_from(total), u32::try_from(raw_size)) {
+        sig.int32(tag::SIG_SIZE, total32)
+            .int32(tag::SIG_PAYLOADSIZE, raw32);
+    } else {
+        sig.add(tag::SIG_LONGSIZE, Value::Int64(vec![total]))
+            .add(tag::SIG_LONGARCHIVESIZE, Value::Int64(vec![raw_size]));
+    }
+    let mut sig = sig.to_bytes(62);
+    while !sig.len().is_multiple_of(8) {
+        sig.push(0);
+    }
+
+    payload
+        .seek(SeekFrom::Start(0))
+        .context("reading back the rpm payload")?;
+    let name = file_name(meta);
+    let mut out = Output::create(out_dir, &name)?;
+    {
+        let what = || format!("writing {name}");
+        let mut w = out.writer();
+        w.write_all(&lead(meta)).with_context(what)?;
+        w.write_all(&sig).with_context(what)?;
+        w.write_all(&header).with_context(what)?;
+        let copied = std::io::copy(&mut payload, &mut w).with_context(what)?;
+        if copied != packed_size {
+            bail!("the rpm payload changed size while being copied into {name}");
+        }
+        w.flush().with_context(what)?;
+    }
+    out.commit()
+}
+
+/// The 96-byte lead: magic, v3.0, binary, `name-version-release`, Linux,
+/// header-style signature.
+fn lead(meta: &PackageMeta) -> [u8; 96] {
+    let mut l = [0u8; 96];
+    l[0..4].copy_from_slice(&[0xed, 0xab, 0xee, 0xdb]);
+    l[4] = 3;
+    l[5] = 0;
+    // type 0 (binary), archnum 0 (noarch)
+    let nevr = format!("{}-{}-{}", meta.name, meta.version, meta.release);
+    let n = nevr.len().min(65);
+    l[10..10 + n].copy_from_slice(&nevr.as_bytes()[..n]);
+    l[76..78].copy_from_slice(&1u16.to_be_bytes());
+    l[78..80].copy_from_slice(&5u16.to_be_bytes());
+    l
+}
+
+fn main_header(
+    meta: &PackageMeta,
+    entries: &[&Entry],
+    digests: &[Option<[u8; 32]>],
+    scripts: &Scripts,
+    epoch: u32,
+    compression: Compression,
+    payload_sha: &[u8; 32],
+) -> Result<Header> {
+    let mut h = Header::new();
+    h.add(tag::I18NTABLE, Value::StrArray(vec!["C".into()]))
+        .str(tag::NAME, &meta.name)
+        .str(tag::VERSION, &meta.version)
+        .str(tag::RELEASE, &meta.release)
+        .add(tag::SUMMARY, Value::I18n(meta.summary.trim().into()))
+        .add(
+            tag::DESCRIPTION,
+            Value::I18n(meta.description.trim().into()),
+        )
+        .int32(tag::BUILDTIME, epoch)
+        .str(tag::BUILDHOST, BUILDHOST)
+        .str(tag::LICENSE, &meta.license)
+        .str(tag::PACKAGER, &meta.maintainer)
+        .add(tag::GROUP, Value::I18n("System Environment/Kernel".into()))
+        .str(tag::URL, &meta.homepage)
+        .str(tag::OS, "linux")
+        .str(tag::ARCH, "noarch")
+        .str(
+            tag::SOURCERPM,
+            format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release),
+        )
+        .str(tag::RPMVERSION, "4.18.0")
+        .str(tag::ENCODING, "utf-8")
+        .str(tag::PAYLOADFORMAT, "cpio");
+    let (compressor, level) = match compression {
+        Compression::Zstd(l) => ("zstd", l.to_string()),
+        Compression::Xz(l) => ("xz", l.to_string()),
+        Compression::Gzip(l) => ("gzip", l.to_string()),
+        Compression::None => bail!("rpm payloads must be compressed"),
+    };
+    h.str(tag::PAYLOADCOMPRESSOR, compressor)
+        .str(tag::PAYLOADFLAGS, level)
+        .add(
+            tag::PAYLOADDIGEST,
+            Value::StrArray(vec![hex::encode(payload_sha)]),
+        )
+        .int32(tag::PAYLOADDIGESTALGO, SHA256_ALGO)
+        .int32(tag::FILEDIGESTALGO, SHA256_ALGO);
+
+    // Changelog: one entry for this version.
+    h.add(tag::CHANGELOGTIME, Value::Int32(vec![epoch]))
+        .add(
+            tag::CHANGELOGNAME,
+            Value::StrArray(vec![format!(
+                "{} - {}-{}",
+                meta.maintainer, meta.version, meta.release
+            )]),
+        )
+        .add(
+            tag::CHANGELOGTEXT,
+            Value::StrArray(vec![meta
+                .changes
+                .iter()
+                .map(|c| format!("- {}", c.trim()))
+                .collect::<Vec<_>>()
+                .join("\n")]),
+        );
+
+    // Files.
+    let n = entries.len();
+    let mut dir_index: BTreeMap<String, u32> = BTreeMap::new();
+    let mut dirnames = Vec::new();
+    let (mut basenames, mut dirindexes) = (Vec::with_capacity(n), Vec::with_capacity(n));
+    let mut total: u64 = 0;
+    for e in entries {
+        let (dir, base) = match e.path.rsplit_once('/') {
+            Some((d, b)) => (format!("/{d}/"), b),
+            None => ("/".to_string(), e.path.as_str()),
+        };
+        let next = dirnames.len() as u32;
+        let idx = *dir_index.entry(dir.clone()).or_insert_with(|| {
+            dirnames.push(dir);
+            next
+        });
+        basenames.push(base.to_string());
+        dirindexes.push(idx);
+        if matches!(e.kind, Kind::File(_)) {
+            total += e.size;
+        }
+    }
+    h.add(tag::BASENAMES, Value::StrArray(basenames))
+        .add(tag::DIRNAMES, Value::StrArray(dirnames))
+        .add(tag::DIRINDEXES, Value::Int32(dirindexes))
+        .add(
+            tag::FILESIZES,
+            Value::Int32(
+                entries
+                    .iter()
+                    .map(|e| if e.is_dir() { 0 } else { e.size as u32 })
+                    .collect(),
+            ),
+        )
+        .add(
+            tag::FILEMODES,
+            Value::Int16(entries.iter().map(|e| rpm_mode(e) as u16).collect()),
+        )
+        .add(tag::FILERDEVS, Value::Int16(vec![0; n]))
+        .add(tag::FILEMTIMES, Value::Int32(vec![epoch; n]))
+        .add(
+            tag::FILEDIGESTS,
+            Value::StrArray(
+                digests
+                    .iter()
+                    .map(|d| d.map(hex::encode).unwrap_or_default())
+                    .collect(),
+            ),
+        )
+        .add(
+            tag::FILELINKTOS,
+            Value::StrArray(
+                entries
+                    .iter()
+                    .map(|e| match &e.kind {
+                        Kind::Symlink(t) => t.clone(),
+                        _ => String::new(),
+                    })
+                    .collect(),
+            ),
+        )
+        .add(tag::FILEFLAGS, Value::Int32(vec![0; n]))
+        .add(tag::FILEUSERNAME, Value::StrArray(vec!["root".into(); n]))
+        .add(tag::FILEGROUPNAME, Value::StrArray(vec!["root".into(); n]))
+        .add(tag::FILEVERIFYFLAGS, Value::Int32(vec![u32::MAX; n]))
+        .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
+        .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
+        .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
+    match u32::try_from(total) {
+        Ok(t) => h.int32(tag::SIZE, t),
+        Err(_) => bail!("{} holds over 4 GiB of files; split the package", meta.name),
+    };
+
+    // Scriptlets.
+    let mut requires: Vec<(String, u32, String)> = Vec::new();
+    let sh = || Value::StrArray(vec!["/bin/sh".into()]);
+    if let Some(s) = &scripts.post_install {
+        h.add(tag::POSTIN, Value::Str(s.clone()))
+            .add(tag::POSTINPROG, sh());
+        requires.push((
+            "/bin/sh".into(),
+            sense::INTERP | sense::SCRIPT_POST,
+            String::new(),
+        ));
+    }
+    if let Some(s) = &scripts.pre_remove {
+        h.add(tag::PREUN, Value::Str(s.clone()))
+            .add(tag::PREUNPROG, sh());
+        requires.push((
+            "/bin/sh".into(),
+            sense::INTERP | sense::SCRIPT_PREUN,
+            String::new(),
+        ));
+    }
+
+    // Dependencies, and the rpmlib features this package uses.
+    for dep in &meta.depends {
+        requires.push((dep.clone(), 0, String::new()));
+    }
+    let rpmlib = sense::RPMLIB | sense::LESS | sense::EQUAL;
+    let mut features = vec![
+        ("CompressedFileNames", "3.0.4-1"),
+        ("FileDigests", "4.6.0-1"),
+        ("PayloadFilesHavePrefix", "4.0-1"),
+    ];
+    if compressor == "zstd" {
+        features.push(("PayloadIsZstd", "5.4.18-1"));
+    } else if compressor == "xz" {
+        features.push(("PayloadIsXz", "5.2-1"));
+    }
+    for (feature, version) in features {
+        requires.push((format!("rpmlib({feature})"), rpmlib, version.into()));
+    }
+    requires.sort();
+    h.add(
+        tag::REQUIRENAME,
+        Value::StrArray(requires.iter().map(|r| r.0.clone()).collect()),
+    )
+    .add(
+        tag::REQUIREFLAGS,
+        Value::Int32(requires.iter().map(|r| r.1).collect()),
+    )
+    .add(
+        tag::REQUIREVERSION,
+        Value::StrArray(requires.iter().map(|r| r.2.clone()).collect()),
+    )
+    .add(tag::PROVIDENAME, Value::StrArray(vec![meta.name.clone()]))
+    .add(tag::PROVIDEFLAGS, Value::Int32(vec![sense::EQUAL]))
+    .add(
+        tag::PROVIDEVERSION,
+        Value::StrArray(vec![meta.full_version()]),
+    );
+    Ok(h)
+}
