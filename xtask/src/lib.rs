@@ -5,8 +5,11 @@
 
 pub mod commands;
 pub mod diag;
+pub mod extract;
 pub mod fetch;
+pub mod patch;
 pub mod plan;
 pub mod recipe;
 pub mod report;
+pub mod state;
 pub mod workspace;
