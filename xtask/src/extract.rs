@@ -321,10 +321,10 @@ fn untar(reader: impl Read, sel: &Selection, dest: &Path) -> Result<Manifest> {
             }
             T::Link => {
                 let target = entry.link_name_bytes().unwrap_or_default().into_owned();
+                let shown = String::from_utf8_lossy(&target).into_owned();
                 let target = entry_path(&target, sel.strip)
-                    .ok()
-                    .flatten()
-                    .unwrap_or_else(|| String::from_utf8_lossy(&target).into_owned());
+                    .map_err(|e| refuse(anyhow::anyhow!("its hard link target `{shown}` {e}")))?
+                    .unwrap_or(shown);
                 sink.hardlink(&rel, &target).map_err(refuse)?;
             }
             other => {

@@ -5,6 +5,7 @@
 
 pub mod commands;
 pub mod diag;
+pub mod drift;
 pub mod extract;
 pub mod fetch;
 pub mod patch;
@@ -12,4 +13,5 @@ pub mod plan;
 pub mod recipe;
 pub mod report;
 pub mod state;
+pub mod verify;
 pub mod workspace;

@@ -41,6 +41,12 @@ enum Command {
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
+    /// Extract the pinned source and apply the series atomically, with a state record
+    Apply(commands::apply::Args),
+    /// Check a patched tree against its state record, or a tree against a series
+    Verify(commands::verify::Args),
+    /// Check whether the series still applies to a newer upstream
+    Drift(commands::drift::Args),
 }
 
 fn main() -> ExitCode {
@@ -52,6 +58,9 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::List(args) => commands::list::run(&ws, args),
         Command::Plan(args) => commands::plan::run(&ws, args),
+        Command::Apply(args) => commands::apply::run(&ws, args),
+        Command::Verify(args) => commands::verify::run(&ws, args),
+        Command::Drift(args) => commands::drift::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -239,7 +239,12 @@ fn closing_quote(s: &str) -> Option<usize> {
     None
 }
 
+/// Drops the `a/`/`b/` component; an absolute path is kept whole so that
+/// confinement refuses it.
 fn strip_one(path: &str) -> String {
+    if path.starts_with('/') {
+        return path.to_owned();
+    }
     match path.split_once('/') {
         Some((_, rest)) => rest.to_owned(),
         None => path.to_owned(),

@@ -5,3 +5,9 @@
 mod support;
 
 mod recipes;
+
+mod apply;
+mod drift;
+mod patch;
+mod patch_support;
+mod verify;
