@@ -47,6 +47,8 @@ enum Command {
     Verify(commands::verify::Args),
     /// Check whether the series still applies to a newer upstream
     Drift(commands::drift::Args),
+    /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -61,6 +63,7 @@ fn main() -> ExitCode {
         Command::Apply(args) => commands::apply::run(&ws, args),
         Command::Verify(args) => commands::verify::run(&ws, args),
         Command::Drift(args) => commands::drift::run(&ws, args),
+        Command::Bench(args) => commands::bench::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

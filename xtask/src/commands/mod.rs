@@ -1,6 +1,7 @@
 //! One file per `cargo xtask` command, each with its clap `Args` and one `run`.
 
 pub mod apply;
+pub mod bench;
 pub mod drift;
 pub mod list;
 pub mod plan;
