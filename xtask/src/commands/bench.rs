@@ -115,6 +115,8 @@ fn bench_apply(ws: &Workspace, args: &ApplyArgs) -> Result<()> {
                 1 => {
                     let mut c = Command::new("git");
                     c.arg("apply").current_dir(&copy);
+                    // Not the repository the work dir may sit in: paths are the copy's.
+                    c.env("GIT_CEILING_DIRECTORIES", &dir);
                     c.args(names.iter().map(|n| patch_dir.join(n)));
                     c
                 }
