@@ -43,6 +43,14 @@ enum Command {
     Plan(commands::plan::Args),
     Fetch(commands::fetch::Args),
     Lock(commands::lock::Args),
+    /// Extract the pinned source and apply the series atomically, with a state record
+    Apply(commands::apply::Args),
+    /// Check a patched tree against its state record, or a tree against a series
+    Verify(commands::verify::Args),
+    /// Check whether the series still applies to a newer upstream
+    Drift(commands::drift::Args),
+    /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -56,6 +64,10 @@ fn main() -> ExitCode {
         Command::Plan(args) => commands::plan::run(&ws, args),
         Command::Fetch(args) => commands::fetch::run(&ws, args),
         Command::Lock(args) => commands::lock::run(&ws, args),
+        Command::Apply(args) => commands::apply::run(&ws, args),
+        Command::Verify(args) => commands::verify::run(&ws, args),
+        Command::Drift(args) => commands::drift::run(&ws, args),
+        Command::Bench(args) => commands::bench::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,10 @@
 //! One file per `cargo xtask` command, each with its clap `Args` and one `run`.
 
+pub mod apply;
+pub mod bench;
+pub mod drift;
 pub mod fetch;
 pub mod list;
 pub mod lock;
 pub mod plan;
+pub mod verify;

@@ -13,3 +13,9 @@ mod package_support;
 mod recipes;
 mod render;
 mod repo;
+
+mod apply;
+mod drift;
+mod patch;
+mod patch_support;
+mod verify;

@@ -1,0 +1,64 @@
+//! `cargo xtask apply <recipe> [--into DIR]`: the pinned source extracted,
+//! the series applied, the state record written, all in a staging folder
+//! that replaces DIR only once everything succeeded.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::fetch::{self, FetchOptions};
+use crate::patch::{stage, Tolerance};
+use crate::recipe::Recipe;
+use crate::workspace::Workspace;
+
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A recipe name (file stem in recipes/) or a path to a recipe file
+    pub recipe: String,
+    /// Where the patched tree goes; replaced only when the whole series
+    /// applied [default: target/patchkit/work/<recipe>/tree]
+    #[arg(long, value_name = "DIR")]
+    pub into: Option<PathBuf>,
+    /// Use only inputs already in the cache (no network)
+    #[arg(long)]
+    pub offline: bool,
+    /// Let a hunk land away from its stated line (reported and recorded)
+    #[arg(long)]
+    pub offset: bool,
+    /// Ignore up to N context lines at each end of a hunk (reported and recorded)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fuzz: usize,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let recipe = Recipe::load(&ws.root, &args.recipe)?;
+    let dest = args
+        .into
+        .clone()
+        .unwrap_or_else(|| default_tree(ws, &recipe.name));
+    let opts = FetchOptions {
+        offline: args.offline,
+        ..Default::default()
+    };
+    let fetched = fetch::fetch(ws, &recipe, &opts)
+        .with_context(|| format!("fetching the inputs of {}", recipe.name))?;
+    let tol = Tolerance {
+        offset: args.offset,
+        fuzz: args.fuzz,
+    };
+    let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
+    println!(
+        "applied {} patches of {} to {} ({} files); record in {}",
+        report.state.patches.len(),
+        recipe.name,
+        report.dest.display(),
+        report.files,
+        crate::state::state_path(&report.dest).display()
+    );
+    Ok(())
+}
+
+/// `<work_dir>/<recipe>/tree`, where `apply` puts a tree by default.
+pub fn default_tree(ws: &Workspace, recipe: &str) -> PathBuf {
+    ws.work_dir.join(recipe).join("tree")
+}

@@ -1,0 +1,65 @@
+//! `cargo xtask drift <recipe> --against <upstream>`: whether the series
+//! still applies to a newer upstream, patch by patch, with failing hunks.
+
+use anyhow::{bail, Result};
+
+use crate::drift::{self, checks_to_text, Against};
+use crate::patch::{self, Tolerance};
+use crate::recipe::Recipe;
+use crate::workspace::Workspace;
+
+/// For each patch: `applied` (upstream carries it: drop it), `not applied`
+/// (it still applies) or `conflicts` (upstream moved the code: refresh it),
+/// with every hunk that failed. Exit status 0 only when the whole series
+/// applies to the upstream as it is.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// A recipe name (file stem in recipes/) or a path to a recipe file
+    pub recipe: String,
+    /// The upstream: `git:<repo>#<commit>` or `<repo>@<commit>` (a local git
+    /// repository; the commit may be a tag or a branch), a tar/tar.gz/tar.xz/
+    /// tar.zst archive (the recipe's strip and include apply), or a folder
+    /// holding the tree
+    #[arg(long, value_name = "UPSTREAM")]
+    pub against: String,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Use only inputs already in the cache (no network)
+    #[arg(long)]
+    pub offline: bool,
+    /// Let hunks land away from their stated line
+    #[arg(long)]
+    pub offset: bool,
+    /// Ignore up to N context lines at each end of a hunk
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fuzz: usize,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let recipe = Recipe::load(&ws.root, &args.recipe)?;
+    let against = Against::parse(&args.against)
+        .map_err(|e| crate::diag::UsageError(format!("--against: {e:#}")))?;
+    let series = patch::recipe_series(ws, &recipe, args.offline)?;
+    let tol = Tolerance {
+        offset: args.offset,
+        fuzz: args.fuzz,
+    };
+    let scratch = ws.work_dir.join(&recipe.name);
+    let report = drift::drift(&recipe, &series, &against, &scratch, tol, &ws.reporter)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        println!("{} against {}", report.recipe, report.against);
+        print!("{}", checks_to_text(&report.checks));
+    }
+    if !report.applies() {
+        bail!(
+            "the series of {} does not apply to {} as it is: drop the applied patches, refresh the conflicting ones",
+            recipe.name,
+            report.against
+        );
+    }
+    Ok(())
+}

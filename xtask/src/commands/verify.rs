@@ -1,0 +1,115 @@
+//! `cargo xtask verify <tree> [--recipe R] [--json]`: a tree checked
+//! against its state record, or, without a record, against a recipe's series.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use crate::drift::checks_to_text;
+use crate::patch::{self, Tolerance, Verdict};
+use crate::recipe::Recipe;
+use crate::verify::{self, TreeReport};
+use crate::workspace::Workspace;
+
+/// With a state record in TREE/.patchkit/: every patch is reported applied,
+/// not applied or changed after apply, then every file changed that no patch
+/// touched; exit status 0 only when the tree is exactly as recorded.
+///
+/// Without a record, `--recipe` says for each patch of the recipe whether the
+/// tree already carries it (applied), would take it (not applied) or
+/// conflicts; exit status 0 unless a patch conflicts.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// The tree to check
+    pub tree: PathBuf,
+    /// Check a tree without a record against this recipe's series
+    #[arg(long, value_name = "RECIPE")]
+    pub recipe: Option<String>,
+    /// Print the report as JSON
+    #[arg(long)]
+    pub json: bool,
+    /// Use only inputs already in the cache (no network)
+    #[arg(long)]
+    pub offline: bool,
+    /// With --recipe: let hunks land away from their stated line
+    #[arg(long)]
+    pub offset: bool,
+    /// With --recipe: ignore up to N context lines at each end of a hunk
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fuzz: usize,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let has_record = crate::state::state_path(&args.tree).is_file();
+    if let (Some(name), false) = (&args.recipe, has_record) {
+        let recipe = Recipe::load(&ws.root, name)?;
+        let series = patch::recipe_series(ws, &recipe, args.offline)?;
+        let tol = Tolerance {
+            offset: args.offset,
+            fuzz: args.fuzz,
+        };
+        let checks = verify::tree_against_series(&args.tree, &series, tol)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&checks)?);
+        } else {
+            print!("{}", checks_to_text(&checks));
+        }
+        let conflicts = checks
+            .iter()
+            .filter(|c| c.verdict == Verdict::Conflicts)
+            .count();
+        if conflicts > 0 {
+            bail!(
+                "{conflicts} patches of {} conflict with {}",
+                recipe.name,
+                args.tree.display()
+            );
+        }
+        return Ok(());
+    }
+    let report = verify::tree(&args.tree, &ws.reporter)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", to_text(&report));
+    }
+    if !report.ok {
+        bail!("{} differs from its state record", args.tree.display());
+    }
+    Ok(())
+}
+
+fn to_text(report: &TreeReport) -> String {
+    let mut out = format!(
+        "tree {} (recipe {} {}, {} source {})\n",
+        report.tree.display(),
+        report.recipe.name,
+        report.recipe.version,
+        report.source.kind,
+        report.source.pin.as_deref().unwrap_or("unpinned")
+    );
+    for p in &report.patches {
+        out.push_str(&format!("{:<20} {}\n", p.status.as_str(), p.patch));
+        for f in &p.files {
+            out.push_str(&format!("    {f}\n"));
+        }
+    }
+    if !report.extra.is_empty() {
+        out.push_str("files changed that no patch touched:\n");
+        for e in &report.extra {
+            let change = serde_json::to_value(e.change).unwrap_or_default();
+            out.push_str(&format!(
+                "    {:<9} {}\n",
+                change.as_str().unwrap_or("?"),
+                e.path
+            ));
+        }
+    }
+    out.push_str(if report.ok {
+        "ok: the tree is exactly as recorded\n"
+    } else {
+        "the tree differs from its record\n"
+    });
+    out
+}

@@ -1,0 +1,98 @@
+//! The patch engine: parses patches ([`parse`]), places hunks ([`hunk`]) on
+//! a confined [`tree::Tree`], applies a series all or nothing ([`apply`]) and
+//! builds a patched tree in a staging folder before moving it into place
+//! ([`stage`]). Apply reads and writes only the files the patches name.
+
+pub mod apply;
+pub mod hunk;
+pub mod parse;
+pub mod stage;
+pub mod tree;
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+pub use apply::{Check, Verdict};
+pub use hunk::Tolerance;
+
+use crate::fetch::FetchedPatch;
+use crate::recipe::{PatchOrigin, Recipe};
+use crate::state::sha256_hex;
+
+/// One patch of a series, its bytes in memory (patches are small).
+#[derive(Debug, Clone)]
+pub struct PatchInput {
+    pub name: String,
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+}
+
+impl PatchInput {
+    pub fn new(name: impl Into<String>, bytes: Vec<u8>) -> PatchInput {
+        PatchInput {
+            name: name.into(),
+            sha256: sha256_hex(&bytes),
+            bytes,
+        }
+    }
+
+    /// Reads a patch file.
+    pub fn read(name: impl Into<String>, path: &Path) -> Result<PatchInput> {
+        let bytes =
+            std::fs::read(path).with_context(|| format!("reading patch {}", path.display()))?;
+        Ok(PatchInput::new(name, bytes))
+    }
+
+    /// Reads a fetched patch and checks it still has the sha256 it was verified by.
+    pub fn fetched(patch: &FetchedPatch) -> Result<PatchInput> {
+        let input = PatchInput::read(&patch.name, &patch.path)?;
+        if input.sha256 != patch.sha256 {
+            bail!(
+                "patch {} at {} has sha256 {} but was verified as {}; the cache was changed, fetch again",
+                patch.name,
+                patch.path.display(),
+                input.sha256,
+                patch.sha256
+            );
+        }
+        Ok(input)
+    }
+
+    /// The file changes the patch makes.
+    pub fn parse(&self) -> Result<Vec<parse::FilePatch>> {
+        apply::parse_named(&self.name, &self.bytes)
+    }
+}
+
+/// The series of a recipe whose patches are all curated files, read without
+/// fetching; `None` when some patch must be fetched first.
+pub fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
+    let mut inputs = Vec::new();
+    for patch in &recipe.patches {
+        match &patch.origin {
+            PatchOrigin::File { path } => inputs.push(PatchInput::read(&patch.name, path)?),
+            _ => return Ok(None),
+        }
+    }
+    Ok(Some(inputs))
+}
+
+/// The series of a recipe: read in place when every patch is a curated
+/// file, fetched (through the cache) otherwise.
+pub fn recipe_series(
+    ws: &crate::workspace::Workspace,
+    recipe: &Recipe,
+    offline: bool,
+) -> Result<Vec<PatchInput>> {
+    if let Some(inputs) = local_series(recipe)? {
+        return Ok(inputs);
+    }
+    let opts = crate::fetch::FetchOptions {
+        offline,
+        ..Default::default()
+    };
+    let fetched = crate::fetch::fetch(ws, recipe, &opts)
+        .with_context(|| format!("fetching the patches of {}", recipe.name))?;
+    fetched.patches.iter().map(PatchInput::fetched).collect()
+}

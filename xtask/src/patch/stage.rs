@@ -1,0 +1,203 @@
+//! Building a patched tree atomically: extract the pinned source into
+//! `<dest>.staging-<pid>`, apply the series there, write the state record,
+//! and only then move the tree into place. A failure leaves `dest` as it was
+//! and removes the staging folder.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{anyhow, Context, Result};
+
+use super::apply::{self, SeriesError};
+use super::tree::Tree;
+use super::{PatchInput, Tolerance};
+use crate::extract::{self, Selection};
+use crate::fetch::{Fetched, FetchedSource};
+use crate::recipe::Recipe;
+use crate::report::Reporter;
+use crate::state::{self, FileId, Manifest, State};
+
+/// What `apply` did.
+#[derive(Debug, Clone)]
+pub struct Report {
+    pub dest: PathBuf,
+    pub state: State,
+    /// Files in the tree (the manifest's length).
+    pub files: usize,
+}
+
+/// Removes a folder when dropped, unless disarmed.
+struct Cleanup(Option<PathBuf>);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+/// Extracts `fetched.source`, applies `fetched.patches` and moves the result
+/// to `dest` (replacing what was there only after everything succeeded).
+pub fn apply_recipe(
+    recipe: &Recipe,
+    fetched: &Fetched,
+    dest: &Path,
+    tol: Tolerance,
+    reporter: &Reporter,
+) -> Result<Report> {
+    let patches: Vec<PatchInput> = fetched
+        .patches
+        .iter()
+        .map(PatchInput::fetched)
+        .collect::<Result<_>>()?;
+    let dest =
+        std::path::absolute(dest).with_context(|| format!("resolving {}", dest.display()))?;
+    let name = dest
+        .file_name()
+        .with_context(|| format!("{} names no folder", dest.display()))?
+        .to_string_lossy()
+        .into_owned();
+    let parent = dest.parent().unwrap_or(Path::new("/"));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let staging = parent.join(format!("{name}.staging-{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing the stale {}", staging.display()))?;
+    }
+    std::fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    let mut cleanup = Cleanup(Some(staging.clone()));
+
+    reporter.step(format!(
+        "apply: extracting {} into {}",
+        recipe.name,
+        staging.display()
+    ));
+    let selection = Selection::of(&recipe.source);
+    let mut manifest = extract::extract(&fetched.source, &selection, &staging, reporter)?;
+
+    let mut tree = Tree::writing(&staging);
+    let records = apply::series(&mut tree, &patches, tol).map_err(|e| {
+        match e.downcast_ref::<SeriesError>() {
+            Some(series) => anyhow!(
+                "{series}\nnothing was written to {}; run `cargo xtask drift {} --against <source>` \
+                 to see every hunk that no longer matches",
+                dest.display(),
+                recipe.name
+            ),
+            None => e.context(format!("applying the series of {}", recipe.name)),
+        }
+    })?;
+    for record in &records {
+        reporter.step(format!(
+            "apply: {} ({} files)",
+            record.name,
+            record.files.len()
+        ));
+        for h in &record.hunks {
+            reporter.warn(format!(
+                "{}: {} hunk #{} applied at offset {:+} with fuzz {}",
+                record.name, h.file, h.hunk, h.offset, h.fuzz
+            ));
+        }
+    }
+    update_manifest(&staging, &mut manifest, &records)?;
+    let state = State {
+        format: state::FORMAT,
+        manifest_sha256: state::sha256_hex(state::manifest_to_text(&manifest).as_bytes()),
+        patches: records,
+        recipe: state::RecipeRef {
+            name: recipe.name.clone(),
+            version: recipe.package.version.clone(),
+        },
+        source: source_pin(&fetched.source, &selection),
+        tolerance: state::ToleranceRecord {
+            fuzz: tol.fuzz,
+            offset: tol.offset,
+        },
+        tool: state::ToolRef::current(),
+    };
+    state::write(&staging, &state, &manifest)?;
+    swap_into_place(&staging, &dest)?;
+    cleanup.0 = None;
+    Ok(Report {
+        dest,
+        files: manifest.len(),
+        state,
+    })
+}
+
+/// Replaces the manifest entries of every file the series touched.
+fn update_manifest(
+    tree: &Path,
+    manifest: &mut Manifest,
+    records: &[state::PatchRecord],
+) -> Result<()> {
+    let mut last = std::collections::BTreeMap::new();
+    for record in records {
+        for file in &record.files {
+            last.insert(file.path.clone(), file.after.clone());
+        }
+    }
+    for (path, after) in last {
+        match after {
+            None => {
+                manifest.remove(&path);
+            }
+            Some(sha256) => {
+                let full = tree.join(&path);
+                let meta = std::fs::symlink_metadata(&full)
+                    .with_context(|| format!("reading {}", full.display()))?;
+                let mode = super::tree::mode_of(&meta);
+                manifest.insert(
+                    path,
+                    FileId {
+                        mode: 0o100000 | mode,
+                        sha256,
+                        size: meta.len(),
+                    },
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
+    let (kind, pin) = match source {
+        FetchedSource::Archive { sha256, .. } => ("archive", Some(sha256.clone())),
+        FetchedSource::Dir { .. } => ("dir", None),
+        FetchedSource::Git { commit, .. } => ("git", Some(commit.clone())),
+    };
+    let selected = if sel.paths.is_empty() {
+        sel.include.clone()
+    } else {
+        sel.paths.clone()
+    };
+    state::SourcePin {
+        kind: kind.to_owned(),
+        pin,
+        selected,
+        strip: sel.strip,
+    }
+}
+
+/// Moves `staging` to `dest`; an existing `dest` is moved aside first and
+/// removed only once the new tree is in place.
+fn swap_into_place(staging: &Path, dest: &Path) -> Result<()> {
+    if std::fs::symlink_metadata(dest).is_err() {
+        return std::fs::rename(staging, dest)
+            .with_context(|| format!("moving {} to {}", staging.display(), dest.display()));
+    }
+    let mut old = dest.as_os_str().to_owned();
+    old.push(format!(".old-{}", std::process::id()));
+    let old = PathBuf::from(old);
+    std::fs::rename(dest, &old)
+        .with_context(|| format!("moving the previous {} aside", dest.display()))?;
+    if let Err(e) = std::fs::rename(staging, dest) {
+        let _ = std::fs::rename(&old, dest);
+        return Err(e)
+            .with_context(|| format!("moving {} to {}", staging.display(), dest.display()));
+    }
+    std::fs::remove_dir_all(&old)
+        .with_context(|| format!("removing the previous tree {}", old.display()))
+}

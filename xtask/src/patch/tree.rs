@@ -1,0 +1,181 @@
+//! The tree a series is applied to: reads through an in-memory layer of
+//! pending changes, confines every path to the tree, never follows a symlink,
+//! and either writes changes through to disk or keeps them (dry runs).
+
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+/// A regular file's bytes and permission bits (`0o644`, `0o755`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub data: Vec<u8>,
+    pub mode: u32,
+}
+
+/// A tree on disk, seen through the changes made to it so far.
+pub struct Tree {
+    root: PathBuf,
+    write: bool,
+    layer: BTreeMap<String, Option<Entry>>,
+}
+
+impl Tree {
+    /// Changes are written to disk as they are committed.
+    pub fn writing(root: &Path) -> Tree {
+        Tree {
+            root: root.to_path_buf(),
+            write: true,
+            layer: BTreeMap::new(),
+        }
+    }
+
+    /// Changes stay in memory; the disk is only read.
+    pub fn dry(root: &Path) -> Tree {
+        Tree {
+            root: root.to_path_buf(),
+            write: false,
+            layer: BTreeMap::new(),
+        }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The file at `rel`, `None` if there is none.
+    pub fn read(&self, rel: &str) -> Result<Option<Entry>> {
+        if let Some(entry) = self.layer.get(rel) {
+            return Ok(entry.clone());
+        }
+        let path = self.checked(rel)?;
+        let meta = match std::fs::symlink_metadata(&path) {
+            Ok(m) => m,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        };
+        if !meta.is_file() {
+            bail!("`{rel}` in the tree is not a regular file; a patch can only change files");
+        }
+        let data = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        Ok(Some(Entry {
+            data,
+            mode: mode_of(&meta),
+        }))
+    }
+
+    /// Makes `changes` (path -> new entry, `None` to delete) part of the tree.
+    pub fn commit(&mut self, changes: BTreeMap<String, Option<Entry>>) -> Result<()> {
+        for (rel, entry) in changes {
+            if !self.write {
+                self.layer.insert(rel, entry);
+                continue;
+            }
+            let path = self.checked(&rel)?;
+            match entry {
+                Some(entry) => {
+                    if let Some(parent) = path.parent() {
+                        std::fs::create_dir_all(parent)
+                            .with_context(|| format!("creating {}", parent.display()))?;
+                    }
+                    std::fs::write(&path, &entry.data)
+                        .with_context(|| format!("writing {}", path.display()))?;
+                    set_mode(&path, entry.mode)?;
+                }
+                None => {
+                    std::fs::remove_file(&path)
+                        .with_context(|| format!("removing {}", path.display()))?;
+                    self.prune_empty_dirs(&path);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// `rel` below the root, after checking that it stays in the tree and
+    /// that neither it nor a folder on its way is a symlink.
+    fn checked(&self, rel: &str) -> Result<PathBuf> {
+        confine(rel)?;
+        let mut path = self.root.clone();
+        for part in rel.split('/') {
+            path.push(part);
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink()) {
+                bail!(
+                    "refusing to write through symlink `{}` in the tree (patch path `{rel}`)",
+                    path.strip_prefix(&self.root).unwrap_or(&path).display()
+                );
+            }
+        }
+        Ok(path)
+    }
+
+    fn prune_empty_dirs(&self, file: &Path) {
+        let mut dir = file.parent();
+        while let Some(d) = dir {
+            if d == self.root || std::fs::remove_dir(d).is_err() {
+                break;
+            }
+            dir = d.parent();
+        }
+    }
+}
+
+/// Refuses a patch path that is absolute, climbs with `..`, or names the
+/// tool's own record folder.
+pub fn confine(rel: &str) -> Result<()> {
+    if rel.is_empty() {
+        bail!("empty patch path");
+    }
+    if rel.starts_with('/') || Path::new(rel).is_absolute() {
+        bail!("patch path `{rel}` is absolute; patches may only change files inside the tree");
+    }
+    for part in Path::new(rel).components() {
+        match part {
+            Component::Normal(name) if name == ".patchkit" => {
+                bail!("patch path `{rel}` names the tool's record folder `.patchkit`; refused")
+            }
+            Component::Normal(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                bail!("patch path `{rel}` has a `..` component and could leave the tree; refused")
+            }
+            _ => bail!("patch path `{rel}` is not a plain relative path; refused"),
+        }
+    }
+    Ok(())
+}
+
+/// Permission bits as `0o755` or `0o644` (git records nothing finer).
+pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    if meta.permissions().mode() & 0o111 != 0 {
+        0o755
+    } else {
+        0o644
+    }
+}
+
+fn set_mode(path: &Path, mode: u32) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("setting the mode of {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confine_refuses_escapes() {
+        assert!(confine("a/b.c").is_ok());
+        for bad in [
+            "/etc/passwd",
+            "../x",
+            "a/../../x",
+            ".patchkit/state.json",
+            "",
+        ] {
+            assert!(confine(bad).is_err(), "{bad}");
+        }
+    }
+}

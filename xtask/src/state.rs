@@ -1,0 +1,226 @@
+//! The applied-patch state record (`.patchkit/state.json`) and the tree
+//! manifest (`.patchkit/manifest`) written beside it: what was applied, with
+//! which hashes, to which files. Deterministic: no timestamps, keys sorted
+//! (struct fields are declared in alphabetical order), so two applies of the
+//! same series give byte-identical records.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+/// The folder inside a tree that holds the record; never part of hash checks.
+pub const DIR: &str = ".patchkit";
+pub const STATE_FILE: &str = "state.json";
+pub const MANIFEST_FILE: &str = "manifest";
+/// Version of the record's layout.
+pub const FORMAT: u32 = 1;
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// The applied-patch state of a tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub format: u32,
+    /// sha256 of `.patchkit/manifest`, the listing of every file of the tree.
+    pub manifest_sha256: String,
+    /// In series order.
+    pub patches: Vec<PatchRecord>,
+    pub recipe: RecipeRef,
+    pub source: SourcePin,
+    /// The tolerance the series was applied with (strict unless asked).
+    pub tolerance: ToleranceRecord,
+    pub tool: ToolRef,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RecipeRef {
+    pub name: String,
+    pub version: String,
+}
+
+/// Where the pristine tree came from and what pins it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SourcePin {
+    /// `archive`, `dir` or `git`.
+    pub kind: String,
+    /// The sha256 of the archive, the commit id, or nothing for a local folder.
+    pub pin: Option<String>,
+    /// The recipe's `include` globs or git `paths` that limited extraction.
+    pub selected: Vec<String>,
+    pub strip: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToleranceRecord {
+    pub fuzz: usize,
+    pub offset: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolRef {
+    pub name: String,
+    pub version: String,
+}
+
+impl ToolRef {
+    pub fn current() -> ToolRef {
+        ToolRef {
+            name: "rocm-patchkit".to_owned(),
+            version: env!("CARGO_PKG_VERSION").to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PatchRecord {
+    /// Every file the patch created, changed, renamed or deleted.
+    pub files: Vec<FileChange>,
+    /// Hunks that did not land where they said (only with a tolerance).
+    pub hunks: Vec<HunkRecord>,
+    pub name: String,
+    pub sha256: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileChange {
+    /// sha256 after the patch; `None` when the patch deleted the file.
+    pub after: Option<String>,
+    /// sha256 before the patch; `None` when the patch created the file.
+    pub before: Option<String>,
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HunkRecord {
+    pub file: String,
+    pub fuzz: usize,
+    pub hunk: usize,
+    pub offset: isize,
+}
+
+/// One entry of the manifest: git-style mode (`100644`, `100755`, `120000`),
+/// sha256 (of the link target for a symlink) and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileId {
+    pub mode: u32,
+    pub sha256: String,
+    pub size: u64,
+}
+
+/// Every file of a tree, by path relative to its root (`/`-separated).
+pub type Manifest = BTreeMap<String, FileId>;
+
+/// `<mode> <sha256> <size> <path>` lines, sorted by path.
+pub fn manifest_to_text(manifest: &Manifest) -> String {
+    let mut out = String::with_capacity(manifest.len() * 100);
+    for (path, id) in manifest {
+        out.push_str(&format!(
+            "{:06o} {} {} {}\n",
+            id.mode, id.sha256, id.size, path
+        ));
+    }
+    out
+}
+
+pub fn manifest_from_text(text: &str) -> Result<Manifest> {
+    let mut manifest = Manifest::new();
+    for (n, line) in text.lines().enumerate() {
+        let mut parts = line.splitn(4, ' ');
+        let parsed = (|| {
+            let mode = u32::from_str_radix(parts.next()?, 8).ok()?;
+            let sha256 = parts.next()?.to_owned();
+            let size = parts.next()?.parse().ok()?;
+            let path = parts.next()?.to_owned();
+            Some((path, FileId { mode, sha256, size }))
+        })();
+        let Some((path, id)) = parsed else {
+            bail!("manifest line {} is malformed: `{line}`", n + 1);
+        };
+        manifest.insert(path, id);
+    }
+    Ok(manifest)
+}
+
+pub fn state_path(tree: &Path) -> PathBuf {
+    tree.join(DIR).join(STATE_FILE)
+}
+
+/// Writes the record and the manifest into `tree/.patchkit/`.
+pub fn write(tree: &Path, state: &State, manifest: &Manifest) -> Result<()> {
+    let dir = tree.join(DIR);
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let manifest_path = dir.join(MANIFEST_FILE);
+    std::fs::write(&manifest_path, manifest_to_text(manifest))
+        .with_context(|| format!("writing {}", manifest_path.display()))?;
+    let mut json = serde_json::to_string_pretty(state).context("serialising the state record")?;
+    json.push('\n');
+    let path = dir.join(STATE_FILE);
+    std::fs::write(&path, json).with_context(|| format!("writing {}", path.display()))
+}
+
+/// Reads the record and the manifest of `tree`, `None` when it has no record.
+pub fn read(tree: &Path) -> Result<Option<(State, Manifest)>> {
+    let path = state_path(tree);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let state: State = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a state record this tool understands; re-create the tree with `cargo xtask apply`",
+            path.display()
+        )
+    })?;
+    if state.format != FORMAT {
+        bail!(
+            "{} has record format {} but this tool reads format {FORMAT}",
+            path.display(),
+            state.format
+        );
+    }
+    let manifest_path = tree.join(DIR).join(MANIFEST_FILE);
+    let bytes = std::fs::read(&manifest_path)
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    if sha256_hex(&bytes) != state.manifest_sha256 {
+        bail!(
+            "{} does not match the sha256 its state record gives; the record was edited",
+            manifest_path.display()
+        );
+    }
+    let manifest = manifest_from_text(&String::from_utf8_lossy(&bytes))
+        .with_context(|| format!("reading {}", manifest_path.display()))?;
+    Ok(Some((state, manifest)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_round_trips_paths_with_spaces() {
+        let mut m = Manifest::new();
+        m.insert(
+            "a dir/b c.h".into(),
+            FileId {
+                mode: 0o100644,
+                sha256: "ab".repeat(32),
+                size: 3,
+            },
+        );
+        assert_eq!(manifest_from_text(&manifest_to_text(&m)).unwrap(), m);
+    }
+}

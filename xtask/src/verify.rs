@@ -1,0 +1,244 @@
+//! Verification of a patched tree against its state record ([`tree`]): patch
+//! by patch applied, not applied or changed after it was applied, and every
+//! file changed that no patch touched; or, for a tree without a record,
+//! which patches of a series it already carries ([`tree_against_series`]).
+//! Reads only; `dist/` verification belongs beside these.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{bail, Context, Result};
+use serde::Serialize;
+
+use crate::patch::{self, PatchInput, Tolerance};
+use crate::report::Reporter;
+use crate::state::{self, FileId, Manifest};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PatchStatus {
+    /// Every file the patch touched holds its recorded hash.
+    Applied,
+    /// Every file the patch touched is back to its hash before the patch.
+    NotApplied,
+    /// Some file the patch touched holds neither.
+    ChangedAfterApply,
+}
+
+impl PatchStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PatchStatus::Applied => "applied",
+            PatchStatus::NotApplied => "not applied",
+            PatchStatus::ChangedAfterApply => "changed after apply",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PatchResult {
+    pub patch: String,
+    pub status: PatchStatus,
+    /// Files that do not hold the hash the record gives for them.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Change {
+    Added,
+    Removed,
+    Modified,
+}
+
+/// A file that differs from the record although no patch touched it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ExtraChange {
+    pub path: String,
+    pub change: Change,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeReport {
+    pub tree: PathBuf,
+    pub recipe: state::RecipeRef,
+    pub source: state::SourcePin,
+    pub patches: Vec<PatchResult>,
+    pub extra: Vec<ExtraChange>,
+    /// True only when the tree is exactly as recorded.
+    pub ok: bool,
+}
+
+/// Checks `root` against its `.patchkit/` record, hashing every file once.
+pub fn tree(root: &Path, reporter: &Reporter) -> Result<TreeReport> {
+    let Some((record, manifest)) = state::read(root)? else {
+        bail!(
+            "{} has no state record ({}); pass `--recipe <recipe>` to check which patches it carries",
+            root.display(),
+            state::state_path(root).display()
+        );
+    };
+    let current = scan(root, reporter)?;
+    let sha = |m: &Manifest, p: &str| m.get(p).map(|id| id.sha256.clone());
+    let mut touched = BTreeSet::new();
+    let mut patches = Vec::new();
+    for p in &record.patches {
+        let (mut reverted, mut changed) = (Vec::new(), Vec::new());
+        for f in &p.files {
+            touched.insert(f.path.clone());
+            let now = sha(&current, &f.path);
+            if now == sha(&manifest, &f.path) {
+                continue;
+            }
+            if now == f.before {
+                reverted.push(f.path.clone());
+            } else {
+                changed.push(f.path.clone());
+            }
+        }
+        let status = if reverted.is_empty() && changed.is_empty() {
+            PatchStatus::Applied
+        } else if changed.is_empty() && reverted.len() == p.files.len() {
+            PatchStatus::NotApplied
+        } else {
+            PatchStatus::ChangedAfterApply
+        };
+        let mut files = changed;
+        files.extend(reverted);
+        files.sort();
+        patches.push(PatchResult {
+            patch: p.name.clone(),
+            status,
+            files,
+        });
+    }
+    let mut extra = Vec::new();
+    let paths: BTreeSet<&String> = manifest.keys().chain(current.keys()).collect();
+    for path in paths {
+        if touched.contains(path.as_str()) {
+            continue;
+        }
+        let change = match (manifest.get(path), current.get(path)) {
+            (Some(a), Some(b)) if a == b => continue,
+            (Some(_), Some(_)) => Change::Modified,
+            (Some(_), None) => Change::Removed,
+            (None, _) => Change::Added,
+        };
+        extra.push(ExtraChange {
+            path: path.clone(),
+            change,
+        });
+    }
+    let ok = extra.is_empty() && patches.iter().all(|p| p.status == PatchStatus::Applied);
+    Ok(TreeReport {
+        tree: root.to_path_buf(),
+        recipe: record.recipe,
+        source: record.source,
+        patches,
+        extra,
+        ok,
+    })
+}
+
+/// For a tree without a record (a user's kernel source): whether it already
+/// carries each patch of `series`, would take it, or conflicts.
+pub fn tree_against_series(
+    root: &Path,
+    series: &[PatchInput],
+    tol: Tolerance,
+) -> Result<Vec<patch::Check>> {
+    if !root.is_dir() {
+        bail!("{} is not a folder", root.display());
+    }
+    patch::apply::check(root, series, tol)
+}
+
+/// Every file below `root` but `.patchkit/`, hashed on every core.
+pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    let mut manifest = Manifest::new();
+    let mut stack = vec![(String::new(), root.to_path_buf())];
+    while let Some((rel_dir, dir)) = stack.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
+        {
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if rel_dir.is_empty() && name == state::DIR {
+                continue;
+            }
+            let rel = if rel_dir.is_empty() {
+                name
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push((rel, entry.path()));
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(entry.path())?;
+                let target = target.to_string_lossy();
+                manifest.insert(
+                    rel,
+                    FileId {
+                        mode: 0o120000,
+                        sha256: state::sha256_hex(target.as_bytes()),
+                        size: target.len() as u64,
+                    },
+                );
+            } else if kind.is_file() {
+                files.push((rel, entry.path()));
+            } else {
+                let odd = FileId {
+                    mode: 0,
+                    sha256: String::new(),
+                    size: 0,
+                };
+                manifest.insert(rel, odd);
+            }
+        }
+    }
+    let mut progress = reporter.progress("verify: hashing", Some(files.len() as u64), false);
+    let next = AtomicUsize::new(0);
+    let found = Mutex::new(BTreeMap::new());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> Result<()> {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((rel, path)) = files.get(i) else {
+                            break;
+                        };
+                        mine.push((rel.clone(), hash_file(path)?));
+                    }
+                    found.lock().expect("hash results").extend(mine);
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().expect("hashing thread panicked"))
+    })?;
+    progress.inc(files.len() as u64);
+    manifest.extend(found.into_inner().expect("hash results"));
+    Ok(manifest)
+}
+
+fn hash_file(path: &Path) -> Result<FileId> {
+    let mut file =
+        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
+    let meta = file.metadata()?;
+    let (sha256, size) = crate::extract::copy_hashing(&mut file, &mut std::io::sink())
+        .with_context(|| format!("reading {}", path.display()))?;
+    Ok(FileId {
+        mode: 0o100000 | patch::tree::mode_of(&meta),
+        sha256,
+        size,
+    })
+}

@@ -1,0 +1,104 @@
+//! `cargo xtask drift`: the series against newer upstreams given as a git
+//! commit, an archive and a folder, with the three verdicts and exit status.
+
+use crate::patch_support as ps;
+use crate::verify::project_with_series;
+
+#[test]
+fn drift_against_git_archive_and_folder() {
+    let (project, s) = project_with_series();
+    let repo = &s.repo;
+    let clean = project.xtask(&[
+        "drift",
+        "fix",
+        "--against",
+        &format!("git:{}#{}", repo.dir.display(), s.base),
+    ]);
+    clean
+        .success()
+        .stdout_has("not applied  0001-a.patch")
+        .stdout_has("not applied  0003-c.patch");
+
+    // Upstream v2 merged 0001 and moved the code under 0002.
+    let a = ps::replace_line(
+        &ps::c_file("a", 30),
+        10,
+        "int a_value_10 = 1000; /* fixed */",
+    );
+    repo.write("drivers/amd/a.c", &a);
+    repo.write(
+        "drivers/amd/b.c",
+        &ps::replace_line(&ps::c_file("b", 30), 19, "int moved;"),
+    );
+    let v2 = repo.commit("upstream v2");
+    repo.git(&["tag", "v2"]);
+
+    let spec = format!("{}@v2", repo.dir.display());
+    let run = project.xtask(&["drift", "fix", "--against", &spec]);
+    run.fails_with(1)
+        .stdout_has("applied      0001-a.patch")
+        .stdout_has("conflicts    0002-b.patch")
+        .stdout_has("drivers/amd/b.c: hunk #1")
+        .stdout_has("not applied  0003-c.patch")
+        .stderr_has("does not apply");
+
+    let json = project.xtask(&[
+        "drift",
+        "fix",
+        "--json",
+        "--against",
+        &format!("git:{}#{v2}", repo.dir.display()),
+    ]);
+    let value: serde_json::Value = serde_json::from_str(&json.fails_with(1).stdout).unwrap();
+    let verdicts: Vec<&str> = value["checks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["verdict"].as_str().unwrap())
+        .collect();
+    assert_eq!(verdicts, ["applied", "conflicts", "not-applied"]);
+
+    let folder = project.root().join("v2");
+    std::fs::create_dir_all(&folder).unwrap();
+    repo.git(&[
+        "--work-tree",
+        folder.to_str().unwrap(),
+        "checkout",
+        "-q",
+        "v2",
+        "--",
+        ".",
+    ]);
+    project
+        .xtask(&["drift", "fix", "--against", folder.to_str().unwrap()])
+        .fails_with(1)
+        .stdout_has("conflicts    0002-b.patch");
+
+    let archive = project.root().join("v2.tar");
+    let out = std::process::Command::new("git")
+        .args([
+            "archive",
+            "--format=tar",
+            "-o",
+            archive.to_str().unwrap(),
+            "v2",
+        ])
+        .current_dir(&repo.dir)
+        .status()
+        .unwrap();
+    assert!(out.success());
+    project
+        .xtask(&["drift", "fix", "--against", archive.to_str().unwrap()])
+        .fails_with(1)
+        .stdout_has("applied      0001-a.patch");
+
+    project
+        .xtask(&[
+            "drift",
+            "fix",
+            "--against",
+            "https://example.invalid/x.tar.xz",
+        ])
+        .fails_with(2)
+        .stderr_has("local upstreams only");
+}

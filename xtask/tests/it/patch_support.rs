@@ -1,0 +1,295 @@
+//! Fixtures for the patch engine tests: a small upstream written for these
+//! tests, real git repositories built with the `git` CLI, patches made by
+//! `git format-patch` and `diff -urN`, and tar archives (including crafted,
+//! hostile ones).
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use xtask::fetch::{Fetched, FetchedPatch, FetchedSource};
+
+/// A git working repository driven through the `git` CLI with a fixed
+/// identity and dates, so commit ids are the same on every run.
+pub struct GitRepo {
+    pub dir: PathBuf,
+}
+
+impl GitRepo {
+    pub fn init(dir: &Path) -> GitRepo {
+        std::fs::create_dir_all(dir).unwrap();
+        let repo = GitRepo {
+            dir: dir.to_path_buf(),
+        };
+        repo.git(&["init", "-q", "-b", "main"]);
+        repo
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        let out = Command::new("git")
+            .args([
+                "-c",
+                "user.name=patchkit test",
+                "-c",
+                "user.email=t@patchkit.invalid",
+            ])
+            .args(["-c", "core.autocrlf=false", "-c", "commit.gpgsign=false"])
+            .args(args)
+            .current_dir(&self.dir)
+            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
+            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
+            .output()
+            .expect("running git");
+        assert!(
+            out.status.success(),
+            "git {args:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+    }
+
+    pub fn write(&self, rel: &str, text: &str) -> &GitRepo {
+        let path = self.dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        self
+    }
+
+    /// Commits everything and returns the commit id.
+    pub fn commit(&self, message: &str) -> String {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-q", "-m", message]);
+        self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// `git format-patch -1 <commit>` as bytes.
+    pub fn format_patch(&self, commit: &str) -> Vec<u8> {
+        let out = Command::new("git")
+            .args(["format-patch", "-1", "--stdout", "-M", commit])
+            .current_dir(&self.dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        out.stdout
+    }
+}
+
+/// Lines of a C file: `count` lines after a header naming `name`.
+pub fn c_file(name: &str, count: usize) -> String {
+    let mut s = format!("/* {name}: written for the rocm-patchkit tests */\n");
+    for i in 1..=count {
+        s.push_str(&format!("int {name}_value_{i} = {i};\n"));
+    }
+    s
+}
+
+/// The upstream tree of the fixtures: `drivers/amd/{a,b,c}.c`, `docs/README`.
+pub fn upstream_files() -> Vec<(&'static str, String)> {
+    vec![
+        ("drivers/amd/a.c", c_file("a", 30)),
+        ("drivers/amd/b.c", c_file("b", 30)),
+        ("drivers/amd/c.c", c_file("c", 30)),
+        ("drivers/amd/gone.c", c_file("gone", 3)),
+        ("drivers/amd/tool.sh", "#!/bin/sh\necho tool\n".to_owned()),
+        ("docs/README", "upstream readme\n".to_owned()),
+    ]
+}
+
+/// Writes `files` below `dir`.
+pub fn write_tree(dir: &Path, files: &[(&str, String)]) {
+    for (rel, text) in files {
+        let path = dir.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+/// Replaces line `n` (1-based) of `text`.
+pub fn replace_line(text: &str, n: usize, with: &str) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| if i + 1 == n { with.to_owned() } else { l.to_owned() } + "\n")
+        .collect()
+}
+
+/// An upstream repository plus a series of three `git format-patch` patches:
+/// 0001 changes a.c line 10, 0002 changes b.c line 20 and adds new.c,
+/// 0003 deletes gone.c, renames c.c to renamed.c and makes tool.sh
+/// non-executable.
+pub struct Series {
+    pub repo: GitRepo,
+    pub base: String,
+    pub patches: Vec<(String, Vec<u8>)>,
+}
+
+pub fn series(dir: &Path) -> Series {
+    let repo = GitRepo::init(&dir.join("upstream"));
+    for (rel, text) in upstream_files() {
+        repo.write(rel, &text);
+    }
+    std::fs::set_permissions(
+        repo.dir.join("drivers/amd/tool.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let base = repo.commit("upstream base");
+    repo.git(&["checkout", "-q", "-b", "work"]);
+    let a = replace_line(&c_file("a", 30), 10, "int a_value_10 = 1000; /* fixed */");
+    repo.write("drivers/amd/a.c", &a);
+    let one = repo.commit("a: fix value 10");
+    let b = replace_line(&c_file("b", 30), 20, "int b_value_20 = 2000; /* fixed */");
+    repo.write("drivers/amd/b.c", &b);
+    repo.write("drivers/amd/new.c", &c_file("new", 5));
+    let two = repo.commit("b: fix value 20, add new.c");
+    std::fs::remove_file(repo.dir.join("drivers/amd/gone.c")).unwrap();
+    repo.git(&["mv", "drivers/amd/c.c", "drivers/amd/renamed.c"]);
+    std::fs::set_permissions(
+        repo.dir.join("drivers/amd/tool.sh"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o644),
+    )
+    .unwrap();
+    let three = repo.commit("remove gone.c, rename c.c, tool.sh not executable");
+    let patches = [
+        ("0001-a.patch", one),
+        ("0002-b.patch", two),
+        ("0003-c.patch", three),
+    ]
+    .into_iter()
+    .map(|(n, c)| (n.to_owned(), repo.format_patch(&c)))
+    .collect();
+    repo.git(&["checkout", "-q", "main"]);
+    Series {
+        repo,
+        base,
+        patches,
+    }
+}
+
+/// Writes the patches to `dir` and returns them as fetched patches.
+pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<FetchedPatch> {
+    std::fs::create_dir_all(dir).unwrap();
+    patches
+        .iter()
+        .map(|(name, bytes)| {
+            let path = dir.join(name);
+            std::fs::write(&path, bytes).unwrap();
+            FetchedPatch {
+                name: name.clone(),
+                path,
+                sha256: xtask::state::sha256_hex(bytes),
+            }
+        })
+        .collect()
+}
+
+pub fn fetched(source: FetchedSource, patches: Vec<FetchedPatch>) -> Fetched {
+    Fetched { source, patches }
+}
+
+/// One entry of a hand-made archive.
+pub enum TarEntry<'a> {
+    File(&'a str, &'a str),
+    Dir(&'a str),
+    Symlink(&'a str, &'a str),
+    Hardlink(&'a str, &'a str),
+    Fifo(&'a str),
+    CharDevice(&'a str),
+}
+
+/// Writes a tar archive with raw names (nothing sanitised, so hostile
+/// entries can be made), gzip-, xz- or zstd-compressed after its extension.
+pub fn tar(path: &Path, entries: &[TarEntry]) {
+    let mut builder = tar::Builder::new(Vec::new());
+    for entry in entries {
+        let mut header = tar::Header::new_ustar();
+        let (name, data, kind, link): (&str, &[u8], tar::EntryType, Option<&str>) = match entry {
+            TarEntry::File(n, d) => (n, d.as_bytes(), tar::EntryType::Regular, None),
+            TarEntry::Dir(n) => (n, b"", tar::EntryType::Directory, None),
+            TarEntry::Symlink(n, t) => (n, b"", tar::EntryType::Symlink, Some(t)),
+            TarEntry::Hardlink(n, t) => (n, b"", tar::EntryType::Link, Some(t)),
+            TarEntry::Fifo(n) => (n, b"", tar::EntryType::Fifo, None),
+            TarEntry::CharDevice(n) => (n, b"", tar::EntryType::Char, None),
+        };
+        header.set_entry_type(kind);
+        header.set_size(data.len() as u64);
+        header.set_mode(if kind == tar::EntryType::Directory {
+            0o755
+        } else {
+            0o644
+        });
+        header.set_mtime(0);
+        let old = header.as_old_mut();
+        old.name[..name.len()].copy_from_slice(name.as_bytes());
+        if let Some(link) = link {
+            old.linkname[..link.len()].copy_from_slice(link.as_bytes());
+        }
+        header.set_cksum();
+        builder.append(&header, data).unwrap();
+    }
+    let bytes = builder.into_inner().unwrap();
+    let name = path.to_string_lossy();
+    let out = if name.ends_with(".gz") {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut e, &bytes).unwrap();
+        e.finish().unwrap()
+    } else if name.ends_with(".xz") {
+        let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
+        std::io::Write::write_all(&mut e, &bytes).unwrap();
+        e.finish().unwrap()
+    } else if name.ends_with(".zst") {
+        zstd::encode_all(&bytes[..], 1).unwrap()
+    } else {
+        bytes
+    };
+    std::fs::write(path, out).unwrap();
+}
+
+/// Every file below `dir` (not `.patchkit/`) with its bytes, sorted.
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            let rel = e
+                .path()
+                .strip_prefix(dir)
+                .unwrap()
+                .to_string_lossy()
+                .into_owned();
+            if rel == ".patchkit" {
+                continue;
+            }
+            let t = e.file_type().unwrap();
+            if t.is_dir() {
+                stack.push(e.path());
+            } else if t.is_symlink() {
+                out.push((
+                    rel,
+                    std::fs::read_link(e.path())
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                        .into_bytes(),
+                ));
+            } else {
+                out.push((rel, std::fs::read(e.path()).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Names of the entries of `dir`.
+pub fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
