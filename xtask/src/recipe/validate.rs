@@ -297,13 +297,6 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
             );
             None
         }
-        (None, Kind::Dkms) if raw.target.is_some() => {
-            c.err(
-                0,
-                "a dkms recipe needs a `[dkms]` table with at least one `[[dkms.module]]`",
-            );
-            None
-        }
         (None, _) => None,
     };
     Recipe {
