@@ -11,6 +11,7 @@ pub mod drift;
 pub mod extract;
 pub mod fetch;
 pub mod lock;
+pub mod manifest;
 pub mod package;
 pub mod packaging;
 pub mod patch;

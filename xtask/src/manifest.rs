@@ -1,0 +1,144 @@
+//! The build manifest (`dist/<recipe>/manifest.json`): which recipe, which
+//! inputs with which pins, which patches with which hashes, which build
+//! parameters and `SOURCE_DATE_EPOCH`, and every output with its size and
+//! sha256. Shared by every kind of build; also the key of the no-op check.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::dist::Output;
+use crate::fetch::{Fetched, FetchedSource};
+use crate::plan::Plan;
+use crate::state::ToolRef;
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub tool: ToolRef,
+    pub recipe: String,
+    pub recipe_file: String,
+    pub kind: String,
+    pub package: PackageRef,
+    pub source_date_epoch: i64,
+    pub source: InputRef,
+    pub patches: Vec<PatchRef>,
+    /// Build parameters: kernel release, formats, GPU targets, ...
+    pub build: BTreeMap<String, String>,
+    /// sha256 over everything above plus the templates: equal keys mean an
+    /// equal build, which is how a re-run knows it has nothing to do.
+    pub inputs_digest: String,
+    pub outputs: BTreeMap<String, Output>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PackageRef {
+    pub name: String,
+    pub version: String,
+    pub release: String,
+}
+
+/// The source as fetched: its kind, where from, and the pin it was verified by.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputRef {
+    pub kind: String,
+    pub location: String,
+    /// `commit <id>` or `sha256 <hex>`.
+    pub pin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PatchRef {
+    pub index: usize,
+    pub name: String,
+    pub origin: String,
+    pub sha256: String,
+}
+
+impl Manifest {
+    /// Everything but the outputs; `templates` are (name, bytes) of every
+    /// template the build renders.
+    pub fn new(
+        plan: &Plan,
+        fetched: &Fetched,
+        source_date_epoch: i64,
+        build: BTreeMap<String, String>,
+        templates: &[(String, Vec<u8>)],
+    ) -> Result<Manifest> {
+        let (kind, location) = source_location(plan);
+        let pin = match &fetched.source {
+            FetchedSource::Archive { sha256, .. } => format!("sha256 {sha256}"),
+            FetchedSource::Git { commit, .. } => format!("commit {commit}"),
+            FetchedSource::Dir { path } => {
+                format!("tree-sha256 {}", crate::fetch::local::tree_sha256(path)?)
+            }
+        };
+        let patches = plan
+            .patches
+            .iter()
+            .zip(&fetched.patches)
+            .map(|(planned, got)| PatchRef {
+                index: planned.index,
+                name: got.name.clone(),
+                origin: patch_origin(&planned.origin),
+                sha256: got.sha256.clone(),
+            })
+            .collect();
+        let mut manifest = Manifest {
+            tool: ToolRef::current(),
+            recipe: plan.recipe.clone(),
+            recipe_file: plan.recipe_file.clone(),
+            kind: plan.kind.as_str().to_owned(),
+            package: PackageRef {
+                name: plan.package.name.clone(),
+                version: plan.package.version.clone(),
+                release: plan.package.release.clone(),
+            },
+            source_date_epoch,
+            source: InputRef {
+                kind,
+                location,
+                pin,
+            },
+            patches,
+            build,
+            inputs_digest: String::new(),
+            outputs: BTreeMap::new(),
+        };
+        let mut hasher = Sha256::new();
+        hasher.update(serde_json::to_vec(&manifest)?);
+        hasher.update(serde_json::to_vec(plan)?);
+        for (name, bytes) in templates {
+            hasher.update(name.as_bytes());
+            hasher.update((bytes.len() as u64).to_le_bytes());
+            hasher.update(bytes);
+        }
+        manifest.inputs_digest = hex::encode(hasher.finalize());
+        Ok(manifest)
+    }
+
+    /// The manifest of a published folder, if it has a readable one.
+    pub fn read(dir: &std::path::Path) -> Option<Manifest> {
+        let bytes = std::fs::read(dir.join(crate::dist::MANIFEST)).ok()?;
+        serde_json::from_slice(&bytes).ok()
+    }
+}
+
+fn source_location(plan: &Plan) -> (String, String) {
+    use crate::recipe::Source;
+    match &plan.source.source {
+        Source::Git { url, .. } => ("git".to_owned(), url.clone()),
+        Source::Tarball { url, .. } => ("tarball".to_owned(), url.clone()),
+        Source::Local { path, .. } => ("local".to_owned(), path.display().to_string()),
+    }
+}
+
+fn patch_origin(origin: &crate::recipe::PatchOrigin) -> String {
+    use crate::recipe::PatchOrigin;
+    match origin {
+        PatchOrigin::File { path } => format!("file {}", path.display()),
+        PatchOrigin::Url { url, .. } => format!("url {url}"),
+        PatchOrigin::Git { url, commit, .. } => format!("git {url} {commit}"),
+    }
+}
