@@ -51,6 +51,8 @@ enum Command {
     Drift(commands::drift::Args),
     /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
     Bench(commands::bench::Args),
+    /// Which known faults (knowledge/faults.toml) affect this machine, and the fix
+    Doctor(commands::doctor::Args),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +70,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(&ws, args),
         Command::Drift(args) => commands::drift::run(&ws, args),
         Command::Bench(args) => commands::bench::run(&ws, args),
+        Command::Doctor(args) => commands::doctor::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod bench;
+pub mod doctor;
 pub mod drift;
 pub mod fetch;
 pub mod list;

@@ -1,0 +1,75 @@
+//! `cargo xtask doctor [--root DIR] [--json]`: which known faults affect
+//! this machine, why, and the next command.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+
+use crate::doctor;
+use crate::knowledge::Knowledge;
+use crate::recipe::{self, Kind, Recipe};
+use crate::workspace::Workspace;
+
+/// Reads the machine: GPU targets from the KFD topology
+/// (/sys/class/kfd/kfd/topology/nodes/*/properties), the kernel release,
+/// /proc/cmdline and amdgpu's cwsr_enable, the KFD ABI (from /dev/kfd when
+/// --root is /, else judged from the kernel version), the ROCm version
+/// (/opt/rocm/.info/version), hipBLASLt's version, MIOpen, the loaded amdgpu
+/// and our DKMS packages (/var/lib/dkms, /sys/module/amdgpu/version).
+///
+/// For each fault of knowledge/faults.toml it says affected, not affected,
+/// mitigated, fixed or cannot tell, why, and the next command (the recipe to
+/// build, or the stop-gap), then lists what it could not read. It never needs
+/// root and never changes the system.
+///
+/// Exit status: 0 when no known fault affects the machine unmitigated
+/// (including "cannot tell" and informational findings), 3 when at least one
+/// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad
+/// arguments or an invalid knowledge file.
+#[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
+pub struct Args {
+    /// Read the machine below this folder instead of / (a copy or a fake tree)
+    #[arg(long, value_name = "DIR", default_value = "/")]
+    pub root: PathBuf,
+    /// Print the report as JSON (keys sorted)
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let knowledge = Knowledge::load(&ws.root)?;
+    let root = std::path::absolute(&args.root)
+        .with_context(|| format!("resolving --root {}", args.root.display()))?;
+    anyhow::ensure!(
+        root.is_dir(),
+        crate::diag::UsageError(format!(
+            "--root {} is not a folder: give / or the root of a machine tree",
+            args.root.display()
+        ))
+    );
+    let mut recipes = BTreeSet::new();
+    let mut ours = BTreeSet::new();
+    for name in recipe::list(&ws.root).unwrap_or_default() {
+        if let Ok(r) = Recipe::load(&ws.root, &name) {
+            if r.target.kind == Kind::Dkms {
+                ours.insert(r.package.name.clone());
+            }
+        }
+        recipes.insert(name);
+    }
+    let machine = doctor::probe(&root, &knowledge, &ours);
+    let report = doctor::diagnose(&knowledge, machine, &recipes);
+    if args.json {
+        println!("{}", report.to_json()?);
+    } else {
+        print!("{}", report.to_text());
+    }
+    if !report.affected().is_empty() {
+        std::io::stdout().flush().context("writing the report")?;
+        std::process::exit(3);
+    }
+    Ok(())
+}

@@ -1,0 +1,423 @@
+//! Reads the machine below a root folder (`/`, or a fake tree in tests):
+//! GPU targets, kernel, CWSR switch, KFD ABI, ROCm and hipBLASLt versions,
+//! MIOpen, the loaded amdgpu and our DKMS packages. Reads only; never needs
+//! root; whatever it cannot read is recorded with the reason.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// What doctor knows about a machine. `None` means "could not read": the
+/// reason is in `unread`.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Machine {
+    pub root: PathBuf,
+    /// AMD GPUs of the KFD topology (CPU nodes left out).
+    pub gpus: Option<Vec<Gpu>>,
+    /// The running kernel release (`6.14.0-36-generic`).
+    pub kernel_release: Option<String>,
+    pub cmdline: Option<String>,
+    /// `amdgpu`'s `cwsr_enable` parameter as the loaded module reports it.
+    pub cwsr_enable: Option<i64>,
+    /// The KFD ioctl ABI (major, minor), read from /dev/kfd (root `/` only).
+    pub kfd_abi: Option<(u32, u32)>,
+    /// `/opt/rocm/.info/version` (`7.1.1-53`).
+    pub rocm_version: Option<String>,
+    pub hipblaslt_version: Option<String>,
+    /// Where the hipBLASLt version was read.
+    pub hipblaslt_from: Option<String>,
+    /// The MIOpen library found below /opt/rocm/lib.
+    pub miopen: Option<String>,
+    pub amdgpu: Option<AmdgpuModule>,
+    /// DKMS modules registered in /var/lib/dkms.
+    pub dkms: Vec<DkmsPackage>,
+    /// The workaround environment variables set for this process.
+    pub env: BTreeMap<String, String>,
+    pub unread: Vec<Unread>,
+}
+
+/// One GPU node of the KFD topology.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gpu {
+    pub node: String,
+    /// `gfx1201`.
+    pub gfx: String,
+    /// As KFD reports it: major*10000 + minor*100 + stepping.
+    pub gfx_target_version: u32,
+    pub device_id: Option<u32>,
+}
+
+/// The amdgpu kernel module, when loaded.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AmdgpuModule {
+    /// MODULE_VERSION: set by our DKMS builds to the package version; the
+    /// in-tree module has none.
+    pub version: Option<String>,
+    pub srcversion: Option<String>,
+}
+
+/// One version of one DKMS module.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DkmsPackage {
+    pub name: String,
+    pub version: String,
+    /// Whether it is one of rocm-patchkit's packages.
+    pub ours: bool,
+    /// Kernel releases it was built for.
+    pub built_for: Vec<String>,
+    /// Whether the loaded amdgpu reports this version.
+    pub loaded: bool,
+}
+
+/// Something doctor could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unread {
+    pub path: String,
+    pub why: String,
+}
+
+/// Where the machine is read from, and which DKMS packages are ours.
+pub struct Probe<'a> {
+    pub root: &'a Path,
+    pub ours: &'a BTreeSet<String>,
+    /// Environment variables whose values matter (workarounds).
+    pub env_names: &'a BTreeSet<String>,
+}
+
+const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
+
+impl Probe<'_> {
+    pub fn read(&self) -> Machine {
+        let mut m = Machine {
+            root: self.root.to_path_buf(),
+            ..Machine::default()
+        };
+        m.gpus = self.gpus(&mut m.unread);
+        m.kernel_release = self
+            .text("proc/sys/kernel/osrelease", &mut m.unread)
+            .map(|s| s.trim().to_owned());
+        m.cmdline = self
+            .text("proc/cmdline", &mut m.unread)
+            .map(|s| s.trim().to_owned());
+        let module = self.root.join("sys/module/amdgpu");
+        if module.is_dir() {
+            m.cwsr_enable = self
+                .text("sys/module/amdgpu/parameters/cwsr_enable", &mut m.unread)
+                .and_then(|s| {
+                    self.parsed(
+                        &s,
+                        "sys/module/amdgpu/parameters/cwsr_enable",
+                        &mut m.unread,
+                    )
+                });
+            m.amdgpu = Some(AmdgpuModule {
+                version: self.optional_text("sys/module/amdgpu/version"),
+                srcversion: self.optional_text("sys/module/amdgpu/srcversion"),
+            });
+        } else {
+            m.unread.push(self.unread(
+                "sys/module/amdgpu",
+                "does not exist: the amdgpu module is not loaded",
+            ));
+        }
+        m.kfd_abi = self.kfd_abi(&mut m.unread);
+        let rocm = self.rocm_dir();
+        m.rocm_version = self
+            .text(&format!("{rocm}/.info/version"), &mut m.unread)
+            .map(|s| s.trim().to_owned());
+        self.hipblaslt(&rocm, &mut m);
+        m.miopen = self.library(&format!("{rocm}/lib"), "libMIOpen.so");
+        if m.miopen.is_none() {
+            m.unread.push(self.unread(
+                &format!("{rocm}/lib/libMIOpen.so*"),
+                "no MIOpen library found",
+            ));
+        }
+        m.dkms = self.dkms(m.amdgpu.as_ref(), &mut m.unread);
+        m.env = self
+            .env_names
+            .iter()
+            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .collect();
+        m
+    }
+
+    fn unread(&self, rel: &str, why: impl Into<String>) -> Unread {
+        Unread {
+            path: format!("/{}", rel.trim_start_matches('/')),
+            why: why.into(),
+        }
+    }
+
+    /// The text of a file that should exist; a miss is recorded.
+    fn text(&self, rel: &str, unread: &mut Vec<Unread>) -> Option<String> {
+        match std::fs::read_to_string(self.root.join(rel)) {
+            Ok(text) => Some(text),
+            Err(err) => {
+                let why = match err.kind() {
+                    std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+                    _ => err.to_string(),
+                };
+                unread.push(self.unread(rel, why));
+                None
+            }
+        }
+    }
+
+    fn optional_text(&self, rel: &str) -> Option<String> {
+        std::fs::read_to_string(self.root.join(rel))
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    }
+
+    fn parsed<T: std::str::FromStr>(
+        &self,
+        text: &str,
+        rel: &str,
+        unread: &mut Vec<Unread>,
+    ) -> Option<T> {
+        let value = text.trim().parse().ok();
+        if value.is_none() {
+            unread.push(self.unread(rel, format!("`{}` is not a number", text.trim())));
+        }
+        value
+    }
+
+    fn gpus(&self, unread: &mut Vec<Unread>) -> Option<Vec<Gpu>> {
+        let dir = self.root.join(TOPOLOGY);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(err) => {
+                let why = if err.kind() == std::io::ErrorKind::NotFound {
+                    "does not exist: no AMD GPU found (amdgpu not loaded, or no KFD device)"
+                        .to_owned()
+                } else {
+                    err.to_string()
+                };
+                unread.push(self.unread(TOPOLOGY, why));
+                return None;
+            }
+        };
+        let mut nodes: Vec<String> = entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        nodes.sort_by_key(|n| (n.parse::<u64>().unwrap_or(u64::MAX), n.clone()));
+        let mut gpus = Vec::new();
+        let mut failed = false;
+        for node in nodes {
+            let rel = format!("{TOPOLOGY}/{node}/properties");
+            let Some(text) = self.text(&rel, unread) else {
+                failed = true;
+                continue;
+            };
+            let props: BTreeMap<&str, &str> = text
+                .lines()
+                .filter_map(|l| l.split_once(char::is_whitespace))
+                .map(|(k, v)| (k, v.trim()))
+                .collect();
+            let Some(version) = props
+                .get("gfx_target_version")
+                .and_then(|v| v.parse::<u32>().ok())
+            else {
+                unread.push(self.unread(&rel, "no numeric `gfx_target_version` line"));
+                failed = true;
+                continue;
+            };
+            if version == 0 {
+                continue; // a CPU node
+            }
+            gpus.push(Gpu {
+                node,
+                gfx: gfx_name(version),
+                gfx_target_version: version,
+                device_id: props.get("device_id").and_then(|v| v.parse().ok()),
+            });
+        }
+        (!failed || !gpus.is_empty()).then_some(gpus)
+    }
+
+    /// `opt/rocm`, or the folder its absolute symlink names, taken below the root.
+    fn rocm_dir(&self) -> String {
+        let link = self.root.join("opt/rocm");
+        match std::fs::read_link(&link) {
+            Ok(target) if target.is_absolute() => {
+                target.to_string_lossy().trim_start_matches('/').to_owned()
+            }
+            _ => "opt/rocm".to_owned(),
+        }
+    }
+
+    fn hipblaslt(&self, rocm: &str, m: &mut Machine) {
+        if let Some(lib) = self.library(&format!("{rocm}/lib"), "libhipblaslt.so") {
+            let version = lib.rsplit_once(".so.").map(|(_, v)| v.to_owned());
+            if let Some(version) = version.filter(|v| v.split('.').count() >= 2) {
+                m.hipblaslt_version = Some(version);
+                m.hipblaslt_from = Some(lib);
+                return;
+            }
+        }
+        let rel = format!("{rocm}/include/hipblaslt/hipblaslt-version.h");
+        let Ok(header) = std::fs::read_to_string(self.root.join(&rel)) else {
+            m.unread.push(self.unread(
+                &format!("{rocm}/lib/libhipblaslt.so.*"),
+                format!("no versioned hipBLASLt library, and no /{rel}"),
+            ));
+            return;
+        };
+        let define = |name: &str| {
+            header.lines().find_map(|l| {
+                let mut words = l.split_whitespace();
+                (words.next() == Some("#define") && words.next() == Some(name))
+                    .then(|| words.next()?.parse::<u32>().ok())
+                    .flatten()
+            })
+        };
+        match (
+            define("hipblasltVersionMajor"),
+            define("hipblasltVersionMinor"),
+            define("hipblasltVersionPatch"),
+        ) {
+            (Some(major), Some(minor), patch) => {
+                m.hipblaslt_version = Some(format!("{major}.{minor}.{}", patch.unwrap_or(0)));
+                m.hipblaslt_from = Some(format!("/{rel}"));
+            }
+            _ => m
+                .unread
+                .push(self.unread(&rel, "no hipblasltVersionMajor/Minor defines")),
+        }
+    }
+
+    /// The path (from `/`) of the most specific `<name>*` file in `dir`.
+    fn library(&self, dir: &str, name: &str) -> Option<String> {
+        let entries = std::fs::read_dir(self.root.join(dir)).ok()?;
+        entries
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|f| f.starts_with(name))
+            .max_by_key(|f| (f.len(), f.clone()))
+            .map(|f| format!("/{}/{f}", dir.trim_matches('/')))
+    }
+
+    fn dkms(&self, amdgpu: Option<&AmdgpuModule>, unread: &mut Vec<Unread>) -> Vec<DkmsPackage> {
+        let base = "var/lib/dkms";
+        let Ok(entries) = std::fs::read_dir(self.root.join(base)) else {
+            unread.push(self.unread(
+                base,
+                "does not exist: no DKMS modules (or dkms not installed)",
+            ));
+            return Vec::new();
+        };
+        let loaded_version = amdgpu.and_then(|a| a.version.as_deref());
+        let mut out = Vec::new();
+        for name in entries.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
+            let dir = self.root.join(base).join(&name);
+            let Ok(versions) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in versions.filter_map(Result::ok) {
+                let version = entry.file_name().to_string_lossy().into_owned();
+                let is_version_dir = entry.file_type().is_ok_and(|t| t.is_dir())
+                    && !version.starts_with("kernel-")
+                    && version != "original_module";
+                if !is_version_dir {
+                    continue;
+                }
+                let mut built_for: Vec<String> = std::fs::read_dir(entry.path())
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                    .filter(|e| e.path().is_dir() && e.file_name() != "source")
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect();
+                built_for.sort();
+                let ours = self.ours.contains(&name);
+                out.push(DkmsPackage {
+                    loaded: ours && loaded_version == Some(version.as_str()),
+                    name: name.clone(),
+                    version,
+                    ours,
+                    built_for,
+                });
+            }
+        }
+        out.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+        out
+    }
+
+    /// The KFD ioctl ABI, asked of /dev/kfd only when the root is `/`.
+    fn kfd_abi(&self, unread: &mut Vec<Unread>) -> Option<(u32, u32)> {
+        if self.root != Path::new("/") {
+            unread.push(self.unread(
+                "dev/kfd",
+                "not asked below --root: the KFD ABI is judged from the kernel version",
+            ));
+            return None;
+        }
+        match kfd_ioctl_version() {
+            Ok(v) => Some(v),
+            Err(why) => {
+                unread.push(self.unread(
+                    "dev/kfd",
+                    format!("{why}: the KFD ABI is judged from the kernel version"),
+                ));
+                None
+            }
+        }
+    }
+}
+
+/// `gfx1201` from KFD's 120001: major*10000 + minor*100 + stepping, minor
+/// and stepping in hex as the gfx names write them (`gfx90a`).
+pub fn gfx_name(version: u32) -> String {
+    let (major, minor, stepping) = (version / 10000, (version / 100) % 100, version % 100);
+    format!("gfx{major}{minor:x}{stepping:x}")
+}
+
+/// AMDKFD_IOC_GET_VERSION on /dev/kfd, opened read-only.
+fn kfd_ioctl_version() -> Result<(u32, u32), String> {
+    use std::os::fd::AsRawFd;
+    #[repr(C)]
+    struct Args {
+        major: u32,
+        minor: u32,
+    }
+    // _IOR('K', 0x01, struct kfd_ioctl_get_version_args): 8 bytes read.
+    const AMDKFD_IOC_GET_VERSION: u64 = (2 << 30) | (8 << 16) | ((b'K' as u64) << 8) | 0x01;
+    let file = std::fs::File::open("/dev/kfd").map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => "does not exist".to_owned(),
+        _ => format!("cannot open: {e}"),
+    })?;
+    let mut args = Args { major: 0, minor: 0 };
+    // SAFETY: the request reads 8 bytes into `args`, which lives across the call.
+    let rc = unsafe {
+        libc::ioctl(
+            file.as_raw_fd(),
+            AMDKFD_IOC_GET_VERSION as _,
+            &mut args as *mut Args,
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "AMDKFD_IOC_GET_VERSION failed: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok((args.major, args.minor))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gfx_names_follow_the_kfd_encoding() {
+        assert_eq!(gfx_name(120001), "gfx1201");
+        assert_eq!(gfx_name(120000), "gfx1200");
+        assert_eq!(gfx_name(110000), "gfx1100");
+        assert_eq!(gfx_name(100300), "gfx1030");
+        assert_eq!(gfx_name(100100), "gfx1010");
+        assert_eq!(gfx_name(90010), "gfx90a");
+        assert_eq!(gfx_name(90402), "gfx942");
+    }
+}

@@ -1,0 +1,377 @@
+//! The verdict on one known fault for one machine: affected, not affected,
+//! mitigated, fixed or cannot tell, with why and the next command. Pure:
+//! reads nothing but the [`Fault`] and the [`Machine`] it is given.
+
+use serde::Serialize;
+
+use super::probe::Machine;
+use crate::knowledge::{Build, Fault, Library, Version};
+use crate::recipe::KernelVersion;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    Affected,
+    NotAffected,
+    Mitigated,
+    Fixed,
+    CannotTell,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Affected => "AFFECTED",
+            Status::NotAffected => "not affected",
+            Status::Mitigated => "mitigated",
+            Status::Fixed => "fixed",
+            Status::CannotTell => "cannot tell",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Verdict {
+    pub status: Status,
+    pub why: String,
+    /// What to run or do next, one step a line; empty when nothing is needed.
+    pub next: Vec<String>,
+}
+
+fn verdict(status: Status, why: impl Into<String>, next: Vec<String>) -> Verdict {
+    Verdict {
+        status,
+        why: why.into(),
+        next,
+    }
+}
+
+/// Judges `fault` on `m`.
+pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
+    let gpus = match &m.gpus {
+        None => {
+            return verdict(
+                Status::CannotTell,
+                "no AMD GPU found: could not read the KFD topology (see \"could not read\")",
+                Vec::new(),
+            )
+        }
+        Some(gpus) if gpus.is_empty() => {
+            return verdict(
+                Status::NotAffected,
+                "no AMD GPU in the KFD topology",
+                Vec::new(),
+            )
+        }
+        Some(gpus) => gpus,
+    };
+    let hit: Vec<&str> = gpus
+        .iter()
+        .filter(|g| fault.affects_gfx(&g.gfx))
+        .map(|g| g.gfx.as_str())
+        .collect();
+    if hit.is_empty() {
+        let have: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
+        return verdict(
+            Status::NotAffected,
+            format!(
+                "{} is not affected: the fault is on {}",
+                have.join(", "),
+                fault.gfx.join(", ")
+            ),
+            Vec::new(),
+        );
+    }
+    let mut why = vec![hit.join(", ")];
+    if fault.needs == Some(Library::Miopen) && m.miopen.is_none() {
+        return verdict(
+            Status::CannotTell,
+            format!(
+                "{}, but no MIOpen under /opt/rocm/lib; a PyTorch wheel brings its own MIOpen, and then the fault applies",
+                why[0]
+            ),
+            vec![format!("workaround: {}", fault.workaround)],
+        );
+    }
+    if let Some(early) = libraries(fault, m, &mut why) {
+        return early;
+    }
+    if let Some(early) = kernel(fault, m, &mut why) {
+        return early;
+    }
+    if !fault.mitigation.env.is_empty()
+        && fault
+            .mitigation
+            .env
+            .iter()
+            .all(|(k, v)| m.env.get(k) == Some(v))
+    {
+        let names: Vec<String> = fault
+            .mitigation
+            .env
+            .iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        why.push(format!("{} set in this environment", names.join(" ")));
+        return verdict(
+            Status::Mitigated,
+            why.join("; "),
+            vec!["keep these variables set for every program that uses it".to_owned()],
+        );
+    }
+    if let (Some(trigger), Some(rocm)) = (&fault.trigger_rocm, &m.rocm_version) {
+        match Version::parse_prefix(rocm) {
+            Some(v) if trigger.matches(&v) => {
+                why.push(format!("ROCm {rocm} triggers it ({trigger})"))
+            }
+            _ => why.push(format!(
+                "ROCm {rocm} in /opt/rocm does not trigger it, but a program bringing its own ROCm {trigger} (a PyTorch wheel) does"
+            )),
+        }
+    }
+    verdict(Status::Affected, why.join("; "), next_steps(fault, m))
+}
+
+/// The ROCm / hipBLASLt gate of library faults; `Some` ends the judgement.
+fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> {
+    if fault.rocm.is_none() && fault.hipblaslt.is_none() {
+        return None;
+    }
+    let hipblaslt = m.hipblaslt_version.as_deref();
+    let hb = hipblaslt.and_then(Version::parse_prefix);
+    if let (Some(fixed), Some(v)) = (&fault.hipblaslt_fixed, &hb) {
+        if fixed.matches(v) {
+            why.push(format!("hipBLASLt {v} carries the fix ({fixed})"));
+            return Some(verdict(Status::Fixed, why.join("; "), Vec::new()));
+        }
+    }
+    if let Some(range) = &fault.rocm {
+        let Some(rocm) = m.rocm_version.as_deref() else {
+            why.push("could not read the ROCm version of /opt/rocm; a program bringing its own ROCm (a PyTorch wheel) is affected when that ROCm is ".to_owned() + range.as_str());
+            return Some(verdict(
+                Status::CannotTell,
+                why.join("; "),
+                next_steps(fault, m),
+            ));
+        };
+        match Version::parse_prefix(rocm) {
+            Some(v) if range.matches(&v) => why.push(format!("ROCm {rocm} ({range})")),
+            Some(_) => {
+                why.push(format!("ROCm {rocm} is outside the affected range {range}"));
+                return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+            }
+            None => {
+                why.push(format!("the ROCm version `{rocm}` is not a version"));
+                return Some(verdict(Status::CannotTell, why.join("; "), Vec::new()));
+            }
+        }
+    }
+    if let Some(range) = &fault.hipblaslt {
+        match &hb {
+            Some(v) if range.matches(v) => why.push(format!("hipBLASLt {v} ({range})")),
+            Some(v) => {
+                why.push(format!(
+                    "hipBLASLt {v} is outside the affected range {range}"
+                ));
+                return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+            }
+            None if fault.rocm.is_none() => {
+                why.push("could not read the hipBLASLt version".to_owned());
+                return Some(verdict(Status::CannotTell, why.join("; "), Vec::new()));
+            }
+            None if fault.needs == Some(Library::Hipblaslt) => why.push(
+                "could not read the hipBLASLt version: judged by the ROCm version".to_owned(),
+            ),
+            None => {}
+        }
+    }
+    None
+}
+
+/// The kernel gate of kernel faults; `Some` ends the judgement.
+fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> {
+    let facts = fault.kernel.as_ref()?;
+    if let (Some(fixed), Some((major, minor))) = (&fault.kfd_fixed, m.kfd_abi) {
+        let abi = Version(vec![major, minor]);
+        if fixed.matches(&abi) {
+            why.push(format!(
+                "KFD ABI {major}.{minor} read from /dev/kfd ({fixed})"
+            ));
+            return Some(verdict(Status::Fixed, why.join("; "), Vec::new()));
+        }
+        why.push(format!(
+            "KFD ABI {major}.{minor} read from /dev/kfd is below {fixed}"
+        ));
+        return None;
+    }
+    let Some(release) = m.kernel_release.as_deref() else {
+        why.push("could not read the kernel release".to_owned());
+        return Some(verdict(Status::CannotTell, why.join("; "), Vec::new()));
+    };
+    let Some(kv) = KernelVersion::from_release(release) else {
+        why.push(format!("the kernel release `{release}` has no version"));
+        return Some(verdict(Status::CannotTell, why.join("; "), Vec::new()));
+    };
+    if facts.unsupported.as_ref().is_some_and(|r| r.matches(kv)) {
+        why.push(format!(
+            "kernel {release}: {}",
+            facts.unsupported_why.as_deref().unwrap_or("not supported")
+        ));
+        return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+    }
+    let cwsr_off = cwsr_off(m);
+    if facts.fixed.as_ref().is_some_and(|r| r.matches(kv)) {
+        let range = facts.fixed.as_ref().map_or("", |r| r.as_str());
+        why.push(format!("kernel {release} carries the fix ({range})"));
+        let next = match cwsr_off {
+            Some(_) if fault.mitigation.cwsr_off => vec![
+                "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back".to_owned(),
+            ],
+            _ => Vec::new(),
+        };
+        return Some(verdict(Status::Fixed, why.join("; "), next));
+    }
+    if !facts.affected.matches(kv) {
+        why.push(format!(
+            "kernel {release} is outside the affected range {}",
+            facts.affected.as_str()
+        ));
+        return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+    }
+    if m.kfd_abi.is_none() && fault.kfd_fixed.is_some() {
+        why.push(format!(
+            "kernel {release} ({}; KFD ABI judged from the kernel version)",
+            facts.affected.as_str()
+        ));
+    } else {
+        why.push(format!("kernel {release} ({})", facts.affected.as_str()));
+    }
+    let ours_loaded = m.dkms.iter().find(|p| p.loaded);
+    if let Some(p) = ours_loaded {
+        if fault.fixed_by_packages.contains(&p.name) {
+            why.push(format!(
+                "but the loaded amdgpu is our DKMS package {} {}, which carries the fix",
+                p.name, p.version
+            ));
+            return Some(verdict(Status::Fixed, why.join("; "), Vec::new()));
+        }
+        why.push(format!(
+            "the loaded amdgpu is our DKMS package {} {}, built from the same source as the kernel",
+            p.name, p.version
+        ));
+    } else if let Some(version) = m.amdgpu.as_ref().and_then(|a| a.version.as_deref()) {
+        why.push(format!(
+            "but the loaded amdgpu reports version {version}, which is none of our DKMS packages: an out-of-tree driver (AMD's amdgpu-dkms?) that doctor cannot judge"
+        ));
+        return Some(verdict(
+            Status::CannotTell,
+            why.join("; "),
+            next_steps(fault, m),
+        ));
+    }
+    for p in m
+        .dkms
+        .iter()
+        .filter(|p| !p.loaded && p.ours && fault.fixed_by_packages.contains(&p.name))
+    {
+        let built = if p.built_for.iter().any(|k| k == release) {
+            "is built for this kernel"
+        } else {
+            "is not built for this kernel"
+        };
+        why.push(format!(
+            "our DKMS package {} {} {built} but not loaded: reboot, or see `dkms status`",
+            p.name, p.version
+        ));
+    }
+    if fault.mitigation.cwsr_off {
+        if let Some(how) = cwsr_off {
+            why.push(format!("compute wave save/restore is off ({how})"));
+            let mut next = vec!["for the fix itself (compute preemption back):".to_owned()];
+            next.extend(fix_steps(fault, m));
+            return Some(verdict(Status::Mitigated, why.join("; "), next));
+        }
+    }
+    None
+}
+
+/// How CWSR is known to be off, if it is.
+fn cwsr_off(m: &Machine) -> Option<&'static str> {
+    match m.cwsr_enable {
+        Some(0) => Some("amdgpu cwsr_enable is 0"),
+        Some(_) => None,
+        None => m
+            .cmdline
+            .as_deref()
+            .is_some_and(|c| c.split_whitespace().any(|w| w == "amdgpu.cwsr_enable=0"))
+            .then_some("amdgpu.cwsr_enable=0 on the kernel command line"),
+    }
+}
+
+/// The fixes that apply to this machine, as commands.
+fn fix_steps(fault: &Fault, m: &Machine) -> Vec<String> {
+    let kernel = m
+        .kernel_release
+        .as_deref()
+        .and_then(KernelVersion::from_release);
+    let rocm = m.rocm_version.as_deref().and_then(Version::parse_prefix);
+    let release = m.kernel_release.as_deref().unwrap_or("");
+    let mut steps = Vec::new();
+    for fix in &fault.fixes {
+        let kernel_ok = match (&fix.kernel, kernel) {
+            (None, _) => true,
+            (Some(range), Some(kv)) => range.matches(kv),
+            (Some(_), None) => false,
+        };
+        let rocm_ok = match (&fix.rocm, &rocm) {
+            (None, _) => true,
+            (Some(range), Some(v)) => range.matches(v),
+            (Some(_), None) => false,
+        };
+        let release_ok = fix
+            .release_contains
+            .as_deref()
+            .is_none_or(|s| release.contains(s));
+        if !(kernel_ok && rocm_ok && release_ok) {
+            continue;
+        }
+        let or = if steps.is_empty() { "" } else { "or: " };
+        steps.push(format!(
+            "{or}cargo xtask {} {}",
+            fix.build.command(),
+            fix.recipe
+        ));
+        steps.push(match fix.build {
+            Build::Dkms => format!(
+                "  then install the package for your distro from dist/{}/ (.deb, .rpm or .pkg.tar.zst) and reboot",
+                fix.recipe
+            ),
+            Build::Hipblaslt => format!(
+                "  then install the patched hipBLASLt from dist/{}/ over your ROCm's",
+                fix.recipe
+            ),
+        });
+        if let Some(note) = &fix.note {
+            steps.push(format!("  ({note})"));
+        }
+    }
+    steps
+}
+
+/// Fixes, then the stop-gap or the workaround.
+fn next_steps(fault: &Fault, m: &Machine) -> Vec<String> {
+    let mut next = fix_steps(fault, m);
+    if let Some(stopgap) = &fault.stopgap {
+        next.push(format!(
+            "stop-gap now: cargo xtask build-dkms {stopgap}, then install it from dist/{stopgap}/"
+        ));
+        next.push(format!("  or {}", fault.workaround));
+    } else {
+        next.push(format!("workaround: {}", fault.workaround));
+    }
+    next
+}
+
+#[cfg(test)]
+#[path = "verdict_tests.rs"]
+mod tests;

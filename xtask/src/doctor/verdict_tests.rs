@@ -1,0 +1,240 @@
+//! Unit tests of the verdict functions against the real knowledge file and
+//! machines built in memory (no files read).
+
+use std::path::Path;
+
+use super::*;
+use crate::doctor::probe::{AmdgpuModule, DkmsPackage, Gpu};
+use crate::knowledge::{self, Knowledge};
+
+fn knowledge() -> Knowledge {
+    let text = include_str!("../../../knowledge/faults.toml");
+    knowledge::parse(Path::new("knowledge/faults.toml"), text).expect("the knowledge file parses")
+}
+
+fn fault(id: &str) -> Fault {
+    knowledge()
+        .faults
+        .into_iter()
+        .find(|f| f.id == id)
+        .expect("fault in the knowledge file")
+}
+
+fn gpu(version: u32) -> Gpu {
+    Gpu {
+        node: "1".into(),
+        gfx: crate::doctor::probe::gfx_name(version),
+        gfx_target_version: version,
+        device_id: None,
+    }
+}
+
+fn machine(gfx: u32, kernel: &str, rocm: &str) -> Machine {
+    Machine {
+        gpus: Some(vec![gpu(gfx)]),
+        kernel_release: Some(kernel.into()),
+        cmdline: Some("BOOT_IMAGE=/vmlinuz root=/dev/sda1 ro quiet".into()),
+        cwsr_enable: Some(1),
+        rocm_version: Some(rocm.into()),
+        amdgpu: Some(AmdgpuModule {
+            version: None,
+            srcversion: Some("ABCDEF0123456789ABCDEF0".into()),
+        }),
+        ..Machine::default()
+    }
+}
+
+const CWSR: &str = "cwsr-expert-sched";
+
+#[test]
+fn rdna4_on_6_14_is_affected_and_named_its_recipe() {
+    let v = assess(
+        &fault(CWSR),
+        &machine(120001, "6.14.0-36-generic", "7.1.1-53"),
+    );
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(
+        v.why.contains("gfx1201") && v.why.contains("6.14.0-36-generic"),
+        "{v:?}"
+    );
+    assert!(v.why.contains("ROCm 7.1.1-53 triggers it"), "{v:?}");
+    assert_eq!(v.next[0], "cargo xtask build-dkms amdgpu-expert-sched-6.14");
+    assert!(v
+        .next
+        .iter()
+        .any(|s| s.contains("hipblaslt-rocm-7.1-expert-sched-off")));
+    assert!(v
+        .next
+        .iter()
+        .any(|s| s.contains("build-dkms amdgpu-cwsr-off")));
+}
+
+#[test]
+fn the_stable_fix_is_fixed_and_6_12_63_is_not() {
+    let f = fault(CWSR);
+    let v = assess(&f, &machine(120000, "6.12.117+deb12-amd64", "7.1.1"));
+    assert_eq!(v.status, Status::Fixed, "{v:?}");
+    assert!(v.next.is_empty());
+    let v = assess(&f, &machine(120000, "6.12.63", "7.1.1"));
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.next[0].ends_with("amdgpu-expert-sched-6.12"), "{v:?}");
+    let v = assess(&f, &machine(120000, "6.12.50+deb13-amd64", "7.1.1"));
+    assert!(v.next[0].ends_with("amdgpu-debian-6.12"), "{v:?}");
+    assert!(v
+        .next
+        .iter()
+        .any(|s| s.ends_with("amdgpu-expert-sched-6.12")));
+    assert_eq!(
+        assess(&f, &machine(120001, "6.19.0", "7.2.0")).status,
+        Status::Fixed
+    );
+    assert_eq!(
+        assess(&f, &machine(120001, "6.18.3-arch1-1", "7.2.0")).status,
+        Status::Affected
+    );
+}
+
+#[test]
+fn kernels_before_6_11_do_not_support_rdna4() {
+    let v = assess(&fault(CWSR), &machine(120001, "6.8.0-50-generic", "7.1.1"));
+    assert_eq!(v.status, Status::NotAffected);
+    assert!(v.why.contains("not supported there at all"), "{v:?}");
+}
+
+#[test]
+fn cwsr_off_mitigates_and_says_how() {
+    let f = fault(CWSR);
+    let mut m = machine(120001, "6.14.0-36-generic", "7.1.1");
+    m.cwsr_enable = Some(0);
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::Mitigated, "{v:?}");
+    assert!(v.why.contains("cwsr_enable is 0"));
+    assert!(v
+        .next
+        .iter()
+        .any(|s| s.ends_with("amdgpu-expert-sched-6.14")));
+    m.cwsr_enable = None;
+    m.cmdline = Some("quiet amdgpu.cwsr_enable=0".into());
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::Mitigated);
+    assert!(v.why.contains("command line"), "{v:?}");
+    // The loaded module's parameter is the truth when it can be read.
+    m.cwsr_enable = Some(1);
+    assert_eq!(assess(&f, &m).status, Status::Affected);
+}
+
+#[test]
+fn other_gpus_are_not_affected() {
+    let v = assess(&fault(CWSR), &machine(110000, "6.14.0-36-generic", "7.1.1"));
+    assert_eq!(v.status, Status::NotAffected);
+    assert!(v.why.contains("gfx1100 is not affected"), "{v:?}");
+    let mut m = machine(110000, "6.14.0", "7.1.1");
+    m.gpus = Some(Vec::new());
+    assert_eq!(assess(&fault(CWSR), &m).status, Status::NotAffected);
+}
+
+#[test]
+fn unknown_gpus_or_kernel_cannot_tell() {
+    let mut m = machine(120001, "6.14.0", "7.1.1");
+    m.gpus = None;
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::CannotTell);
+    assert!(v.why.contains("no AMD GPU found"), "{v:?}");
+    let mut m = machine(120001, "6.14.0", "7.1.1");
+    m.kernel_release = None;
+    assert_eq!(assess(&fault(CWSR), &m).status, Status::CannotTell);
+}
+
+#[test]
+fn our_fix_package_loaded_is_fixed_and_a_foreign_driver_cannot_tell() {
+    let f = fault(CWSR);
+    let mut m = machine(120001, "6.14.0-36-generic", "7.1.1");
+    m.amdgpu = Some(AmdgpuModule {
+        version: Some("6.14.0.1".into()),
+        srcversion: None,
+    });
+    m.dkms = vec![DkmsPackage {
+        name: "amdgpu-expert-sched".into(),
+        version: "6.14.0.1".into(),
+        ours: true,
+        built_for: vec!["6.14.0-36-generic".into()],
+        loaded: true,
+    }];
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::Fixed, "{v:?}");
+    m.dkms[0].loaded = false;
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::CannotTell, "{v:?}");
+    assert!(v.why.contains("out-of-tree driver"), "{v:?}");
+    m.amdgpu = Some(AmdgpuModule {
+        version: None,
+        srcversion: None,
+    });
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.why.contains("not loaded: reboot"), "{v:?}");
+}
+
+#[test]
+fn the_abi_flag_is_info_until_7_0_or_read_from_kfd() {
+    let f = fault("kfd-abi-expert-sched");
+    let v = assess(&f, &machine(120000, "6.12.117+deb12-amd64", "7.1.1"));
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.why.contains("judged from the kernel version"), "{v:?}");
+    assert!(v.next.iter().any(|s| s.contains("Linux 7.0")), "{v:?}");
+    assert_eq!(
+        assess(&f, &machine(120000, "7.0.1", "7.1.1")).status,
+        Status::Fixed
+    );
+    let mut m = machine(120000, "6.12.117", "7.1.1");
+    m.kfd_abi = Some((1, 20));
+    assert_eq!(assess(&f, &m).status, Status::Fixed);
+    m.kfd_abi = Some((1, 18));
+    assert_eq!(assess(&f, &m).status, Status::Affected);
+}
+
+#[test]
+fn the_tensile_fault_follows_rocm_7_2_and_hipblaslt_1_5() {
+    let f = fault("tensile-gltr-dtvb1");
+    let v = assess(&f, &machine(120001, "6.19.0", "7.2.1"));
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert_eq!(
+        v.next[0],
+        "cargo xtask build-hipblaslt hipblaslt-rocm-7.2-gltr-bound"
+    );
+    assert_eq!(
+        assess(&f, &machine(120001, "6.19.0", "7.1.1")).status,
+        Status::NotAffected
+    );
+    assert_eq!(
+        assess(&f, &machine(120000, "6.19.0", "7.2.1")).status,
+        Status::NotAffected
+    );
+    let mut m = machine(120001, "6.19.0", "7.2.1");
+    m.hipblaslt_version = Some("1.5.0".into());
+    assert_eq!(assess(&f, &m).status, Status::Fixed);
+    m.hipblaslt_version = Some("1.2.0".into());
+    assert_eq!(assess(&f, &m).status, Status::Affected);
+    m.rocm_version = None;
+    assert_eq!(assess(&f, &m).status, Status::CannotTell);
+}
+
+#[test]
+fn the_miopen_fault_needs_miopen_and_is_mitigated_by_its_env() {
+    let f = fault("miopen-rdna12-conv");
+    let mut m = machine(100300, "6.1.0-18-amd64", "6.4.1");
+    assert_eq!(assess(&f, &m).status, Status::CannotTell);
+    m.miopen = Some("/opt/rocm/lib/libMIOpen.so.1.0.60401".into());
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.next[0].contains("MIOPEN_DEBUG_CONV_GEMM=0 MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2=0"));
+    assert_eq!(
+        assess(&f, &machine(100100, "6.1.0", "6.4.1")).status,
+        Status::CannotTell
+    );
+    m.env.insert("MIOPEN_DEBUG_CONV_GEMM".into(), "0".into());
+    assert_eq!(assess(&f, &m).status, Status::Affected);
+    m.env
+        .insert("MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2".into(), "0".into());
+    assert_eq!(assess(&f, &m).status, Status::Mitigated);
+}
