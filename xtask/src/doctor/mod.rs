@@ -61,7 +61,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         .iter()
         .map(|fault| {
             let mut verdict = assess(fault, &machine);
-            let missing: Vec<&String> = fault
+            let missing: Vec<&str> = fault
                 .fixes
                 .iter()
                 .map(|f| &f.recipe)
@@ -73,10 +73,12 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
                             .any(|w| w == r.as_str())
                     })
                 })
+                .map(String::as_str)
                 .collect();
-            for recipe in missing {
+            if !missing.is_empty() {
                 verdict.next.push(format!(
-                    "(recipe {recipe} is not in this checkout yet: update rocm-patchkit)"
+                    "(not in this checkout yet: {}; update rocm-patchkit)",
+                    missing.join(", ")
                 ));
             }
             FaultReport {
@@ -190,24 +192,19 @@ impl Report {
         }
         out.push_str("\nknown faults\n");
         for f in &self.faults {
-            let info = if f.severity == Severity::Info {
-                " (info)"
-            } else {
-                ""
-            };
             out.push_str(&format!(
-                "\n{:<13} {}{info}: {}\n",
-                f.verdict.status.label(),
+                "\n{:<13} {}: {}\n",
+                f.verdict.status.label(f.severity),
                 f.id,
                 f.title
             ));
-            out.push_str(&format!("  why   {}\n", f.verdict.why));
+            out.push_str(&wrapped("why", &f.verdict.why));
             for (i, step) in f.verdict.next.iter().enumerate() {
                 let key = if i == 0 { "next" } else { "" };
                 out.push_str(&format!("  {key:<6}{step}\n"));
             }
             if matches!(f.verdict.status, Status::Affected | Status::Mitigated) {
-                out.push_str(&format!("  what  {}\n", f.summary));
+                out.push_str(&wrapped("what", &f.summary));
             }
             let worth_links = match f.verdict.status {
                 Status::Affected | Status::Mitigated => true,
@@ -244,6 +241,28 @@ impl Report {
         });
         out
     }
+}
+
+/// `  key   text`, the text wrapped at 100 columns under itself.
+fn wrapped(key: &str, text: &str) -> String {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("one line");
+        if !line.is_empty() && line.len() + 1 + word.len() > 92 {
+            lines.push(word.to_owned());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    let mut out = String::new();
+    for (i, line) in lines.iter().enumerate() {
+        let key = if i == 0 { key } else { "" };
+        out.push_str(&format!("  {key:<6}{line}\n"));
+    }
+    out
 }
 
 fn or_unread(value: &Option<String>) -> String {

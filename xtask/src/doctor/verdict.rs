@@ -5,7 +5,7 @@
 use serde::Serialize;
 
 use super::probe::Machine;
-use crate::knowledge::{Build, Fault, Library, Version};
+use crate::knowledge::{Build, Fault, Library, Severity, Version};
 use crate::recipe::KernelVersion;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -19,7 +19,11 @@ pub enum Status {
 }
 
 impl Status {
-    pub fn label(self) -> &'static str {
+    /// The text report's label; an affected `info` finding reads `info`.
+    pub fn label(self, severity: Severity) -> &'static str {
+        if self == Status::Affected && severity == Severity::Info {
+            return "info";
+        }
         match self {
             Status::Affected => "AFFECTED",
             Status::NotAffected => "not affected",
@@ -238,14 +242,15 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
         ));
         return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
     }
-    if m.kfd_abi.is_none() && fault.kfd_fixed.is_some() {
-        why.push(format!(
-            "kernel {release} ({}; KFD ABI judged from the kernel version)",
-            facts.affected.as_str()
-        ));
+    let judged = if m.kfd_abi.is_none() && fault.kfd_fixed.is_some() {
+        " (KFD ABI judged from the kernel version)"
     } else {
-        why.push(format!("kernel {release} ({})", facts.affected.as_str()));
-    }
+        ""
+    };
+    why.push(format!(
+        "kernel {release} is in the affected range {}{judged}",
+        facts.affected.as_str()
+    ));
     let ours_loaded = m.dkms.iter().find(|p| p.loaded);
     if let Some(p) = ours_loaded {
         if fault.fixed_by_packages.contains(&p.name) {

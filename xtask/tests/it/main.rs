@@ -5,6 +5,8 @@
 mod support;
 
 mod dist;
+mod doctor;
+mod doctor_support;
 mod fetch;
 mod fetch_http;
 mod lock;

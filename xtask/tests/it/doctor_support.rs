@@ -1,0 +1,164 @@
+//! Fake machine trees for `doctor --root`: the sysfs, procfs, /opt/rocm and
+//! /var/lib/dkms files doctor reads, written by the test, and the real
+//! binary run against them with the repository's knowledge file.
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::{repo_root, Run};
+
+const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
+
+/// A machine tree in a temp dir, built step by step like the scenario reads.
+pub struct FakeMachine {
+    pub dir: tempfile::TempDir,
+    env: Vec<(String, String)>,
+}
+
+impl FakeMachine {
+    /// A machine with a CPU node in the KFD topology and nothing else.
+    pub fn new() -> FakeMachine {
+        let dir = tempfile::Builder::new()
+            .prefix("patchkit-machine-")
+            .tempdir()
+            .expect("temp dir");
+        let m = FakeMachine {
+            dir,
+            env: Vec::new(),
+        };
+        m.file(
+            &format!("{TOPOLOGY}/0/properties"),
+            "cpu_cores_count 16\nsimd_count 0\ngfx_target_version 0\nvendor_id 0\ndevice_id 0\n",
+        );
+        m
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `text` to `rel` below the root, creating parents.
+    pub fn file(&self, rel: &str, text: &str) -> &FakeMachine {
+        let path = self.root().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+        self
+    }
+
+    /// A GPU node as KFD writes it (gfx_target_version 120001 = gfx1201).
+    pub fn gpu(&self, node: u32, gfx_target_version: u32, device_id: u32) -> &FakeMachine {
+        self.file(
+            &format!("{TOPOLOGY}/{node}/properties"),
+            &format!(
+                "cpu_cores_count 0\nsimd_count 128\nmem_banks_count 1\ngfx_target_version {gfx_target_version}\nvendor_id 4098\ndevice_id {device_id}\nlocation_id 768\ndrm_render_minor 128\n"
+            ),
+        )
+    }
+
+    /// The running kernel and its command line.
+    pub fn kernel(&self, release: &str) -> &FakeMachine {
+        self.file("proc/sys/kernel/osrelease", &format!("{release}\n"))
+            .file(
+                "proc/cmdline",
+                &format!("BOOT_IMAGE=/boot/vmlinuz-{release} root=/dev/nvme0n1p2 ro quiet\n"),
+            )
+    }
+
+    pub fn cmdline(&self, text: &str) -> &FakeMachine {
+        self.file("proc/cmdline", &format!("{text}\n"))
+    }
+
+    /// amdgpu loaded with this cwsr_enable (the kernel's own module: no version).
+    pub fn amdgpu(&self, cwsr_enable: i32) -> &FakeMachine {
+        self.file(
+            "sys/module/amdgpu/parameters/cwsr_enable",
+            &format!("{cwsr_enable}\n"),
+        )
+        .file("sys/module/amdgpu/srcversion", "5D1F0E2A3B4C6D7E8F90A1B\n")
+    }
+
+    /// The loaded amdgpu reports MODULE_VERSION `version` (a DKMS build).
+    pub fn amdgpu_version(&self, version: &str) -> &FakeMachine {
+        self.file("sys/module/amdgpu/version", &format!("{version}\n"))
+    }
+
+    /// ROCm `version` (`7.1.1-53`) with hipBLASLt `hipblaslt` (`1.1.0`).
+    pub fn rocm(&self, version: &str, hipblaslt: &str) -> &FakeMachine {
+        let major = hipblaslt.split('.').next().unwrap();
+        self.file("opt/rocm/.info/version", &format!("{version}\n"))
+            .file(&format!("opt/rocm/lib/libhipblaslt.so.{hipblaslt}"), "ELF")
+            .file(&format!("opt/rocm/lib/libhipblaslt.so.{major}"), "ELF")
+            .file("opt/rocm/lib/libhipblaslt.so", "ELF")
+    }
+
+    pub fn miopen(&self) -> &FakeMachine {
+        self.file("opt/rocm/lib/libMIOpen.so.1.0.60401", "ELF")
+    }
+
+    /// A DKMS module version registered and built for `kernel`.
+    pub fn dkms(&self, name: &str, version: &str, kernel: &str) -> &FakeMachine {
+        self.file(
+            &format!("var/lib/dkms/{name}/{version}/{kernel}/x86_64/module/amdgpu.ko.xz"),
+            "xz",
+        )
+        .file(
+            &format!("usr/src/{name}-{version}/dkms.conf"),
+            &format!("PACKAGE_NAME=\"{name}\"\nPACKAGE_VERSION=\"{version}\"\n"),
+        )
+    }
+
+    /// An environment variable for the doctor run.
+    pub fn env(&mut self, name: &str, value: &str) -> &mut FakeMachine {
+        self.env.push((name.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// `cargo xtask doctor --root <tree> <args>` with the repository's
+    /// knowledge file and recipes.
+    pub fn doctor(&self, args: &[&str]) -> Run {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
+        cmd.arg("doctor")
+            .arg("--root")
+            .arg(self.root())
+            .args(args)
+            .env("PATCHKIT_ROOT", repo_root())
+            .env("CI", "true")
+            .env_remove("MIOPEN_DEBUG_CONV_GEMM")
+            .env_remove("MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2");
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        Run::of(cmd.output().expect("running xtask doctor"))
+    }
+
+    /// The `--json` report, parsed.
+    pub fn report(&self) -> (Run, serde_json::Value) {
+        let run = self.doctor(&["--json"]);
+        let json = serde_json::from_str(&run.stdout)
+            .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}\n{}", run.stdout, run.stderr));
+        (run, json)
+    }
+}
+
+/// The verdict of fault `id` in a `--json` report.
+pub fn fault<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+    report["faults"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["id"] == id)
+        .unwrap_or_else(|| panic!("fault {id} in {report:#}"))
+}
+
+/// The `next` steps of a fault, joined by newlines.
+pub fn next(fault: &serde_json::Value) -> String {
+    fault["next"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_str().unwrap())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
