@@ -144,7 +144,12 @@ impl Knowledge {
                 path.display()
             )
         })?;
-        parse(&path, &text)
+        parse(&path, &text).with_context(|| {
+            format!(
+                "the knowledge file {} is invalid",
+                crate::diag::display_path(&path).display()
+            )
+        })
     }
 
     /// Every recipe a fault names (fixes and stop-gaps), sorted.

@@ -51,7 +51,6 @@ enum Command {
     Drift(commands::drift::Args),
     /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
     Bench(commands::bench::Args),
-    /// Which known faults (knowledge/faults.toml) affect this machine, and the fix
     Doctor(commands::doctor::Args),
 }
 

@@ -12,6 +12,8 @@ use crate::knowledge::Knowledge;
 use crate::recipe::{self, Kind, Recipe};
 use crate::workspace::Workspace;
 
+/// Which known faults affect this machine, why, and the fix to build
+///
 /// Reads the machine: GPU targets from the KFD topology
 /// (/sys/class/kfd/kfd/topology/nodes/*/properties), the kernel release,
 /// /proc/cmdline and amdgpu's cwsr_enable, the KFD ABI (from /dev/kfd when
@@ -19,7 +21,7 @@ use crate::workspace::Workspace;
 /// (/opt/rocm/.info/version), hipBLASLt's version, MIOpen, the loaded amdgpu
 /// and our DKMS packages (/var/lib/dkms, /sys/module/amdgpu/version).
 ///
-/// For each fault of knowledge/faults.toml it says affected, not affected,
+/// For each fault of knowledge/faults.toml, it says affected, not affected,
 /// mitigated, fixed or cannot tell, why, and the next command (the recipe to
 /// build, or the stop-gap), then lists what it could not read. It never needs
 /// root and never changes the system.
@@ -29,7 +31,6 @@ use crate::workspace::Workspace;
 /// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad
 /// arguments or an invalid knowledge file.
 #[derive(Debug, clap::Args)]
-#[command(verbatim_doc_comment)]
 pub struct Args {
     /// Read the machine below this folder instead of / (a copy or a fake tree)
     #[arg(long, value_name = "DIR", default_value = "/")]

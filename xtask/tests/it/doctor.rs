@@ -320,3 +320,31 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
         }
     }
 }
+
+#[test]
+fn help_documents_the_exit_status() {
+    crate::support::Project::new()
+        .xtask(&["doctor", "--help"])
+        .success()
+        .stdout_has("3 when at least one does")
+        .stdout_has("never changes the system");
+}
+
+#[test]
+fn an_invalid_knowledge_file_is_located() {
+    let p = crate::support::Project::new();
+    p.file(
+        "knowledge/faults.toml",
+        "[[fault]]\nid = \"x\"\ntitle = \"t\"\nseverity = \"fault\"\ngfx = [\"gfx1201\"]\nsummary = \"s\"\nlinks = []\nworkaround = \"w\"\nrocm = \"7.1\"\n",
+    );
+    let machine = FakeMachine::new();
+    let root = machine.root().to_str().unwrap();
+    p.xtask(&["doctor", "--root", root])
+        .fails_with(2)
+        .stderr_has("knowledge/faults.toml:9:8: `rocm`: `7.1` is not a comparator");
+    let empty = crate::support::Project::new();
+    empty
+        .xtask(&["doctor", "--root", root])
+        .fails_with(1)
+        .stderr_has("reading the knowledge file");
+}
