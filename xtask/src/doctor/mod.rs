@@ -2,6 +2,7 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
+pub mod modinfo;
 pub mod probe;
 pub mod verdict;
 
@@ -177,8 +178,8 @@ impl Report {
             if !p.built_for.is_empty() {
                 notes.push(format!("built for {}", p.built_for.join(", ")));
             }
-            if p.loaded {
-                notes.push("loaded".to_owned());
+            if let Some(by) = &p.loaded_by {
+                notes.push(format!("loaded, told by {by}"));
             }
             let key = if i == 0 { "DKMS" } else { "" };
             line(

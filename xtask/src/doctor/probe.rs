@@ -66,8 +66,11 @@ pub struct DkmsPackage {
     pub ours: bool,
     /// Kernel releases it was built for.
     pub built_for: Vec<String>,
-    /// Whether the loaded amdgpu reports this version.
+    /// Whether the loaded amdgpu is this build.
     pub loaded: bool,
+    /// How that was told: `version` (MODULE_VERSION) or `srcversion` (the
+    /// loaded module's srcversion against the build for the running kernel).
+    pub loaded_by: Option<String>,
 }
 
 /// Something doctor could not read, and why.
@@ -134,7 +137,11 @@ impl Probe<'_> {
                 "no MIOpen library found",
             ));
         }
-        m.dkms = self.dkms(m.amdgpu.as_ref(), &mut m.unread);
+        m.dkms = self.dkms(
+            m.amdgpu.as_ref(),
+            m.kernel_release.as_deref(),
+            &mut m.unread,
+        );
         m.env = self
             .env_names
             .iter()
@@ -299,7 +306,12 @@ impl Probe<'_> {
             .map(|f| format!("/{}/{f}", dir.trim_matches('/')))
     }
 
-    fn dkms(&self, amdgpu: Option<&AmdgpuModule>, unread: &mut Vec<Unread>) -> Vec<DkmsPackage> {
+    fn dkms(
+        &self,
+        amdgpu: Option<&AmdgpuModule>,
+        release: Option<&str>,
+        unread: &mut Vec<Unread>,
+    ) -> Vec<DkmsPackage> {
         let base = "var/lib/dkms";
         let Ok(entries) = std::fs::read_dir(self.root.join(base)) else {
             unread.push(self.unread(
@@ -332,8 +344,10 @@ impl Probe<'_> {
                     .collect();
                 built_for.sort();
                 let ours = self.ours.contains(&name);
+                let loaded = ours && loaded_version == Some(version.as_str());
                 out.push(DkmsPackage {
-                    loaded: ours && loaded_version == Some(version.as_str()),
+                    loaded,
+                    loaded_by: loaded.then(|| "version".to_owned()),
                     name: name.clone(),
                     version,
                     ours,
@@ -342,7 +356,47 @@ impl Probe<'_> {
             }
         }
         out.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
+        let srcversion = amdgpu.and_then(|a| a.srcversion.as_deref());
+        if let (false, Some(srcversion), Some(release)) =
+            (out.iter().any(|p| p.loaded), srcversion, release)
+        {
+            self.match_srcversion(&mut out, base, srcversion, release, unread);
+        }
         out
+    }
+
+    /// Marks the build of ours for the running kernel whose amdgpu module has
+    /// the loaded module's srcversion.
+    fn match_srcversion(
+        &self,
+        packages: &mut [DkmsPackage],
+        base: &str,
+        srcversion: &str,
+        release: &str,
+        unread: &mut Vec<Unread>,
+    ) {
+        for p in packages.iter_mut().filter(|p| p.ours) {
+            let build = self
+                .root
+                .join(base)
+                .join(&p.name)
+                .join(&p.version)
+                .join(release);
+            for module in super::modinfo::built_modules(&build, "amdgpu") {
+                match super::modinfo::srcversion(&module) {
+                    Ok(Some(found)) if found == srcversion => {
+                        p.loaded = true;
+                        p.loaded_by = Some("srcversion".to_owned());
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(err) => {
+                        let rel = module.strip_prefix(self.root).unwrap_or(&module);
+                        unread.push(self.unread(&rel.to_string_lossy(), err.to_string()));
+                    }
+                }
+            }
+        }
     }
 
     /// The KFD ioctl ABI, asked of /dev/kfd only when the root is `/`.

@@ -159,6 +159,7 @@ fn our_fix_package_loaded_is_fixed_and_a_foreign_driver_cannot_tell() {
         ours: true,
         built_for: vec!["6.14.0-36-generic".into()],
         loaded: true,
+        loaded_by: Some("version".into()),
     }];
     let v = assess(&f, &m);
     assert_eq!(v.status, Status::Fixed, "{v:?}");

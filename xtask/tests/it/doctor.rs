@@ -252,6 +252,34 @@ fn our_fix_package_loaded_is_fixed() {
 }
 
 #[test]
+fn our_build_without_a_version_is_told_by_srcversion() {
+    let m = rdna4_on_6_14();
+    // amdgpu() gives the loaded module srcversion 5D1F0E2A3B4C6D7E8F90A1B.
+    m.dkms_built(
+        "amdgpu-expert-sched",
+        "6.14.0.1",
+        "6.14.0-36-generic",
+        "5D1F0E2A3B4C6D7E8F90A1B",
+    )
+    .dkms_built(
+        "amdgpu-expert-sched",
+        "6.14.0.0",
+        "6.14.0-36-generic",
+        "0000000000000000000000A",
+    );
+    let (run, report) = m.report();
+    run.success();
+    assert_eq!(fault(&report, "cwsr-expert-sched")["status"], "fixed");
+    let dkms = report["machine"]["dkms"].as_array().unwrap();
+    assert_eq!(dkms[0]["loaded"], false);
+    assert_eq!(dkms[1]["version"], "6.14.0.1");
+    assert_eq!(dkms[1]["loaded_by"], "srcversion");
+    m.doctor(&[]).success().stdout_has(
+        "amdgpu-expert-sched 6.14.0.1 (ours, built for 6.14.0-36-generic, loaded, told by srcversion)",
+    );
+}
+
+#[test]
 fn the_json_report_is_stable_and_sorted() {
     let m = rdna4_on_6_14();
     let first = m.doctor(&["--json"]).stdout;

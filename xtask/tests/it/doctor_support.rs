@@ -109,6 +109,32 @@ impl FakeMachine {
         )
     }
 
+    /// Like [`FakeMachine::dkms`], with an xz-compressed amdgpu.ko whose
+    /// modinfo carries `srcversion`.
+    pub fn dkms_built(
+        &self,
+        name: &str,
+        version: &str,
+        kernel: &str,
+        srcversion: &str,
+    ) -> &FakeMachine {
+        use std::io::Write;
+        self.dkms(name, version, kernel);
+        let mut ko = b"\x7fELF".to_vec();
+        ko.extend(std::iter::repeat_n(0u8, 100_000));
+        ko.extend_from_slice(
+            format!("license=GPL and additional rights\0srcversion={srcversion}\0depends=drm\0")
+                .as_bytes(),
+        );
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(&ko).unwrap();
+        let path = self.root().join(format!(
+            "var/lib/dkms/{name}/{version}/{kernel}/x86_64/module/amdgpu.ko.xz"
+        ));
+        std::fs::write(path, xz.finish().unwrap()).unwrap();
+        self
+    }
+
     /// An environment variable for the doctor run.
     pub fn env(&mut self, name: &str, value: &str) -> &mut FakeMachine {
         self.env.push((name.to_owned(), value.to_owned()));
