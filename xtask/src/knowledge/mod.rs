@@ -1,0 +1,165 @@
+//! The knowledge file of known faults, `knowledge/faults.toml`: each fault
+//! with its upstream links, affected GPU targets, kernel / ROCm / hipBLASLt
+//! ranges, the recipes that fix it and the workaround. Parsed with unknown
+//! keys refused and validated with every problem reported at once; nothing
+//! here reads the machine (that is `doctor`).
+
+mod parse;
+mod version;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::recipe::KernelRange;
+pub use parse::parse;
+pub use version::{Version, VersionRange};
+
+/// Where the knowledge file lives below the project root.
+pub const PATH: &str = "knowledge/faults.toml";
+
+/// Every known fault, in file order.
+#[derive(Debug, Clone)]
+pub struct Knowledge {
+    pub path: PathBuf,
+    pub faults: Vec<Fault>,
+}
+
+/// How much an affected verdict matters: `Fault` makes `doctor` exit 3.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Fault,
+    Info,
+}
+
+/// A library that must be present for a fault to apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Library {
+    Hipblaslt,
+    Miopen,
+}
+
+impl Library {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Library::Hipblaslt => "hipBLASLt",
+            Library::Miopen => "MIOpen",
+        }
+    }
+}
+
+/// Which `cargo xtask build-*` command builds a fix recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Build {
+    Dkms,
+    Hipblaslt,
+}
+
+impl Build {
+    pub fn command(self) -> &'static str {
+        match self {
+            Build::Dkms => "build-dkms",
+            Build::Hipblaslt => "build-hipblaslt",
+        }
+    }
+}
+
+/// One known fault, validated.
+#[derive(Debug, Clone)]
+pub struct Fault {
+    pub id: String,
+    pub title: String,
+    pub severity: Severity,
+    /// GPU targets (`gfx1201`) or families (`gfx103*`).
+    pub gfx: Vec<String>,
+    pub summary: String,
+    pub links: Vec<String>,
+    pub kernel: Option<KernelFacts>,
+    pub kfd_fixed: Option<VersionRange>,
+    pub rocm: Option<VersionRange>,
+    pub hipblaslt: Option<VersionRange>,
+    pub hipblaslt_fixed: Option<VersionRange>,
+    pub trigger_rocm: Option<VersionRange>,
+    pub needs: Option<Library>,
+    pub fixed_by_packages: Vec<String>,
+    pub mitigation: Mitigation,
+    pub stopgap: Option<String>,
+    pub workaround: String,
+    pub fixes: Vec<Fix>,
+}
+
+/// The kernels a kernel-side fault affects, is fixed in, or cannot happen on.
+#[derive(Debug, Clone)]
+pub struct KernelFacts {
+    pub affected: KernelRange,
+    pub fixed: Option<KernelRange>,
+    pub unsupported: Option<KernelRange>,
+    pub unsupported_why: Option<String>,
+}
+
+/// What makes the fault harmless without fixing it.
+#[derive(Debug, Clone, Default)]
+pub struct Mitigation {
+    /// Compute wave save/restore switched off (`amdgpu.cwsr_enable=0`).
+    pub cwsr_off: bool,
+    /// Environment variables that, all set to these values, avoid it.
+    pub env: BTreeMap<String, String>,
+}
+
+/// A recipe that fixes the fault, and when it applies.
+#[derive(Debug, Clone)]
+pub struct Fix {
+    pub recipe: String,
+    pub build: Build,
+    pub kernel: Option<KernelRange>,
+    pub rocm: Option<VersionRange>,
+    /// Applies only when the kernel release contains this (`+deb`).
+    pub release_contains: Option<String>,
+    pub note: Option<String>,
+}
+
+impl Fault {
+    /// Whether a GPU target such as `gfx1201` is one this fault affects.
+    pub fn affects_gfx(&self, gfx: &str) -> bool {
+        self.gfx
+            .iter()
+            .any(|pattern| match pattern.strip_suffix('*') {
+                Some(prefix) => gfx.starts_with(prefix),
+                None => gfx == pattern,
+            })
+    }
+}
+
+impl Knowledge {
+    /// Reads and validates `<root>/knowledge/faults.toml`.
+    pub fn load(root: &Path) -> Result<Knowledge> {
+        let path = root.join(PATH);
+        let text = std::fs::read_to_string(&path).with_context(|| {
+            format!(
+                "reading the knowledge file {}: run from a rocm-patchkit checkout (or set PATCHKIT_ROOT)",
+                path.display()
+            )
+        })?;
+        parse(&path, &text).with_context(|| {
+            format!(
+                "the knowledge file {} is invalid",
+                crate::diag::display_path(&path).display()
+            )
+        })
+    }
+
+    /// Every recipe a fault names (fixes and stop-gaps), sorted.
+    pub fn recipes(&self) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for fault in &self.faults {
+            names.extend(fault.fixes.iter().map(|f| f.recipe.clone()));
+            names.extend(fault.stopgap.iter().cloned());
+        }
+        names
+    }
+}

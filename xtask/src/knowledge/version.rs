@@ -1,0 +1,156 @@
+//! ROCm, hipBLASLt and KFD versions (`7.1.1-53`) and their ranges in the
+//! recipe kernel-range grammar (`>=7.0, <7.2 || >=7.3`).
+
+use std::cmp::Ordering;
+use std::fmt;
+
+/// A version such as ROCm's `7.1.1-53` or hipBLASLt's `1.1.0`: its leading
+/// numeric components. Missing components count as 0: `7.1` == `7.1.0`.
+#[derive(Debug, Clone)]
+pub struct Version(pub Vec<u32>);
+
+impl Version {
+    /// The numeric prefix of `text` (`7.1.1-53` -> 7.1.1); `None` when it
+    /// does not start with a number.
+    pub fn parse_prefix(text: &str) -> Option<Version> {
+        let text = text.trim();
+        let end = text
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(text.len());
+        let parts: Option<Vec<u32>> = text[..end]
+            .trim_end_matches('.')
+            .split('.')
+            .map(|p| p.parse().ok())
+            .collect();
+        parts.filter(|p| !p.is_empty()).map(Version)
+    }
+}
+
+impl PartialEq for Version {
+    fn eq(&self, other: &Version) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Version {}
+
+impl Ord for Version {
+    fn cmp(&self, other: &Version) -> Ordering {
+        let n = self.0.len().max(other.0.len());
+        let at = |v: &Version, i: usize| v.0.get(i).copied().unwrap_or(0);
+        (0..n)
+            .map(|i| at(self, i).cmp(&at(other, i)))
+            .find(|o| o.is_ne())
+            .unwrap_or(Ordering::Equal)
+    }
+}
+
+impl PartialOrd for Version {
+    fn partial_cmp(&self, other: &Version) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Version {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let parts: Vec<String> = self.0.iter().map(u32::to_string).collect();
+        f.write_str(&parts.join("."))
+    }
+}
+
+/// A ROCm / hipBLASLt / KFD version range in the recipe kernel-range
+/// grammar: `>=7.0, <7.2 || >=7.3`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VersionRange {
+    text: String,
+    alternatives: Vec<Vec<(String, Version)>>,
+}
+
+impl VersionRange {
+    pub fn parse(text: &str) -> Result<VersionRange, String> {
+        let mut alternatives = Vec::new();
+        for alternative in text.split("||") {
+            let mut set = Vec::new();
+            for comparator in alternative.split(',') {
+                let comparator = comparator.trim();
+                let (op, rest) = [">=", "<=", ">", "<", "="]
+                    .iter()
+                    .find_map(|op| comparator.strip_prefix(op).map(|rest| (*op, rest.trim())))
+                    .ok_or_else(|| {
+                        format!("`{comparator}` is not a comparator: write e.g. `>=7.0, <7.2`")
+                    })?;
+                let valid = !rest.is_empty()
+                    && rest.split('.').count() <= 4
+                    && rest.split('.').all(|p| p.parse::<u32>().is_ok());
+                let version = Version::parse_prefix(rest)
+                    .filter(|_| valid)
+                    .ok_or_else(|| format!("`{rest}` is not a version such as `7.1` or `1.5.0`"))?;
+                set.push((op.to_owned(), version));
+            }
+            alternatives.push(set);
+        }
+        Ok(VersionRange {
+            text: text.trim().to_owned(),
+            alternatives,
+        })
+    }
+
+    pub fn matches(&self, version: &Version) -> bool {
+        self.alternatives.iter().any(|set| {
+            set.iter().all(|(op, bound)| {
+                let ord = version.cmp(bound);
+                match op.as_str() {
+                    ">=" => ord.is_ge(),
+                    ">" => ord.is_gt(),
+                    "<=" => ord.is_le(),
+                    "<" => ord.is_lt(),
+                    _ => ord.is_eq(),
+                }
+            })
+        })
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+}
+
+impl fmt::Display for VersionRange {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(s: &str) -> Version {
+        Version::parse_prefix(s).unwrap()
+    }
+
+    #[test]
+    fn versions_compare_by_their_numbers() {
+        assert_eq!(v("7.1.1-53"), Version(vec![7, 1, 1]));
+        assert!(v("7.1") == v("7.1.0"));
+        assert!(v("7.10.0") > v("7.2.1"));
+        assert_eq!(Version::parse_prefix("rocm"), None);
+    }
+
+    #[test]
+    fn ranges_match_rocm_and_hipblaslt_versions() {
+        let r = VersionRange::parse(">=7.2, <7.3").unwrap();
+        assert!(r.matches(&v("7.2.1")));
+        assert!(r.matches(&v("7.2")));
+        assert!(!r.matches(&v("7.3.0")));
+        assert!(!r.matches(&v("7.10.0")));
+        let r = VersionRange::parse("<1.5 || =2.0").unwrap();
+        assert!(r.matches(&v("1.4.9")) && r.matches(&v("2")) && !r.matches(&v("1.5.0")));
+        assert!(VersionRange::parse("7.1")
+            .unwrap_err()
+            .contains("not a comparator"));
+        assert!(VersionRange::parse(">=7.x")
+            .unwrap_err()
+            .contains("not a version"));
+    }
+}
