@@ -37,11 +37,12 @@ pub struct FaultReport {
 /// Reads the machine below `root`. `ours` are the DKMS package names of
 /// rocm-patchkit (recipes and the knowledge file).
 pub fn probe(root: &Path, knowledge: &Knowledge, ours: &BTreeSet<String>) -> Machine {
-    let env_names: BTreeSet<String> = knowledge
+    let mut env_names: BTreeSet<String> = knowledge
         .faults
         .iter()
         .flat_map(|f| f.mitigation.env.keys().cloned())
         .collect();
+    env_names.insert(verdict::LIBRARY_PATH.to_owned());
     let mut ours = ours.clone();
     for fault in &knowledge.faults {
         ours.extend(fault.fixed_by_packages.iter().cloned());
@@ -165,6 +166,13 @@ impl Report {
             _ => "could not read".to_owned(),
         };
         line(&mut out, "hipBLASLt", hipblaslt);
+        for prefix in &m.patched_hipblaslt {
+            line(
+                &mut out,
+                "patched",
+                format!("{prefix} (ours, used with LD_LIBRARY_PATH={prefix}/lib)"),
+            );
+        }
         line(
             &mut out,
             "MIOpen",

@@ -27,6 +27,8 @@ pub struct Machine {
     pub hipblaslt_version: Option<String>,
     /// Where the hipBLASLt version was read.
     pub hipblaslt_from: Option<String>,
+    /// Patched hipBLASLt builds of ours (`/opt/rocm-patchkit/hipblaslt-7.1.1`).
+    pub patched_hipblaslt: Vec<String>,
     /// The MIOpen library found below /opt/rocm/lib.
     pub miopen: Option<String>,
     pub amdgpu: Option<AmdgpuModule>,
@@ -130,6 +132,7 @@ impl Probe<'_> {
             .text(&format!("{rocm}/.info/version"), &mut m.unread)
             .map(|s| s.trim().to_owned());
         self.hipblaslt(&rocm, &mut m);
+        m.patched_hipblaslt = self.patched_hipblaslt();
         m.miopen = self.library(&format!("{rocm}/lib"), "libMIOpen.so");
         if m.miopen.is_none() {
             m.unread.push(self.unread(
@@ -294,6 +297,25 @@ impl Probe<'_> {
                 .unread
                 .push(self.unread(&rel, "no hipblasltVersionMajor/Minor defines")),
         }
+    }
+
+    /// `/opt/rocm-patchkit/hipblaslt-<version>` folders that hold a library.
+    fn patched_hipblaslt(&self) -> Vec<String> {
+        let base = "opt/rocm-patchkit";
+        let mut found: Vec<String> = std::fs::read_dir(self.root.join(base))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|n| n.starts_with("hipblaslt-"))
+            .filter(|n| {
+                self.library(&format!("{base}/{n}/lib"), "libhipblaslt.so")
+                    .is_some()
+            })
+            .map(|n| format!("/{base}/{n}"))
+            .collect();
+        found.sort();
+        found
     }
 
     /// The path (from `/`) of the most specific `<name>*` file in `dir`.

@@ -103,6 +103,29 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if let Some(early) = kernel(fault, m, &mut why) {
         return early;
     }
+    let mut lead = Vec::new();
+    if let Some((prefix, in_use)) = patched_hipblaslt(fault, m) {
+        if in_use {
+            why.push(format!(
+                "this environment uses our patched hipBLASLt at {prefix} (LD_LIBRARY_PATH)"
+            ));
+            let status = if fault.kernel.is_some() {
+                Status::Mitigated
+            } else {
+                Status::Fixed
+            };
+            let next = vec![format!(
+                "keep LD_LIBRARY_PATH={prefix}/lib for every program that uses hipBLASLt"
+            )];
+            return verdict(status, why.join("; "), next);
+        }
+        why.push(format!(
+            "our patched hipBLASLt is installed at {prefix} but not on LD_LIBRARY_PATH"
+        ));
+        lead.push(format!(
+            "export LD_LIBRARY_PATH={prefix}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
+        ));
+    }
     if !fault.mitigation.env.is_empty()
         && fault
             .mitigation
@@ -133,7 +156,34 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
             )),
         }
     }
-    verdict(Status::Affected, why.join("; "), next_steps(fault, m))
+    lead.extend(next_steps(fault, m));
+    verdict(Status::Affected, why.join("; "), lead)
+}
+
+/// The environment variable that points programs at a patched hipBLASLt.
+pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+
+/// Our patched hipBLASLt that fixes `fault` for this ROCm, if installed,
+/// and whether this environment's LD_LIBRARY_PATH uses it.
+fn patched_hipblaslt<'m>(fault: &Fault, m: &'m Machine) -> Option<(&'m str, bool)> {
+    let prefix = m.patched_hipblaslt.iter().find(|prefix| {
+        let version = prefix
+            .rsplit_once("hipblaslt-")
+            .and_then(|(_, v)| Version::parse_prefix(v));
+        fault.fixes.iter().any(|fix| {
+            fix.build == Build::Hipblaslt
+                && match (&fix.rocm, &version) {
+                    (Some(range), Some(v)) => range.matches(v),
+                    _ => false,
+                }
+        })
+    })?;
+    let lib = format!("{prefix}/lib");
+    let in_use = m
+        .env
+        .get(LIBRARY_PATH)
+        .is_some_and(|p| p.split(':').any(|d| d.trim_end_matches('/') == lib));
+    Some((prefix, in_use))
 }
 
 /// The ROCm / hipBLASLt gate of library faults; `Some` ends the judgement.
@@ -352,7 +402,7 @@ fn fix_steps(fault: &Fault, m: &Machine) -> Vec<String> {
                 fix.recipe
             ),
             Build::Hipblaslt => format!(
-                "  then install the patched hipBLASLt from dist/{}/ over your ROCm's",
+                "  then install the package for your distro from dist/{}/ and run programs with LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-<version>/lib",
                 fix.recipe
             ),
         });

@@ -239,3 +239,29 @@ fn the_miopen_fault_needs_miopen_and_is_mitigated_by_its_env() {
         .insert("MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2".into(), "0".into());
     assert_eq!(assess(&f, &m).status, Status::Mitigated);
 }
+
+#[test]
+fn our_patched_hipblaslt_counts_only_on_the_library_path() {
+    let f = fault("tensile-gltr-dtvb1");
+    let mut m = machine(120001, "6.19.0", "7.2.1");
+    m.patched_hipblaslt = vec!["/opt/rocm-patchkit/hipblaslt-7.1.1".into()];
+    assert_eq!(assess(&f, &m).status, Status::Affected);
+    m.patched_hipblaslt
+        .push("/opt/rocm-patchkit/hipblaslt-7.2.1".into());
+    let v = assess(&f, &m);
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.next[0].starts_with("export LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-7.2.1/lib"));
+    m.env.insert(
+        "LD_LIBRARY_PATH".into(),
+        "/usr/local/lib:/opt/rocm-patchkit/hipblaslt-7.2.1/lib/".into(),
+    );
+    assert_eq!(assess(&f, &m).status, Status::Fixed);
+    // For the kernel fault, the userspace side mitigates.
+    let mut m = machine(120001, "6.14.0-36-generic", "7.1.1");
+    m.patched_hipblaslt = vec!["/opt/rocm-patchkit/hipblaslt-7.1.1".into()];
+    m.env.insert(
+        "LD_LIBRARY_PATH".into(),
+        "/opt/rocm-patchkit/hipblaslt-7.1.1/lib".into(),
+    );
+    assert_eq!(assess(&fault(CWSR), &m).status, Status::Mitigated);
+}

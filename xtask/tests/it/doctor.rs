@@ -225,6 +225,30 @@ fn rocm_7_2_on_gfx1201_has_the_tensile_fault() {
 }
 
 #[test]
+fn our_patched_hipblaslt_on_the_library_path_fixes_the_tensile_fault() {
+    let mut m = FakeMachine::new();
+    m.gpu(1, 120001, 30032)
+        .kernel("6.19.2-arch1-1")
+        .amdgpu(1)
+        .rocm("7.2.1-81", "1.2.1")
+        .file(
+            "opt/rocm-patchkit/hipblaslt-7.2.1/lib/libhipblaslt.so.1.2.1",
+            "ELF",
+        );
+    let (run, report) = m.report();
+    run.fails_with(3);
+    let steps = next(fault(&report, "tensile-gltr-dtvb1"));
+    assert!(
+        steps.starts_with("export LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-7.2.1/lib"),
+        "{steps}"
+    );
+    m.env("LD_LIBRARY_PATH", "/opt/rocm-patchkit/hipblaslt-7.2.1/lib");
+    let (run, report) = m.report();
+    run.success();
+    assert_eq!(fault(&report, "tensile-gltr-dtvb1")["status"], "fixed");
+}
+
+#[test]
 fn our_fix_package_loaded_is_fixed() {
     let m = rdna4_on_6_14();
     m.dkms("amdgpu-expert-sched", "6.14.0.1", "6.14.0-36-generic")

@@ -152,7 +152,8 @@ impl FakeMachine {
             .env("PATCHKIT_ROOT", repo_root())
             .env("CI", "true")
             .env_remove("MIOPEN_DEBUG_CONV_GEMM")
-            .env_remove("MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2");
+            .env_remove("MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2")
+            .env_remove("LD_LIBRARY_PATH");
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
