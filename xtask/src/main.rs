@@ -41,6 +41,8 @@ enum Command {
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
+    /// Build a DKMS recipe into dist/<recipe>/ (the main job)
+    BuildDkms(commands::build_dkms::Args),
     Fetch(commands::fetch::Args),
     Lock(commands::lock::Args),
     /// Extract the pinned source and apply the series atomically, with a state record
@@ -62,6 +64,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::List(args) => commands::list::run(&ws, args),
         Command::Plan(args) => commands::plan::run(&ws, args),
+        Command::BuildDkms(args) => commands::build_dkms::run(&ws, args),
         Command::Fetch(args) => commands::fetch::run(&ws, args),
         Command::Lock(args) => commands::lock::run(&ws, args),
         Command::Apply(args) => commands::apply::run(&ws, args),
