@@ -4,7 +4,9 @@
 
 mod support;
 
+mod build_dkms;
 mod dist;
+mod dkms_install;
 mod fetch;
 mod fetch_http;
 mod lock;

@@ -357,6 +357,7 @@ fn dkms_tarball_has_the_mktarball_layout_and_ldtarball_loads_it() {
         eprintln!("skipping dkms ldtarball: not root");
         return;
     }
+    let _system = crate::support::system_lock();
     let installed = Path::new("/usr/src").join(format!("{MODULE}-{VERSION}"));
     let _ = run(Command::new("dkms").args(["remove", "-m", MODULE, "-v", VERSION, "--all"]));
     let load = run(Command::new("dkms").arg("ldtarball").arg(&tarball));
