@@ -4,6 +4,7 @@
 
 mod support;
 
+mod amdgpu_slow;
 mod build_dkms;
 mod dist;
 mod dkms_install;
