@@ -98,7 +98,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
 
     // The pristine source, the series, and the patches.
     let orig_name = format!("{}_{}.orig.tar.gz", p.name, p.version);
-    let mut progress = reporter.progress(format!("writing source/{orig_name}"), None, false);
+    let task = reporter.task(format!("writing source/{orig_name}"));
     let orig_tree = FileTree::from_dir(&pristine, &source_dir)?;
     let orig = package::tarball::write_tar_gz(
         &orig_tree,
@@ -107,8 +107,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         &dir.join("source"),
         &orig_name,
     )?;
-    progress.inc(1);
-    drop(progress);
+    drop(task);
     let orig_sha256 = dist::hash_file(&orig.path)?.sha256;
     let patches_dir = dir.join("source/patches");
     std::fs::create_dir_all(&patches_dir)?;
@@ -175,11 +174,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         pre_remove: Some(rendered[pre].clone()),
     };
     for format in &formats {
-        let mut progress = reporter.progress(
-            format!("writing the {} package", format.as_str()),
-            None,
-            false,
-        );
+        let task = reporter.task(format!("writing the {} package", format.as_str()));
         let artifact = match format {
             Format::Deb => package::deb::write(
                 &meta,
@@ -211,8 +206,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
                 package::tarball::write_dkms(&source, &p.name, &p.version, epoch_u, &dir)?
             }
         };
-        progress.inc(1);
-        drop(progress);
+        drop(task);
         reporter.step(format!(
             "wrote {} ({})",
             relative(&artifact.path, &dir),
