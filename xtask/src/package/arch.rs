@@ -5,7 +5,8 @@
 //! first, to a scratch file, as a zstd frame of their own; the package is
 //! then a frame of the metadata entries followed by that frame (zstd
 //! readers, libarchive included, read concatenated frames as one stream).
-//! No `.INSTALL` for DKMS packages: see [`super::dkms::arch`].
+//! No `.INSTALL` for DKMS packages: the `dkms` package's alpm hooks build
+//! and remove every `usr/src/*/dkms.conf` a package ships.
 
 use std::fmt::Write as _;
 use std::io::{Seek, SeekFrom, Write};
