@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod bench;
+pub mod build_hipblaslt;
 pub mod drift;
 pub mod fetch;
 pub mod list;

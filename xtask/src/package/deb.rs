@@ -238,20 +238,33 @@ pub fn changelog(meta: &PackageMeta, epoch: u64) -> String {
 }
 
 /// Machine-readable `copyright` (DEP-5) for licences whose text Debian
-/// ships in `/usr/share/common-licenses`.
+/// ships in `/usr/share/common-licenses`, and for MIT (Debian's `Expat`),
+/// whose short text goes in the file itself.
 pub fn copyright(meta: &PackageMeta) -> Result<String> {
-    let (short, file) = match meta.license.trim() {
-        "GPL-2.0-only" | "GPL-2.0" => ("GPL-2", "GPL-2"),
-        "GPL-2.0-or-later" | "GPL-2.0+" => ("GPL-2+", "GPL-2"),
-        "GPL-3.0-only" | "GPL-3.0" => ("GPL-3", "GPL-3"),
-        "GPL-3.0-or-later" | "GPL-3.0+" => ("GPL-3+", "GPL-3"),
-        "LGPL-2.1-only" => ("LGPL-2.1", "LGPL-2.1"),
-        "LGPL-2.1-or-later" => ("LGPL-2.1+", "LGPL-2.1"),
-        "Apache-2.0" => ("Apache-2.0", "Apache-2.0"),
-        "MPL-2.0" => ("MPL-2.0", "MPL-2.0"),
-        other => bail!(
-            "license {other:?} has no text in /usr/share/common-licenses; use a GPL, LGPL, Apache-2.0 or MPL-2.0 SPDX identifier"
-        ),
+    let (short, text) = match meta.license.trim() {
+        "MIT" => ("Expat", EXPAT.to_owned()),
+        other => {
+            let (short, file) = match other {
+                "GPL-2.0-only" | "GPL-2.0" => ("GPL-2", "GPL-2"),
+                "GPL-2.0-or-later" | "GPL-2.0+" => ("GPL-2+", "GPL-2"),
+                "GPL-3.0-only" | "GPL-3.0" => ("GPL-3", "GPL-3"),
+                "GPL-3.0-or-later" | "GPL-3.0+" => ("GPL-3+", "GPL-3"),
+                "LGPL-2.1-only" => ("LGPL-2.1", "LGPL-2.1"),
+                "LGPL-2.1-or-later" => ("LGPL-2.1+", "LGPL-2.1"),
+                "Apache-2.0" => ("Apache-2.0", "Apache-2.0"),
+                "MPL-2.0" => ("MPL-2.0", "MPL-2.0"),
+                other => bail!(
+                    "license {other:?} has no text in /usr/share/common-licenses; use MIT or a GPL, LGPL, Apache-2.0 or MPL-2.0 SPDX identifier"
+                ),
+            };
+            (
+                short,
+                format!(
+                    " On Debian systems, the complete text of this license can be found in\n \
+                     /usr/share/common-licenses/{file}.\n"
+                ),
+            )
+        }
     };
     let holders = meta
         .copyright
@@ -268,13 +281,31 @@ pub fn copyright(meta: &PackageMeta) -> Result<String> {
          Copyright: {holders}\n\
          License: {short}\n\
          \n\
-         License: {short}\n \
-         On Debian systems, the complete text of this license can be found in\n \
-         /usr/share/common-licenses/{file}.\n",
+         License: {short}\n{text}",
         name = meta.name,
         url = meta.homepage,
     ))
 }
+
+/// The MIT (Expat) licence as a DEP-5 license paragraph body.
+const EXPAT: &str = " Permission is hereby granted, free of charge, to any person obtaining a copy
+ of this software and associated documentation files (the \"Software\"), to deal
+ in the Software without restriction, including without limitation the rights
+ to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ copies of the Software, and to permit persons to whom the Software is
+ furnished to do so, subject to the following conditions:
+ .
+ The above copyright notice and this permission notice shall be included in
+ all copies or substantial portions of the Software.
+ .
+ THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+ THE SOFTWARE.
+";
 
 #[cfg(test)]
 mod tests {
