@@ -187,7 +187,7 @@ pub fn build(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Outcome>
             }
             cmake::build(&spec, reporter)?;
             let files = packages::tree(&spec.root, &prefix)?;
-            let written = packages::write(recipe, &files, epoch as u64, staging.dir())?;
+            let written = packages::write(recipe, &files, epoch as u64, staging.dir(), reporter)?;
             Ok(written)
         }
         Err(why) => {

@@ -9,6 +9,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::package::{self, FileTree, Machine, PackageMeta, Scripts};
 use crate::recipe::{Format, Recipe};
+use crate::report::Reporter;
 
 /// Where every patchkit build of hipBLASLt installs: never below
 /// `/opt/rocm` (AMD's packages) or `/usr` (the distribution's).
@@ -90,7 +91,13 @@ pub fn tree(root: &Path, prefix: &str) -> Result<FileTree> {
 
 /// Writes the recipe's deb, rpm and Arch packages of `tree` into `out_dir`;
 /// returns the file names written.
-pub fn write(recipe: &Recipe, tree: &FileTree, epoch: u64, out_dir: &Path) -> Result<Vec<String>> {
+pub fn write(
+    recipe: &Recipe,
+    tree: &FileTree,
+    epoch: u64,
+    out_dir: &Path,
+    reporter: &Reporter,
+) -> Result<Vec<String>> {
     let meta = meta(recipe);
     let scripts = Scripts::default();
     let mut written = Vec::new();
@@ -109,7 +116,12 @@ pub fn write(recipe: &Recipe, tree: &FileTree, epoch: u64, out_dir: &Path) -> Re
         }
         .with_context(|| format!("writing the {} package of {}", format.as_str(), recipe.name))?;
         if let Some(name) = artifact.path.file_name() {
-            written.push(name.to_string_lossy().into_owned());
+            let name = name.to_string_lossy().into_owned();
+            reporter.step(format!(
+                "package: {name} ({})",
+                crate::fetch::inputs::human_bytes(artifact.size)
+            ));
+            written.push(name);
         }
     }
     Ok(written)

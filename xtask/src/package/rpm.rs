@@ -167,17 +167,19 @@ pub fn write_for(
         );
     }
 
-    let header = main_header(
+    let mut header = main_header(
         meta,
-        machine,
         &entries,
         &digests,
         scripts,
         epoch32,
         compression,
         &packed_sha,
-    )?
-    .to_bytes(63);
+    )?;
+    header
+        .add(tag::GROUP, Value::I18n(machine.section().1.into()))
+        .str(tag::ARCH, machine.rpm());
+    let header = header.to_bytes(63);
     let mut sig = Header::new();
     let total = header.len() as u64 + packed_size;
     sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(&header)));
@@ -231,7 +233,6 @@ fn lead(meta: &PackageMeta) -> [u8; 96] {
 
 fn main_header(
     meta: &PackageMeta,
-    machine: Machine,
     entries: &[&Entry],
     digests: &[Option<[u8; 32]>],
     scripts: &Scripts,
@@ -253,10 +254,8 @@ fn main_header(
         .str(tag::BUILDHOST, BUILDHOST)
         .str(tag::LICENSE, &meta.license)
         .str(tag::PACKAGER, &meta.maintainer)
-        .add(tag::GROUP, Value::I18n(machine.section().1.into()))
         .str(tag::URL, &meta.homepage)
         .str(tag::OS, "linux")
-        .str(tag::ARCH, machine.rpm())
         .str(
             tag::SOURCERPM,
             format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release),

@@ -7,6 +7,8 @@ mod support;
 mod dist;
 mod fetch;
 mod fetch_http;
+mod hipblaslt;
+mod hipblaslt_support;
 mod lock;
 mod package;
 mod package_support;
