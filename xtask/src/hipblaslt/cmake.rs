@@ -35,7 +35,10 @@ pub struct BuildSpec<'a> {
     pub log: PathBuf,
 }
 
-/// The configure arguments: release build, the GPU targets under both
+/// The configure arguments: release build, a RUNPATH that finds the
+/// library's siblings and the ROCm it was built against (the prefix is
+/// not below /opt/rocm, so upstream's `$ORIGIN/../lib` alone would not),
+/// the GPU targets under both
 /// names hipBLASLt has used (`GPU_TARGETS`, `AMDGPU_TARGETS`), clients,
 /// tests, samples and benchmarks off under their old (`BUILD_CLIENTS_*`)
 /// and new (`HIPBLASLT_ENABLE_CLIENT`, `HIPBLASLT_BUILD_TESTING`) names.
@@ -50,6 +53,10 @@ pub fn configure_args(spec: &BuildSpec) -> Vec<String> {
         format!("-DCMAKE_INSTALL_PREFIX={}", spec.prefix),
         format!("-DCMAKE_PREFIX_PATH={}", tc.prefix.display()),
         format!("-DCMAKE_CXX_COMPILER={}", tc.cxx.display()),
+        format!(
+            "-DCMAKE_INSTALL_RPATH=$ORIGIN/../lib:{0}/lib:{0}/llvm/lib",
+            tc.prefix.display()
+        ),
         format!("-DGPU_TARGETS={}", spec.gpu_targets),
         format!("-DAMDGPU_TARGETS={}", spec.gpu_targets),
         "-DBUILD_CLIENTS_TESTS=OFF".to_owned(),

@@ -89,6 +89,13 @@ fn builds_the_patched_library_and_packages_it_with_a_toolchain() {
     let bytes = std::fs::read(&staged).unwrap();
     let compiled_in = b"targets:gfx1200,gfx1201";
     assert!(bytes.windows(compiled_in.len()).any(|w| w == compiled_in));
+    let runpath = format!("$ORIGIN/../lib:{0}/lib:{0}/llvm/lib", rocm.display());
+    assert!(
+        bytes
+            .windows(runpath.len())
+            .any(|w| w == runpath.as_bytes()),
+        "the library's RUNPATH does not name the ROCm it was built against"
+    );
     assert!(p
         .root()
         .join("target/patchkit/work/hip/build.log")
@@ -284,6 +291,37 @@ fn a_failing_build_shows_the_log_tail_and_keeps_dist() {
         .stderr_has("fixture: compile error on purpose");
     assert!(!run.stderr.contains("configure failed"));
     assert_untouched(&p, &before);
+}
+
+#[test]
+fn without_a_recipe_the_one_for_the_found_rocm_release_is_built() {
+    let mono = Monorepo::new();
+    let p = Project::new();
+    p.recipe("hip-a", &mono.recipe(&[]));
+    p.recipe(
+        "hip-b",
+        &mono
+            .recipe(&[])
+            .replace("version = \"7.1.1\"", "version = \"7.2.0\""),
+    );
+    let rocm = fake_rocm(p.root(), "7.2.0-0");
+    run(&p, &["build-hipblaslt", "--build", "never"], &[])
+        .fails_with(2)
+        .stderr_has("name a recipe: no ROCm release to choose one by")
+        .stderr_has("hipblaslt recipes: hip-a, hip-b");
+    run(
+        &p,
+        &[
+            "build-hipblaslt",
+            "--build",
+            "never",
+            "--rocm",
+            rocm.to_str().unwrap(),
+        ],
+        &[],
+    )
+    .success()
+    .stdout_has("published the source of hip-b in dist/hip-b");
 }
 
 #[test]
