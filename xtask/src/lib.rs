@@ -11,6 +11,7 @@ pub mod dist;
 pub mod drift;
 pub mod extract;
 pub mod fetch;
+pub mod hipblaslt;
 pub mod lock;
 pub mod manifest;
 pub mod package;

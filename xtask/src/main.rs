@@ -53,6 +53,7 @@ enum Command {
     Drift(commands::drift::Args),
     /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
     Bench(commands::bench::Args),
+    BuildHipblaslt(commands::build_hipblaslt::Args),
 }
 
 fn main() -> ExitCode {
@@ -71,6 +72,7 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(&ws, args),
         Command::Drift(args) => commands::drift::run(&ws, args),
         Command::Bench(args) => commands::bench::run(&ws, args),
+        Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

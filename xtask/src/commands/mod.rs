@@ -3,6 +3,7 @@
 pub mod apply;
 pub mod bench;
 pub mod build_dkms;
+pub mod build_hipblaslt;
 pub mod drift;
 pub mod fetch;
 pub mod list;
