@@ -3,6 +3,7 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
+pub mod build_dkms;
 pub mod cache;
 pub mod commands;
 pub mod diag;
@@ -11,6 +12,7 @@ pub mod doctor;
 pub mod drift;
 pub mod extract;
 pub mod fetch;
+pub mod hipblaslt;
 pub mod knowledge;
 pub mod lock;
 pub mod manifest;

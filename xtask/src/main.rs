@@ -41,6 +41,8 @@ enum Command {
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
+    /// Build a DKMS recipe into dist/<recipe>/ (the main job)
+    BuildDkms(commands::build_dkms::Args),
     Fetch(commands::fetch::Args),
     Lock(commands::lock::Args),
     /// Extract the pinned source and apply the series atomically, with a state record
@@ -52,6 +54,7 @@ enum Command {
     /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
     Bench(commands::bench::Args),
     Doctor(commands::doctor::Args),
+    BuildHipblaslt(commands::build_hipblaslt::Args),
 }
 
 fn main() -> ExitCode {
@@ -63,6 +66,7 @@ fn main() -> ExitCode {
     let result = match &cli.command {
         Command::List(args) => commands::list::run(&ws, args),
         Command::Plan(args) => commands::plan::run(&ws, args),
+        Command::BuildDkms(args) => commands::build_dkms::run(&ws, args),
         Command::Fetch(args) => commands::fetch::run(&ws, args),
         Command::Lock(args) => commands::lock::run(&ws, args),
         Command::Apply(args) => commands::apply::run(&ws, args),
@@ -70,6 +74,7 @@ fn main() -> ExitCode {
         Command::Drift(args) => commands::drift::run(&ws, args),
         Command::Bench(args) => commands::bench::run(&ws, args),
         Command::Doctor(args) => commands::doctor::run(&ws, args),
+        Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

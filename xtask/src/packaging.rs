@@ -171,6 +171,11 @@ pub fn rfc2822(epoch: i64) -> String {
     )
 }
 
+/// The calendar year (UTC) of `epoch`.
+pub fn year(epoch: i64) -> i64 {
+    civil_from_days(epoch.div_euclid(86400)).0
+}
+
 /// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
 fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let z = z + 719468;

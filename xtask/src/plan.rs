@@ -138,7 +138,7 @@ pub fn outputs(recipe: &Recipe) -> Vec<String> {
             });
         }
     } else {
-        out.push(format!("{name}-{version}-patched-source.tar.gz"));
+        out.push(format!("source/{name}-{version}-patched.tar.gz"));
     }
     out.sort();
     out

@@ -113,6 +113,79 @@ impl Reporter {
     }
 }
 
+/// A long step of unknown length (`writing the deb package`, `cmake
+/// --build`): a spinner with elapsed time on a terminal; in plain mode a line
+/// when it starts, one every 15 s while it runs, and one with its duration
+/// when it ends. Dropping it ends it.
+pub struct Task {
+    label: String,
+    started: Instant,
+    bar: Option<indicatif::ProgressBar>,
+    ticker: Option<(std::sync::mpsc::Sender<()>, std::thread::JoinHandle<()>)>,
+    plain: bool,
+}
+
+impl Reporter {
+    pub fn task(&self, label: impl Into<String>) -> Task {
+        let label = label.into();
+        let started = Instant::now();
+        let mut task = Task {
+            label: label.clone(),
+            started,
+            bar: None,
+            ticker: None,
+            plain: false,
+        };
+        match self.mode {
+            Mode::Terminal => {
+                let style = indicatif::ProgressStyle::with_template("{spinner} {msg} ({elapsed})")
+                    .unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner());
+                let bar = self.multi.add(
+                    indicatif::ProgressBar::new_spinner()
+                        .with_style(style)
+                        .with_message(label),
+                );
+                bar.enable_steady_tick(Duration::from_millis(120));
+                task.bar = Some(bar);
+            }
+            Mode::Plain => {
+                eprintln!("{label} ...");
+                let (stop, wait) = std::sync::mpsc::channel::<()>();
+                let handle = std::thread::spawn(move || {
+                    while let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+                        wait.recv_timeout(Duration::from_secs(15))
+                    {
+                        eprintln!("{label} ... ({}s)", started.elapsed().as_secs());
+                    }
+                });
+                task.ticker = Some((stop, handle));
+                task.plain = true;
+            }
+            Mode::Quiet => {}
+        }
+        task
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        if let Some(bar) = self.bar.take() {
+            bar.finish_and_clear();
+        }
+        if let Some((stop, handle)) = self.ticker.take() {
+            let _ = stop.send(());
+            let _ = handle.join();
+        }
+        if self.plain {
+            eprintln!(
+                "{}: done in {:.1}s",
+                self.label,
+                self.started.elapsed().as_secs_f64()
+            );
+        }
+    }
+}
+
 /// A running piece of work; finishes (clears its bar, prints its summary)
 /// when dropped or by [`Progress::finish`].
 pub struct Progress {

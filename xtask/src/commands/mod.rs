@@ -2,6 +2,8 @@
 
 pub mod apply;
 pub mod bench;
+pub mod build_dkms;
+pub mod build_hipblaslt;
 pub mod doctor;
 pub mod drift;
 pub mod fetch;

@@ -11,6 +11,10 @@ use crate::recipe::Recipe;
 use crate::verify::{self, TreeReport};
 use crate::workspace::Workspace;
 
+/// A published dist/<recipe>/ (it has SHA256SUMS): every file is checked
+/// against SHA256SUMS and manifest.json; exit status 0 only when both agree
+/// with what is there.
+///
 /// With a state record in TREE/.patchkit/: every patch is reported applied,
 /// not applied or changed after apply, then every file changed that no patch
 /// touched; exit status 0 only when the tree is exactly as recorded.
@@ -21,7 +25,7 @@ use crate::workspace::Workspace;
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
-    /// The tree to check
+    /// The tree (or published dist/<recipe>/ folder) to check
     pub tree: PathBuf,
     /// Check a tree without a record against this recipe's series
     #[arg(long, value_name = "RECIPE")]
@@ -42,6 +46,9 @@ pub struct Args {
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let has_record = crate::state::state_path(&args.tree).is_file();
+    if !has_record && args.recipe.is_none() && args.tree.join(crate::dist::SUMS).is_file() {
+        return verify_dist(args);
+    }
     if let (Some(name), false) = (&args.recipe, has_record) {
         let recipe = Recipe::load(&ws.root, name)?;
         let series = patch::recipe_series(ws, &recipe, args.offline)?;
@@ -112,4 +119,33 @@ fn to_text(report: &TreeReport) -> String {
         "the tree differs from its record\n"
     });
     out
+}
+
+/// Checks a published folder against its `SHA256SUMS` and `manifest.json`.
+fn verify_dist(args: &Args) -> Result<()> {
+    let problems = crate::dist::verify(&args.tree)?;
+    let shown = crate::diag::display_path(&args.tree);
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &serde_json::json!({ "dist": shown, "ok": problems.is_empty(), "problems": problems })
+            )?
+        );
+    } else {
+        for problem in &problems {
+            println!("{problem}");
+        }
+    }
+    if !problems.is_empty() {
+        bail!(
+            "{} does not match its SHA256SUMS and manifest.json ({} problems)",
+            shown.display(),
+            problems.len()
+        );
+    }
+    if !args.json {
+        println!("ok: {} is exactly as published", shown.display());
+    }
+    Ok(())
 }

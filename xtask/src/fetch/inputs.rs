@@ -262,7 +262,11 @@ fn fetch_source(
             Ok(FetchedSource::Archive { path, sha256: sha })
         }
         Source::Local { path, sha256, .. } => {
-            let actual = local::verify(path, sha256.as_deref())?;
+            let actual = local::verify(
+                path,
+                sha256.as_deref(),
+                Some(&cache.root().join("local-sha256")),
+            )?;
             tally.local += 1;
             let shown = crate::diag::display_path(path);
             if path.is_dir() {

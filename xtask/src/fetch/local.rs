@@ -69,11 +69,18 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> 
 
 /// Hashes a local source (archive file or folder) and checks it against
 /// `expected`; a mismatch names the path, the expected and the actual hash.
-pub fn verify(path: &Path, expected: Option<&str>) -> Result<String> {
+///
+/// An archive's hash is remembered in `memo` (keyed by its path, with its
+/// size, inode, mtime and ctime), so that a 150 MB kernel tarball is read
+/// again only when it changed.
+pub fn verify(path: &Path, expected: Option<&str>, memo: Option<&Path>) -> Result<String> {
     let actual = if path.is_dir() {
         tree_sha256(path)?
     } else if path.is_file() {
-        sha256_file(path)?
+        match memo {
+            Some(memo) => sha256_file_remembered(path, memo)?,
+            None => sha256_file(path)?,
+        }
     } else {
         anyhow::bail!(
             "local source {} does not exist: fix `local` in the recipe or create it",
@@ -93,6 +100,41 @@ pub fn verify(path: &Path, expected: Option<&str>) -> Result<String> {
         );
     }
     Ok(actual)
+}
+
+/// sha256 of a local file, from `memo_dir` when the file's identity (path,
+/// size, inode, mtime, ctime) is unchanged since it was last read.
+fn sha256_file_remembered(path: &Path, memo_dir: &Path) -> Result<String> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).with_context(|| format!("reading {}", path.display()))?;
+    let identity = format!(
+        "{} {} {} {}.{} {}.{}",
+        path.display(),
+        meta.len(),
+        meta.ino(),
+        meta.mtime(),
+        meta.mtime_nsec(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    let memo = memo_dir.join(crate::cache::sha256_hex(
+        path.display().to_string().as_bytes(),
+    ));
+    if let Ok(text) = std::fs::read_to_string(&memo) {
+        if let Some((seen, sha)) = text.trim_end().rsplit_once(' ') {
+            if seen == identity && sha.len() == 64 {
+                return Ok(sha.to_owned());
+            }
+        }
+    }
+    let sha = sha256_file(path)?;
+    std::fs::create_dir_all(memo_dir)
+        .with_context(|| format!("creating {}", memo_dir.display()))?;
+    let tmp = memo.with_extension(format!("tmp-{}", std::process::id()));
+    std::fs::write(&tmp, format!("{identity} {sha}\n"))
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    std::fs::rename(&tmp, &memo).with_context(|| format!("writing {}", memo.display()))?;
+    Ok(sha)
 }
 
 #[cfg(test)]

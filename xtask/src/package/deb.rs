@@ -9,20 +9,42 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::compress::{compress_bytes, Compression, Want};
-use super::meta::{Format, PackageMeta};
+use super::meta::{Format, Machine, PackageMeta};
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
 use super::{ar, rfc2822, scratch, Artifact, Output, Scripts};
 
 /// `<name>_<version>-<release>_all.deb`
 pub fn file_name(meta: &PackageMeta) -> String {
-    format!("{}_{}_all.deb", meta.name, meta.full_version())
+    file_name_for(meta, Machine::Any)
+}
+
+/// `<name>_<version>-<release>_<arch>.deb`
+pub fn file_name_for(meta: &PackageMeta, machine: Machine) -> String {
+    format!(
+        "{}_{}_{}.deb",
+        meta.name,
+        meta.full_version(),
+        machine.deb()
+    )
 }
 
 /// Writes `<out_dir>/<file_name>` holding `tree` (which should not carry
 /// `usr/share/doc/<name>`: it is generated here).
 pub fn write(
     meta: &PackageMeta,
+    tree: &FileTree,
+    scripts: &Scripts,
+    epoch: u64,
+    out_dir: &Path,
+) -> Result<Artifact> {
+    write_for(meta, Machine::Any, tree, scripts, epoch, out_dir)
+}
+
+/// [`write`] for files that run on `machine`.
+pub fn write_for(
+    meta: &PackageMeta,
+    machine: Machine,
     tree: &FileTree,
     scripts: &Scripts,
     epoch: u64,
@@ -69,12 +91,12 @@ pub fn write(
     let data_len = data.seek(SeekFrom::End(0)).context("writing data.tar.xz")?;
     data.rewind().context("reading back data.tar.xz")?;
 
-    let control_tar = control_tar(meta, &tree, scripts, &md5sums, epoch)?;
+    let control_tar = control_tar(meta, machine, &tree, scripts, &md5sums, epoch)?;
 
-    let mut out = Output::create(out_dir, &file_name(meta))?;
+    let mut out = Output::create(out_dir, &file_name_for(meta, machine))?;
     {
         let mut w = out.writer();
-        let what = || format!("writing {}", file_name(meta));
+        let what = || format!("writing {}", file_name_for(meta, machine));
         w.write_all(ar::MAGIC).with_context(what)?;
         ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
         ar::member(&mut w, "control.tar.xz", epoch, &control_tar).with_context(what)?;
@@ -84,7 +106,7 @@ pub fn write(
         if copied != data_len {
             bail!(
                 "data.tar.xz shrank while being copied into {}",
-                file_name(meta)
+                file_name_for(meta, machine)
             );
         }
         ar::pad(&mut w, data_len).with_context(what)?;
@@ -95,13 +117,18 @@ pub fn write(
 
 fn control_tar(
     meta: &PackageMeta,
+    machine: Machine,
     tree: &FileTree,
     scripts: &Scripts,
     md5sums: &str,
     epoch: u64,
 ) -> Result<Vec<u8>> {
     let mut files: Vec<(&str, u32, Vec<u8>)> = vec![
-        ("./control", 0o644, control(meta, tree).into_bytes()),
+        (
+            "./control",
+            0o644,
+            control_for(meta, machine, tree).into_bytes(),
+        ),
         ("./md5sums", 0o644, md5sums.as_bytes().to_vec()),
     ];
     if let Some(s) = &scripts.post_install {
@@ -122,6 +149,11 @@ fn control_tar(
 
 /// The `control` file, fields in dpkg-gencontrol's order.
 pub fn control(meta: &PackageMeta, tree: &FileTree) -> String {
+    control_for(meta, Machine::Any, tree)
+}
+
+/// [`control`] for files that run on `machine`.
+pub fn control_for(meta: &PackageMeta, machine: Machine, tree: &FileTree) -> String {
     // Installed-Size as dpkg-gencontrol counts it: KiB per file rounded
     // up, 1 per directory and symlink.
     let kib: u64 = tree
@@ -132,16 +164,18 @@ pub fn control(meta: &PackageMeta, tree: &FileTree) -> String {
         })
         .sum();
     let mut c = format!(
-        "Package: {}\nVersion: {}\nArchitecture: all\nMaintainer: {}\nInstalled-Size: {kib}\n",
+        "Package: {}\nVersion: {}\nArchitecture: {}\nMaintainer: {}\nInstalled-Size: {kib}\n",
         meta.name,
         meta.full_version(),
+        machine.deb(),
         meta.maintainer
     );
     if !meta.depends.is_empty() {
         c.push_str(&format!("Depends: {}\n", meta.depends.join(", ")));
     }
     c.push_str(&format!(
-        "Section: kernel\nPriority: optional\nHomepage: {}\nDescription: {}\n",
+        "Section: {}\nPriority: optional\nHomepage: {}\nDescription: {}\n",
+        machine.section().0,
         meta.homepage,
         meta.summary.trim()
     ));
@@ -204,20 +238,33 @@ pub fn changelog(meta: &PackageMeta, epoch: u64) -> String {
 }
 
 /// Machine-readable `copyright` (DEP-5) for licences whose text Debian
-/// ships in `/usr/share/common-licenses`.
+/// ships in `/usr/share/common-licenses`, and for MIT (Debian's `Expat`),
+/// whose short text goes in the file itself.
 pub fn copyright(meta: &PackageMeta) -> Result<String> {
-    let (short, file) = match meta.license.trim() {
-        "GPL-2.0-only" | "GPL-2.0" => ("GPL-2", "GPL-2"),
-        "GPL-2.0-or-later" | "GPL-2.0+" => ("GPL-2+", "GPL-2"),
-        "GPL-3.0-only" | "GPL-3.0" => ("GPL-3", "GPL-3"),
-        "GPL-3.0-or-later" | "GPL-3.0+" => ("GPL-3+", "GPL-3"),
-        "LGPL-2.1-only" => ("LGPL-2.1", "LGPL-2.1"),
-        "LGPL-2.1-or-later" => ("LGPL-2.1+", "LGPL-2.1"),
-        "Apache-2.0" => ("Apache-2.0", "Apache-2.0"),
-        "MPL-2.0" => ("MPL-2.0", "MPL-2.0"),
-        other => bail!(
-            "license {other:?} has no text in /usr/share/common-licenses; use a GPL, LGPL, Apache-2.0 or MPL-2.0 SPDX identifier"
-        ),
+    let (short, text) = match meta.license.trim() {
+        "MIT" => ("Expat", EXPAT.to_owned()),
+        other => {
+            let (short, file) = match other {
+                "GPL-2.0-only" | "GPL-2.0" => ("GPL-2", "GPL-2"),
+                "GPL-2.0-or-later" | "GPL-2.0+" => ("GPL-2+", "GPL-2"),
+                "GPL-3.0-only" | "GPL-3.0" => ("GPL-3", "GPL-3"),
+                "GPL-3.0-or-later" | "GPL-3.0+" => ("GPL-3+", "GPL-3"),
+                "LGPL-2.1-only" => ("LGPL-2.1", "LGPL-2.1"),
+                "LGPL-2.1-or-later" => ("LGPL-2.1+", "LGPL-2.1"),
+                "Apache-2.0" => ("Apache-2.0", "Apache-2.0"),
+                "MPL-2.0" => ("MPL-2.0", "MPL-2.0"),
+                other => bail!(
+                    "license {other:?} has no text in /usr/share/common-licenses; use MIT or a GPL, LGPL, Apache-2.0 or MPL-2.0 SPDX identifier"
+                ),
+            };
+            (
+                short,
+                format!(
+                    " On Debian systems, the complete text of this license can be found in\n \
+                     /usr/share/common-licenses/{file}.\n"
+                ),
+            )
+        }
     };
     let holders = meta
         .copyright
@@ -234,13 +281,31 @@ pub fn copyright(meta: &PackageMeta) -> Result<String> {
          Copyright: {holders}\n\
          License: {short}\n\
          \n\
-         License: {short}\n \
-         On Debian systems, the complete text of this license can be found in\n \
-         /usr/share/common-licenses/{file}.\n",
+         License: {short}\n{text}",
         name = meta.name,
         url = meta.homepage,
     ))
 }
+
+/// The MIT (Expat) licence as a DEP-5 license paragraph body.
+const EXPAT: &str = " Permission is hereby granted, free of charge, to any person obtaining a copy
+ of this software and associated documentation files (the \"Software\"), to deal
+ in the Software without restriction, including without limitation the rights
+ to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ copies of the Software, and to permit persons to whom the Software is
+ furnished to do so, subject to the following conditions:
+ .
+ The above copyright notice and this permission notice shall be included in
+ all copies or substantial portions of the Software.
+ .
+ THE SOFTWARE IS PROVIDED \"AS IS\", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN
+ THE SOFTWARE.
+";
 
 #[cfg(test)]
 mod tests {

@@ -32,6 +32,53 @@ pub struct PackageMeta {
     pub copyright: Vec<String>,
 }
 
+/// What a package's files run on, in each format's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Machine {
+    /// Architecture-independent files (sources, scripts): `all`, `noarch`, `any`.
+    #[default]
+    Any,
+    /// Compiled for the machine this runs on: `amd64`/`x86_64`, `arm64`/`aarch64`.
+    Host,
+}
+
+impl Machine {
+    /// Debian's name: `all`, `amd64`, `arm64`, ...
+    pub fn deb(self) -> &'static str {
+        match (self, std::env::consts::ARCH) {
+            (Machine::Any, _) => "all",
+            (Machine::Host, "x86_64") => "amd64",
+            (Machine::Host, "aarch64") => "arm64",
+            (Machine::Host, "powerpc64") => "ppc64el",
+            (Machine::Host, other) => other,
+        }
+    }
+
+    /// rpm's and Arch's name: `noarch`/`any`, else the kernel's (`x86_64`).
+    pub fn rpm(self) -> &'static str {
+        match self {
+            Machine::Any => "noarch",
+            Machine::Host => std::env::consts::ARCH,
+        }
+    }
+
+    pub fn arch(self) -> &'static str {
+        match self {
+            Machine::Any => "any",
+            Machine::Host => std::env::consts::ARCH,
+        }
+    }
+
+    /// Debian section and rpm group: kernel sources for architecture-free
+    /// (DKMS) packages, libraries for compiled ones.
+    pub fn section(self) -> (&'static str, &'static str) {
+        match self {
+            Machine::Any => ("kernel", "System Environment/Kernel"),
+            Machine::Host => ("libs", "System Environment/Libraries"),
+        }
+    }
+}
+
 /// Which format's rules to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {

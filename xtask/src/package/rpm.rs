@@ -15,7 +15,7 @@ use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, Tally};
 use super::cpio::{cpio_entry, cpio_trailer, rpm_mode};
-use super::meta::{Format, PackageMeta};
+use super::meta::{Format, Machine, PackageMeta};
 use super::rpm_header::{Header, Value};
 use super::tree::{Entry, FileTree, Kind};
 use super::{scratch, Artifact, Output, Scripts};
@@ -97,13 +97,36 @@ const BUILDHOST: &str = "rocm-patchkit";
 
 /// `<name>-<version>-<release>.noarch.rpm`
 pub fn file_name(meta: &PackageMeta) -> String {
-    format!("{}-{}-{}.noarch.rpm", meta.name, meta.version, meta.release)
+    file_name_for(meta, Machine::Any)
+}
+
+/// `<name>-<version>-<release>.<arch>.rpm`
+pub fn file_name_for(meta: &PackageMeta, machine: Machine) -> String {
+    format!(
+        "{}-{}-{}.{}.rpm",
+        meta.name,
+        meta.version,
+        meta.release,
+        machine.rpm()
+    )
 }
 
 /// Writes `<out_dir>/<file_name>`. Only explicit directories of `tree`
 /// are owned by the package (not `usr` or `usr/src`).
 pub fn write(
     meta: &PackageMeta,
+    tree: &FileTree,
+    scripts: &Scripts,
+    epoch: u64,
+    out_dir: &Path,
+) -> Result<Artifact> {
+    write_for(meta, Machine::Any, tree, scripts, epoch, out_dir)
+}
+
+/// [`write`] for files that run on `machine`.
+pub fn write_for(
+    meta: &PackageMeta,
+    machine: Machine,
     tree: &FileTree,
     scripts: &Scripts,
     epoch: u64,
@@ -144,7 +167,7 @@ pub fn write(
         );
     }
 
-    let header = main_header(
+    let mut header = main_header(
         meta,
         &entries,
         &digests,
@@ -152,8 +175,11 @@ pub fn write(
         epoch32,
         compression,
         &packed_sha,
-    )?
-    .to_bytes(63);
+    )?;
+    header
+        .add(tag::GROUP, Value::I18n(machine.section().1.into()))
+        .str(tag::ARCH, machine.rpm());
+    let header = header.to_bytes(63);
     let mut sig = Header::new();
     let total = header.len() as u64 + packed_size;
     sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(&header)));
@@ -172,7 +198,7 @@ pub fn write(
     payload
         .seek(SeekFrom::Start(0))
         .context("reading back the rpm payload")?;
-    let name = file_name(meta);
+    let name = file_name_for(meta, machine);
     let mut out = Output::create(out_dir, &name)?;
     {
         let what = || format!("writing {name}");
@@ -228,10 +254,8 @@ fn main_header(
         .str(tag::BUILDHOST, BUILDHOST)
         .str(tag::LICENSE, &meta.license)
         .str(tag::PACKAGER, &meta.maintainer)
-        .add(tag::GROUP, Value::I18n("System Environment/Kernel".into()))
         .str(tag::URL, &meta.homepage)
         .str(tag::OS, "linux")
-        .str(tag::ARCH, "noarch")
         .str(
             tag::SOURCERPM,
             format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release),

@@ -248,6 +248,34 @@ impl FileTree {
         Ok(out)
     }
 
+    /// What lies below `prefix`, re-rooted at it (the inverse of [`FileTree::nested`]).
+    pub fn subtree(&self, prefix: &str) -> Result<FileTree> {
+        let below = format!("{}/", clean(prefix)?);
+        let mut out = FileTree::new();
+        for entry in self.entries.values() {
+            let Some(rest) = entry.path.strip_prefix(&below) else {
+                continue;
+            };
+            if entry.is_dir() {
+                out.add_dir(rest)?;
+            } else {
+                out.parents(rest)?;
+                let mut e = entry.clone();
+                e.path = rest.to_owned();
+                out.entries.insert(rest.to_owned(), e);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Drops `path` and everything below it (e.g. a tool's `.patchkit/`).
+    pub fn remove(&mut self, path: &str) -> &mut FileTree {
+        let below = format!("{}/", path.trim_end_matches('/'));
+        self.entries
+            .retain(|p, _| p != path && !p.starts_with(&below));
+        self
+    }
+
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {
         self.entries.values()
     }

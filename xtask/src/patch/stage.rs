@@ -162,7 +162,8 @@ fn update_manifest(
     Ok(())
 }
 
-fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
+/// How a tree records the source it was extracted from.
+pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
     let (kind, pin) = match source {
         FetchedSource::Archive { sha256, .. } => ("archive", Some(sha256.clone())),
         FetchedSource::Dir { .. } => ("dir", None),

@@ -4,20 +4,24 @@
 
 mod support;
 
+mod amdgpu_slow;
+mod apply;
+mod build_dkms;
 mod dist;
+mod dkms_install;
 mod doctor;
 mod doctor_support;
+mod drift;
 mod fetch;
 mod fetch_http;
+mod hipblaslt;
+mod hipblaslt_support;
 mod lock;
 mod package;
 mod package_support;
+mod patch;
+mod patch_support;
 mod recipes;
 mod render;
 mod repo;
-
-mod apply;
-mod drift;
-mod patch;
-mod patch_support;
 mod verify;

@@ -52,7 +52,7 @@ fn deb_reads_back_and_lintian_is_clean() {
         .arg("postinst"));
     postinst
         .success()
-        .stdout_has(&format!("DKMS_NAME='{MODULE}'"))
+        .stdout_has(&format!("DKMS_NAME={MODULE}\n"))
         .stdout_has("/usr/lib/dkms/common.postinst \"$DKMS_NAME\" \"$DKMS_VERSION\"");
     let prerm = run(Command::new("dpkg-deb")
         .arg("--info")
@@ -154,11 +154,14 @@ fn rpm_reads_back_verifies_and_rpmlint_findings_are_known() {
         .success()
         .stdout_has("postinstall scriptlet (using /bin/sh):\n")
         .stdout_has(&format!(
-            "dkms install -m '{MODULE}' -v '{VERSION}' -q || :"
+            "dkms add -m {MODULE} -v {VERSION} --rpm_safe_upgrade"
+        ))
+        .stdout_has(&format!(
+            "dkms install -m {MODULE} -v {VERSION} -k \"$kernel\" || :"
         ))
         .stdout_has("preuninstall scriptlet (using /bin/sh):\n")
         .stdout_has(&format!(
-            "dkms remove -m '{MODULE}' -v '{VERSION}' -q --all --rpm_safe_upgrade || :"
+            "dkms remove -m {MODULE} -v {VERSION} --all --rpm_safe_upgrade"
         ));
 
     let requires = tool("rpm", &["-qp", "--requires"], &rpm);
@@ -357,6 +360,7 @@ fn dkms_tarball_has_the_mktarball_layout_and_ldtarball_loads_it() {
         eprintln!("skipping dkms ldtarball: not root");
         return;
     }
+    let _system = crate::support::system_lock();
     let installed = Path::new("/usr/src").join(format!("{MODULE}-{VERSION}"));
     let _ = run(Command::new("dkms").args(["remove", "-m", MODULE, "-v", VERSION, "--all"]));
     let load = run(Command::new("dkms").arg("ldtarball").arg(&tarball));
@@ -452,15 +456,37 @@ fn large_tree_timings() {
             a.size as f64 / 1048576.0
         );
     };
-    use xtask::package::{arch, deb, dkms, rpm, tarball};
+    use xtask::package::{arch, deb, rpm, tarball};
     time("deb", &mut || {
-        deb::write(&meta, &tree, &dkms::deb(MODULE, VERSION), EPOCH, out.path()).unwrap()
+        deb::write(
+            &meta,
+            &tree,
+            &crate::package_support::scripts("postinst", "prerm"),
+            EPOCH,
+            out.path(),
+        )
+        .unwrap()
     });
     time("rpm", &mut || {
-        rpm::write(&meta, &tree, &dkms::rpm(MODULE, VERSION), EPOCH, out.path()).unwrap()
+        rpm::write(
+            &meta,
+            &tree,
+            &crate::package_support::scripts("rpm-post", "rpm-preun"),
+            EPOCH,
+            out.path(),
+        )
+        .unwrap()
     });
     time("arch", &mut || {
-        arch::write(&meta, &tree, &dkms::arch(), None, EPOCH, out.path()).unwrap()
+        arch::write(
+            &meta,
+            &tree,
+            &xtask::package::Scripts::default(),
+            None,
+            EPOCH,
+            out.path(),
+        )
+        .unwrap()
     });
     time("dkms.tar.gz", &mut || {
         tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out.path()).unwrap()

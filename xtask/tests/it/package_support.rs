@@ -106,12 +106,12 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
     let tree = FileTree::from_dir(staging, &src_dir).unwrap();
     let source = FileTree::from_dir(staging, "").unwrap();
     vec![
-        package::deb::write(&meta, &tree, &dkms::deb(MODULE, VERSION), EPOCH, out).unwrap(),
-        package::rpm::write(&meta, &tree, &dkms::rpm(MODULE, VERSION), EPOCH, out).unwrap(),
+        package::deb::write(&meta, &tree, &scripts("postinst", "prerm"), EPOCH, out).unwrap(),
+        package::rpm::write(&meta, &tree, &scripts("rpm-post", "rpm-preun"), EPOCH, out).unwrap(),
         package::arch::write(
             &meta,
             &tree,
-            &dkms::arch(),
+            &package::Scripts::default(),
             Some(b"pkgname=x\n"),
             EPOCH,
             out,
@@ -148,4 +148,21 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("no artifact ending in {suffix}"))
         .path
         .clone()
+}
+
+/// The maintainer scripts as build-dkms makes them: rendered from the
+/// repository's `templates/scripts/`.
+pub fn scripts(post: &str, pre: &str) -> package::Scripts {
+    let renderer =
+        xtask::render::Renderer::new(&crate::support::repo_root().join("templates")).unwrap();
+    let values = serde_json::json!({ "name": MODULE, "pkgname": dkms::package_name(MODULE), "version": VERSION });
+    let render = |name: &str| {
+        renderer
+            .render(&format!("scripts/{name}"), &values)
+            .unwrap()
+    };
+    package::Scripts {
+        post_install: Some(render(post)),
+        pre_remove: Some(render(pre)),
+    }
 }

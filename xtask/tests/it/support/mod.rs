@@ -47,6 +47,12 @@ impl Project {
 
     /// `cargo xtask <args>` with this project as root and its own cache.
     pub fn xtask(&self, args: &[&str]) -> Run {
+        Run::of(self.command(args).output().expect("running xtask"))
+    }
+
+    /// The command behind [`Project::xtask`], to add environment or run it
+    /// in the background.
+    pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.args(args)
             .current_dir(self.root())
@@ -54,8 +60,39 @@ impl Project {
             .env("PATCHKIT_CACHE_DIR", self.cache())
             .env("CI", "true")
             .env_remove("SOURCE_DATE_EPOCH");
-        Run::of(cmd.output().expect("running xtask"))
+        cmd
     }
+
+    /// Copies files or folders of this repository (`recipes/demo-hello.toml`,
+    /// `templates`) into the project.
+    pub fn copy_from_repo(&self, paths: &[&str]) -> &Project {
+        for rel in paths {
+            if let Some(parent) = Path::new(rel).parent() {
+                std::fs::create_dir_all(self.root().join(parent)).unwrap();
+            }
+            let status = Command::new("cp")
+                .arg("-r")
+                .arg(repo_root().join(rel))
+                .arg(self.root().join(rel))
+                .status()
+                .expect("cp");
+            assert!(status.success(), "copying {rel}");
+        }
+        self
+    }
+}
+
+/// Serialises tests that change the machine (dpkg, dkms, /usr/src): they
+/// share one package database.
+pub fn system_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether this process is root (the dpkg and dkms tests need it).
+pub fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
 }
 
 /// The finished run of a command.

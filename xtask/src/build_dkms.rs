@@ -1,0 +1,430 @@
+//! build-dkms: the maintainers' main job. Walks the whole line for a DKMS
+//! recipe: fetch, apply, verify, render, package, and publish into
+//! `dist/<recipe>/` atomically, or says that the publication is up to date.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use crate::diag::UsageError;
+use crate::dist::{self, Staging};
+use crate::fetch::{self, FetchOptions, Fetched};
+use crate::manifest::Manifest;
+use crate::package::{self, tar::Names, FileTree, PackageMeta};
+use crate::packaging;
+use crate::patch::{stage, Tolerance};
+use crate::plan::{self, Plan};
+use crate::recipe::{Dkms, Format, Kind, Recipe};
+use crate::render::Renderer;
+use crate::workspace::Workspace;
+use crate::{extract, state, target, verify};
+
+/// What to build.
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub recipe: String,
+    /// `--kernel`; the newest headers under `modules_dir` otherwise.
+    pub kernel: Option<String>,
+    pub modules_dir: PathBuf,
+    /// `--formats`; the recipe's otherwise.
+    pub formats: Option<Vec<Format>>,
+    /// `--out`; `dist/<recipe>` otherwise.
+    pub out: Option<PathBuf>,
+    pub fetch: FetchOptions,
+}
+
+/// How a build ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Published {
+        dir: PathBuf,
+        outputs: BTreeMap<String, dist::Output>,
+    },
+    UpToDate {
+        dir: PathBuf,
+    },
+}
+
+pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
+    let recipe = Recipe::load(&ws.root, &opts.recipe)?;
+    let dkms = dkms_of(&recipe)?;
+    let kernel = target::pick_kernel(opts.kernel.as_deref(), &opts.modules_dir)?;
+    target::check_kernel(&recipe, &kernel)?;
+    let formats = opts
+        .formats
+        .clone()
+        .unwrap_or_else(|| recipe.target.formats.clone());
+    let epoch = target::source_date_epoch(&ws.root)?;
+    let plan = plan::plan(&recipe)?;
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name));
+    let templates_dir = ws.root.join("templates");
+    let renderer = Renderer::new(&templates_dir)?;
+    let templates = template_bytes(&templates_dir)?;
+    let reporter = &ws.reporter;
+
+    let fetched = fetch::fetch(ws, &recipe, &opts.fetch)?;
+    let mut build = BTreeMap::new();
+    build.insert("kernel".to_owned(), kernel.clone());
+    build.insert(
+        "formats".to_owned(),
+        formats
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(","),
+    );
+    let manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
+    let work = ws.work_dir.join(&recipe.name);
+    let stamp = Stamp {
+        path: work.join("published.stamp"),
+        text: stamp_text(&manifest, &out),
+    };
+    if up_to_date(&out, &manifest, &stamp) {
+        return Ok(Outcome::UpToDate { dir: out });
+    }
+
+    let tree = patched_tree(ws, &recipe, &fetched, &work.join("tree"))?;
+    let pristine = pristine_tree(ws, &recipe, &fetched, &work.join("pristine"))?;
+
+    let epoch_u = u64::try_from(epoch).context("SOURCE_DATE_EPOCH is negative")?;
+    let p = &recipe.package;
+    let source_dir = format!("{}-{}", p.name, p.version);
+    let staging = Staging::begin(&out)?;
+    let dir = staging.dir().to_path_buf();
+
+    // The pristine source, the series, and the patches.
+    let orig_name = format!("{}_{}.orig.tar.gz", p.name, p.version);
+    let task = reporter.task(format!("writing source/{orig_name}"));
+    let orig_tree = FileTree::from_dir(&pristine, &source_dir)?;
+    let orig = package::tarball::write_tar_gz(
+        &orig_tree,
+        Names::Plain,
+        epoch_u,
+        &dir.join("source"),
+        &orig_name,
+    )?;
+    drop(task);
+    let orig_sha256 = dist::hash_file(&orig.path)?.sha256;
+    let patches_dir = dir.join("source/patches");
+    std::fs::create_dir_all(&patches_dir)?;
+    let mut series = String::new();
+    for patch in &fetched.patches {
+        std::fs::copy(&patch.path, patches_dir.join(&patch.name)).with_context(|| {
+            format!(
+                "copying patch {} into {}",
+                patch.name,
+                patches_dir.display()
+            )
+        })?;
+        series.push_str(&patch.name);
+        series.push('\n');
+    }
+    std::fs::write(patches_dir.join("series"), series)?;
+
+    // The DKMS tree and every packaging file rendered for it.
+    let tree_root = if dkms.tree == "." {
+        tree.clone()
+    } else {
+        tree.join(&dkms.tree)
+    };
+    anyhow::ensure!(
+        tree_root.is_dir(),
+        "`dkms.tree = \"{}\"` of {} is not a folder of the patched source: fix the recipe",
+        dkms.tree,
+        recipe.path.display()
+    );
+    let mut inputs = packaging::Inputs {
+        epoch,
+        orig_tarball: orig_name.clone(),
+        orig_sha256,
+        source_dir: source_dir.clone(),
+        patch_sha256: fetched.patches.iter().map(|p| p.sha256.clone()).collect(),
+        dkms_conf_sha256: None,
+        tree_entries: top_level_entries(&tree_root)?,
+    };
+    let dkms_conf = packaging::render(&renderer, &packaging::values(&recipe, &plan, &inputs)?)?
+        ["dkms.conf"]
+        .clone();
+    inputs.dkms_conf_sha256 = Some(plan::sha256_hex(dkms_conf.as_bytes()));
+    let rendered = packaging::render(&renderer, &packaging::values(&recipe, &plan, &inputs)?)?;
+    for (name, text) in &rendered {
+        if name.starts_with("scripts/") {
+            continue;
+        }
+        let path = dir.join("packaging").join(name);
+        std::fs::create_dir_all(path.parent().expect("rendered files have a folder"))?;
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+
+    let prefix = package::dkms::source_dir(&p.name, &p.version);
+    let mut dkms_tree = FileTree::from_dir(&tree_root, &prefix)?;
+    dkms_tree.remove(&format!("{prefix}/{}", state::DIR));
+    dkms_tree.add_bytes(
+        &format!("{prefix}/dkms.conf"),
+        dkms_conf.clone().into_bytes(),
+        false,
+    )?;
+    let meta = package_meta(&recipe, &plan, epoch)?;
+    let scripts_of = |post: &str, pre: &str| package::Scripts {
+        post_install: Some(rendered[post].clone()),
+        pre_remove: Some(rendered[pre].clone()),
+    };
+    for format in &formats {
+        let task = reporter.task(format!("writing the {} package", format.as_str()));
+        let artifact = match format {
+            Format::Deb => package::deb::write(
+                &meta,
+                &dkms_tree,
+                &scripts_of("scripts/postinst", "scripts/prerm"),
+                epoch_u,
+                &dir,
+            )?,
+            Format::Rpm => package::rpm::write(
+                &meta,
+                &dkms_tree,
+                &scripts_of("scripts/rpm-post", "scripts/rpm-preun"),
+                epoch_u,
+                &dir,
+            )?,
+            Format::Arch => {
+                let pkgbuild = rendered["arch/PKGBUILD"].as_bytes();
+                package::arch::write(
+                    &meta,
+                    &dkms_tree,
+                    &package::Scripts::default(),
+                    Some(pkgbuild),
+                    epoch_u,
+                    &dir,
+                )?
+            }
+            Format::Tar => {
+                let source = dkms_tree.subtree(&prefix)?;
+                package::tarball::write_dkms(&source, &p.name, &p.version, epoch_u, &dir)?
+            }
+        };
+        drop(task);
+        reporter.step(format!(
+            "wrote {} ({})",
+            relative(&artifact.path, &dir),
+            human_size(artifact.size)
+        ));
+    }
+
+    let published = staging.publish(|outputs| Manifest {
+        outputs,
+        ..manifest
+    })?;
+    std::fs::write(&stamp.path, &stamp.text)
+        .with_context(|| format!("writing {}", stamp.path.display()))?;
+    let outputs = Manifest::read(&published)
+        .map(|m| m.outputs)
+        .unwrap_or_default();
+    Ok(Outcome::Published {
+        dir: published,
+        outputs,
+    })
+}
+
+/// The recipe's `[dkms]` table, or a refusal that says what to add.
+fn dkms_of(recipe: &Recipe) -> Result<&Dkms> {
+    if recipe.target.kind != Kind::Dkms {
+        bail!(UsageError(format!(
+            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
+            recipe.name,
+            recipe.target.kind.as_str(),
+            recipe.target.kind.as_str()
+        )));
+    }
+    recipe.dkms.as_ref().ok_or_else(|| {
+        UsageError(format!(
+            "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
+            recipe.path.display()
+        ))
+        .into()
+    })
+}
+
+/// The record, kept in the work dir, of the last publication this tool
+/// made: the inputs digest, the tool binary that built it, and where.
+struct Stamp {
+    path: PathBuf,
+    text: String,
+}
+
+/// The binary is part of the key (a changed tool must rebuild) but stays out
+/// of the manifest, which must not depend on the machine.
+fn stamp_text(manifest: &Manifest, out: &Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let exe = std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
+        .unwrap_or_default();
+    format!("{} {exe} {}\n", manifest.inputs_digest, out.display())
+}
+
+/// Whether `out` already holds exactly this build: same inputs digest, made
+/// by this very binary, and every recorded output present with its recorded
+/// size. (`cargo xtask verify` rehashes everything; this check stays fast.)
+fn up_to_date(out: &Path, manifest: &Manifest, stamp: &Stamp) -> bool {
+    let Some(published) = Manifest::read(out) else {
+        return false;
+    };
+    published.inputs_digest == manifest.inputs_digest
+        && std::fs::read_to_string(&stamp.path).is_ok_and(|t| t == stamp.text)
+        && published
+            .outputs
+            .iter()
+            .all(|(name, o)| std::fs::metadata(out.join(name)).is_ok_and(|m| m.len() == o.size))
+}
+
+/// The patched tree: reused when its state record is for these very inputs
+/// and it verifies clean, applied afresh otherwise.
+fn patched_tree(
+    ws: &Workspace,
+    recipe: &Recipe,
+    fetched: &Fetched,
+    dest: &Path,
+) -> Result<PathBuf> {
+    if let Ok(Some((recorded, _))) = state::read(dest) {
+        let same_patches = recorded.patches.len() == fetched.patches.len()
+            && recorded
+                .patches
+                .iter()
+                .zip(&fetched.patches)
+                .all(|(r, f)| r.name == f.name && r.sha256 == f.sha256);
+        let pin = stage::source_pin(&fetched.source, &extract::Selection::of(&recipe.source));
+        if same_patches
+            && recorded.recipe.name == recipe.name
+            && pin.pin.is_some()
+            && pin == recorded.source
+        {
+            let report = verify::tree(dest, &ws.reporter)?;
+            if report.ok {
+                ws.reporter.step(format!(
+                    "apply: {} is already patched and verifies",
+                    dest.display()
+                ));
+                return Ok(dest.to_path_buf());
+            }
+        }
+    }
+    stage::apply_recipe(recipe, fetched, dest, Tolerance::strict(), &ws.reporter)?;
+    let report = verify::tree(dest, &ws.reporter)?;
+    anyhow::ensure!(
+        report.ok,
+        "the tree just applied at {} does not verify: run `cargo xtask verify {}`",
+        dest.display(),
+        dest.display()
+    );
+    Ok(dest.to_path_buf())
+}
+
+/// The unpatched source, for the pristine archive distro packagers start from.
+fn pristine_tree(
+    ws: &Workspace,
+    recipe: &Recipe,
+    fetched: &Fetched,
+    dest: &Path,
+) -> Result<PathBuf> {
+    let marker = dest.with_extension("pin");
+    let pin = stage::source_pin(&fetched.source, &extract::Selection::of(&recipe.source));
+    let pin_text = serde_json::to_string(&pin)?;
+    if pin.pin.is_some()
+        && dest.is_dir()
+        && std::fs::read_to_string(&marker).is_ok_and(|m| m == pin_text)
+    {
+        return Ok(dest.to_path_buf());
+    }
+    if dest.exists() {
+        std::fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
+    }
+    let staging = dest.with_extension(format!("staging-{}", std::process::id()));
+    if staging.exists() {
+        std::fs::remove_dir_all(&staging)?;
+    }
+    std::fs::create_dir_all(&staging)?;
+    extract::extract(
+        &fetched.source,
+        &extract::Selection::of(&recipe.source),
+        &staging,
+        &ws.reporter,
+    )?;
+    std::fs::rename(&staging, dest)?;
+    std::fs::write(&marker, pin_text)?;
+    Ok(dest.to_path_buf())
+}
+
+fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
+    let p = &recipe.package;
+    let homepage = p.homepage.clone().ok_or_else(|| {
+        UsageError(format!(
+            "{}: packages carry a homepage: set `package.homepage`",
+            recipe.path.display()
+        ))
+    })?;
+    let mut changes = vec![format!("Built by rocm-patchkit from {}.", plan.recipe_file)];
+    changes.extend(
+        plan.patches
+            .iter()
+            .map(|patch| format!("Patch {}.", patch.name)),
+    );
+    Ok(PackageMeta {
+        name: package::dkms::package_name(&p.name),
+        version: p.version.clone(),
+        release: p.release.clone(),
+        summary: p.summary.clone(),
+        description: p.description.trim().to_owned(),
+        license: p.license.clone(),
+        homepage,
+        maintainer: p.maintainer.clone(),
+        depends: vec!["dkms".to_owned()],
+        changes,
+        copyright: vec![format!(
+            "{} The upstream authors of {}",
+            packaging::year(epoch),
+            p.name
+        )],
+    })
+}
+
+/// Every template's name and bytes: part of what a build depends on.
+fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    crate::render::template_files(dir)?
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name))
+                .with_context(|| format!("reading template {name}"))?;
+            Ok((name, bytes))
+        })
+        .collect()
+}
+
+fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// `12.3 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}

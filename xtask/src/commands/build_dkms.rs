@@ -1,0 +1,92 @@
+//! `cargo xtask build-dkms [<recipe>]`: the maintainers' main job. Fetch,
+//! apply, verify, render, package and publish a DKMS recipe into
+//! `dist/<recipe>/`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::build_dkms::{self, human_size, Options, Outcome};
+use crate::fetch::FetchOptions;
+use crate::recipe::Format;
+use crate::workspace::Workspace;
+
+/// The recipe built when none is named.
+pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
+
+/// Build a DKMS recipe into dist/<recipe>/: .deb, .rpm, Arch package, DKMS
+/// tarball, pristine source, patch series, packaging files, manifest.json and
+/// SHA256SUMS
+///
+/// The build is published atomically: a failed or killed run leaves the
+/// previous dist/<recipe>/ as it was. Same inputs and SOURCE_DATE_EPOCH give
+/// byte-identical files (SOURCE_DATE_EPOCH defaults to the commit time of the
+/// project's HEAD). A re-run with nothing changed says so and does nothing.
+///
+/// Then: `sudo dpkg -i dist/<recipe>/*.deb` (Debian, Ubuntu), `sudo rpm -i
+/// dist/<recipe>/*.rpm` (Fedora, openSUSE), `sudo pacman -U
+/// dist/<recipe>/*.pkg.tar.zst` (Arch), or `sudo dkms ldtarball
+/// dist/<recipe>/*.dkms.tar.gz` (anything with dkms).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A recipe name (file stem in recipes/) or a path to a recipe file
+    #[arg(default_value = DEFAULT_RECIPE)]
+    pub recipe: String,
+    /// Kernel release to build for (checked against the recipe's range)
+    /// [default: the newest with headers in /lib/modules/*/build, else the running one]
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
+    /// Package formats, comma-separated [default: the recipe's `target.formats`]
+    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch,tar")]
+    pub formats: Option<Vec<Format>>,
+    /// Where to publish [default: dist/<recipe>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Open no network connection: every input must be in the cache
+    #[arg(long)]
+    pub offline: bool,
+    /// Fetch inputs that have no pin, and record the pins taken
+    #[arg(long)]
+    pub allow_unpinned: bool,
+}
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    Format::ALL
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| format!("`{text}` is not one of deb, rpm, arch, tar"))
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let opts = Options {
+        recipe: args.recipe.clone(),
+        kernel: args.kernel.clone(),
+        modules_dir: PathBuf::from("/lib/modules"),
+        formats: args.formats.clone(),
+        out: args.out.clone(),
+        fetch: FetchOptions {
+            offline: args.offline,
+            allow_unpinned: args.allow_unpinned,
+        },
+    };
+    match build_dkms::run(ws, &opts)? {
+        Outcome::UpToDate { dir } => {
+            println!(
+                "{} is up to date: nothing to do",
+                crate::diag::display_path(&dir).display()
+            );
+        }
+        Outcome::Published { dir, outputs } => {
+            for (name, output) in &outputs {
+                println!("{:>10}  {name}", human_size(output.size));
+            }
+            println!(
+                "published {} (check it with `cargo xtask verify {}`)",
+                crate::diag::display_path(&dir).display(),
+                crate::diag::display_path(&dir).display()
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,144 @@
+//! `cargo xtask build-hipblaslt [<recipe>]`: a patched hipBLASLt into
+//! `dist/<recipe>/`: the source artifacts always, the library packaged as
+//! deb, rpm and Arch packages when a ROCm toolchain is found.
+
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use crate::diag::{display_path, UsageError};
+use crate::fetch::FetchOptions;
+use crate::hipblaslt::{self, toolchain, BuildMode, Options};
+use crate::recipe::{self, Kind, Recipe};
+use crate::workspace::Workspace;
+
+/// Build a patched hipBLASLt from a `kind = "hipblaslt"` recipe
+///
+/// Fetches the pinned rocm-libraries source and patches, applies the series,
+/// and publishes into the output folder at once: the pristine and patched
+/// source archives, the series, manifest.json and SHA256SUMS. When a ROCm
+/// toolchain is found (--rocm, else $ROCM_PATH, else /opt/rocm; it needs
+/// bin/amdclang++ or bin/hipcc, lib/cmake/hip and cmake on PATH) the library
+/// is configured and built with CMake for the GPU targets, installed into a
+/// staging root and packaged as .deb, .rpm and Arch packages that install
+/// into /opt/rocm-patchkit/hipblaslt-<version>. The build log is kept in
+/// target/patchkit/work/<recipe>/build.log.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A recipe name or path [default: the hipblaslt recipe for the found ROCm release]
+    pub recipe: Option<String>,
+    /// The ROCm prefix to build with [default: $ROCM_PATH, else /opt/rocm]
+    #[arg(long, value_name = "PATH")]
+    pub rocm: Option<PathBuf>,
+    /// GPU targets, separated by `;` or `,`
+    #[arg(long, value_name = "LIST", default_value = hipblaslt::DEFAULT_GPU_TARGETS)]
+    pub gpu_targets: String,
+    /// Whether to build the library
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    pub build: BuildMode,
+    /// Parallel compile jobs [default: the number of CPUs]
+    #[arg(long, short, value_name = "N")]
+    pub jobs: Option<usize>,
+    /// The output folder [default: dist/<recipe>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Use only inputs already in the cache (no network)
+    #[arg(long)]
+    pub offline: bool,
+    /// Fetch inputs that carry no pin yet, recording the pins taken
+    #[arg(long)]
+    pub allow_unpinned: bool,
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let name = match &args.recipe {
+        Some(name) => name.clone(),
+        None => default_recipe(ws, args)?,
+    };
+    let recipe = Recipe::load(&ws.root, &name)?;
+    let opts = Options {
+        rocm: args.rocm.clone(),
+        gpu_targets: args.gpu_targets.clone(),
+        mode: args.build,
+        jobs: args.jobs.unwrap_or_else(|| {
+            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+        }),
+        out: args
+            .out
+            .clone()
+            .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name)),
+        fetch: FetchOptions {
+            offline: args.offline,
+            allow_unpinned: args.allow_unpinned,
+        },
+    };
+    let outcome = hipblaslt::build(ws, &recipe, &opts)?;
+    for output in &outcome.outputs {
+        println!("{}", display_path(&outcome.dist.join(output)).display());
+    }
+    match &outcome.binary {
+        Ok(packages) => println!(
+            "built {} for {}: {} package(s) and the source in {}",
+            recipe.name,
+            hipblaslt::normalize_gpu_targets(&opts.gpu_targets)?,
+            packages.len(),
+            display_path(&outcome.dist).display()
+        ),
+        Err(why) => println!(
+            "published the source of {} in {}; binary build skipped: {why}",
+            recipe.name,
+            display_path(&outcome.dist).display()
+        ),
+    }
+    Ok(())
+}
+
+/// The hipblaslt recipe whose version has the found ROCm's major.minor.
+fn default_recipe(ws: &Workspace, args: &Args) -> Result<String> {
+    let mut candidates = Vec::new();
+    for name in recipe::list(&ws.root)? {
+        if let Ok(r) = Recipe::load(&ws.root, &name) {
+            if r.target.kind == Kind::Hipblaslt {
+                candidates.push(r);
+            }
+        }
+    }
+    let names = || {
+        candidates
+            .iter()
+            .map(|r| r.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if candidates.len() == 1 {
+        return Ok(candidates[0].name.clone());
+    }
+    let found = toolchain::find(args.rocm.as_deref());
+    let release = found
+        .as_ref()
+        .ok()
+        .and_then(|tc| tc.version.as_deref())
+        .and_then(toolchain::major_minor);
+    let Some(release) = release else {
+        bail!(UsageError(format!(
+            "name a recipe: no ROCm release to choose one by ({}); hipblaslt recipes: {}",
+            match &found {
+                Ok(tc) => format!("{} has no .info/version", tc.prefix.display()),
+                Err(missing) => missing.describe(),
+            },
+            names()
+        )));
+    };
+    let matching: Vec<&Recipe> = candidates
+        .iter()
+        .filter(|r| toolchain::major_minor(&r.package.version).as_deref() == Some(&*release))
+        .collect();
+    match matching.as_slice() {
+        [one] => Ok(one.name.clone()),
+        _ => bail!(UsageError(format!(
+            "name a recipe: {} hipblaslt recipe(s) match ROCm {release}; hipblaslt recipes: {}",
+            matching.len(),
+            names()
+        ))),
+    }
+}

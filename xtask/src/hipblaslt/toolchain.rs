@@ -1,0 +1,172 @@
+//! Finding a ROCm toolchain: the prefix (`--rocm`, else `$ROCM_PATH`, else
+//! `/opt/rocm`), its compiler, its HIP CMake package and its version, plus
+//! `cmake` on PATH; or the list of what is missing.
+
+use std::path::{Path, PathBuf};
+
+/// Where the prefix was taken from, for messages.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    Env,
+    Default,
+}
+
+impl Origin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Origin::Flag => "--rocm",
+            Origin::Env => "ROCM_PATH",
+            Origin::Default => "the default /opt/rocm",
+        }
+    }
+}
+
+/// A ROCm prefix that can build hipBLASLt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Toolchain {
+    pub prefix: PathBuf,
+    pub origin: Origin,
+    /// `amdclang++` when the prefix has it, else `hipcc`.
+    pub cxx: PathBuf,
+    /// `amdclang` beside `amdclang++`, when present.
+    pub cc: Option<PathBuf>,
+    pub cmake: PathBuf,
+    /// The first line of `<prefix>/.info/version` (`7.1.1-0`), when present.
+    pub version: Option<String>,
+}
+
+/// The prefix that was looked at and everything it lacks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Missing {
+    pub prefix: PathBuf,
+    pub origin: Origin,
+    pub problems: Vec<String>,
+}
+
+impl Missing {
+    /// One line: `no ROCm toolchain at /opt/rocm (the default /opt/rocm): ...`.
+    pub fn describe(&self) -> String {
+        format!(
+            "no usable ROCm toolchain at {} (from {}): {}",
+            self.prefix.display(),
+            self.origin.as_str(),
+            self.problems.join("; ")
+        )
+    }
+}
+
+/// The prefix to look at: `flag`, else `$ROCM_PATH`, else `/opt/rocm`.
+/// The first one given is the only one looked at, so a build never picks
+/// up a toolchain the caller did not mean.
+pub fn candidate(flag: Option<&Path>) -> (PathBuf, Origin) {
+    if let Some(path) = flag {
+        return (absolute(path), Origin::Flag);
+    }
+    if let Some(env) = std::env::var_os("ROCM_PATH").filter(|v| !v.is_empty()) {
+        return (absolute(Path::new(&env)), Origin::Env);
+    }
+    (PathBuf::from("/opt/rocm"), Origin::Default)
+}
+
+/// Looks for a toolchain at the candidate prefix.
+pub fn find(flag: Option<&Path>) -> Result<Toolchain, Missing> {
+    let (prefix, origin) = candidate(flag);
+    let mut problems = Vec::new();
+    let cmake = which("cmake");
+    if cmake.is_none() {
+        problems.push("`cmake` is not on PATH (apt-get install cmake)".to_owned());
+    }
+    if !prefix.is_dir() {
+        problems.insert(0, "the folder does not exist".to_owned());
+        return Err(Missing {
+            prefix,
+            origin,
+            problems,
+        });
+    }
+    let amdclang = prefix.join("bin/amdclang++");
+    let hipcc = prefix.join("bin/hipcc");
+    let cxx = [amdclang, hipcc].into_iter().find(|p| is_executable(p));
+    if cxx.is_none() {
+        problems.push("no compiler: neither bin/amdclang++ nor bin/hipcc is executable".to_owned());
+    }
+    let hip_cmake = prefix.join("lib/cmake/hip");
+    if !hip_cmake.is_dir() {
+        problems.push("no HIP CMake package: lib/cmake/hip is missing".to_owned());
+    }
+    match (cxx, cmake) {
+        (Some(cxx), Some(cmake)) if problems.is_empty() => {
+            let cc = Some(prefix.join("bin/amdclang")).filter(|p| is_executable(p));
+            let version = std::fs::read_to_string(prefix.join(".info/version"))
+                .ok()
+                .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
+                .filter(|v| !v.is_empty());
+            Ok(Toolchain {
+                prefix,
+                origin,
+                cxx,
+                cc,
+                cmake,
+                version,
+            })
+        }
+        _ => Err(Missing {
+            prefix,
+            origin,
+            problems,
+        }),
+    }
+}
+
+/// `7.1` of `7.1.1-0` or `7.1.1`.
+pub fn major_minor(version: &str) -> Option<String> {
+    let mut parts = version.split(['.', '-']);
+    let major = parts
+        .next()
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?;
+    let minor = parts
+        .next()
+        .filter(|p| p.bytes().all(|b| b.is_ascii_digit()))?;
+    (!major.is_empty() && !minor.is_empty()).then(|| format!("{major}.{minor}"))
+}
+
+fn which(tool: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(tool))
+        .find(|p| is_executable(p))
+}
+
+fn is_executable(path: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn major_minor_of_rocm_versions() {
+        assert_eq!(major_minor("7.1.1-0").as_deref(), Some("7.1"));
+        assert_eq!(major_minor("7.2.0").as_deref(), Some("7.2"));
+        assert_eq!(major_minor("seven"), None);
+    }
+
+    #[test]
+    fn a_prefix_without_compiler_names_what_is_missing() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = find(Some(dir.path())).unwrap_err();
+        let text = missing.describe();
+        assert!(text.contains("bin/amdclang++"), "{text}");
+        assert!(text.contains("lib/cmake/hip"), "{text}");
+        assert_eq!(missing.origin, Origin::Flag);
+        let gone = find(Some(&dir.path().join("nope"))).unwrap_err();
+        assert!(gone.describe().contains("does not exist"));
+    }
+}

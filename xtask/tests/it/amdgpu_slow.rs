@@ -1,0 +1,122 @@
+//! The real thing, slow: amdgpu from Debian's `/usr/src/linux-source-6.12.tar.xz`
+//! through build-dkms, `dpkg -i`, and DKMS building amdgpu.ko for the
+//! installed 6.12 headers (about 7 minutes on 2 cores). Runs in CI
+//! (`CI=true`) or when `PATCHKIT_SLOW_TESTS=1`.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::dkms_install::{built_module, install_for};
+use crate::support::{have_tool, is_root, system_lock, Project, Run};
+
+fn enabled() -> bool {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    let asked = std::env::var("PATCHKIT_SLOW_TESTS").is_ok_and(|v| v == "1");
+    if !(ci || asked) {
+        eprintln!("skipping the amdgpu build: set PATCHKIT_SLOW_TESTS=1 to run it");
+    }
+    ci || asked
+}
+
+/// The newest installed kernel release of the 6.12 series that has headers.
+fn debian_612_headers() -> Option<String> {
+    let mut releases: Vec<(xtask::recipe::KernelVersion, String)> =
+        std::fs::read_dir("/lib/modules")
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().into_string().ok())
+            .filter(|r| {
+                r.starts_with("6.12.") && Path::new("/lib/modules").join(r).join("build").is_dir()
+            })
+            .filter_map(|r| Some((xtask::recipe::KernelVersion::from_release(&r)?, r)))
+            .collect();
+    releases.sort();
+    releases.pop().map(|(_, r)| r)
+}
+
+#[test]
+fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
+    if !enabled() {
+        return;
+    }
+    assert!(
+        is_root(),
+        "the amdgpu DKMS test installs a package: run it as root"
+    );
+    for tool in ["dpkg", "dkms", "modinfo"] {
+        assert!(have_tool(tool));
+    }
+    assert!(
+        Path::new("/usr/src/linux-source-6.12.tar.xz").is_file(),
+        "apt-get install linux-source-6.12 (.ci/setup does)"
+    );
+    let kernel = debian_612_headers()
+        .expect("install linux-headers-6.12.*+deb12-amd64 (.ci/setup looks the version up)");
+    let _system = system_lock();
+    let p = Project::new();
+    p.copy_from_repo(&[
+        "recipes/amdgpu-debian-6.12.toml",
+        "patches/amdgpu-debian-6.12",
+        "templates",
+    ]);
+    let run = Run::of(
+        p.command(&[
+            "build-dkms",
+            "amdgpu-debian-6.12",
+            "--kernel",
+            &kernel,
+            "--formats",
+            "deb",
+        ])
+        .env("SOURCE_DATE_EPOCH", "1767225600")
+        .output()
+        .unwrap(),
+    );
+    run.success();
+    let deb = p
+        .root()
+        .join("dist/amdgpu-debian-6.12/amdgpu-debian-dkms_6.12.0.1-1_all.deb");
+    let _cleanup = Cleanup;
+    Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap()).success();
+    let status = install_for("amdgpu-debian", "6.12.0.1", &kernel);
+    assert!(
+        status.contains(&format!("amdgpu-debian/6.12.0.1, {kernel}"))
+            && status.contains("installed"),
+        "{status}"
+    );
+    let module = built_module(&kernel, "amdgpu");
+    let version = Run::of(
+        Command::new("modinfo")
+            .args(["-F", "version"])
+            .arg(&module)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(
+        version.success().stdout.trim(),
+        "6.12.0.1",
+        "the DKMS amdgpu carries the package version"
+    );
+    Run::of(
+        Command::new("dpkg")
+            .args(["--purge", "amdgpu-debian-dkms"])
+            .output()
+            .unwrap(),
+    )
+    .success();
+    assert!(!module.exists(), "purge left {}", module.display());
+}
+
+struct Cleanup;
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("dpkg")
+            .args(["--purge", "amdgpu-debian-dkms"])
+            .output();
+        let _ = Command::new("dkms")
+            .args(["remove", "-m", "amdgpu-debian", "-v", "6.12.0.1", "--all"])
+            .output();
+        let _ = std::fs::remove_dir_all("/usr/src/amdgpu-debian-6.12.0.1");
+    }
+}

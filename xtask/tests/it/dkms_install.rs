@@ -1,0 +1,135 @@
+//! The demo packages installed for real: `dpkg -i`, DKMS builds the module
+//! for the Debian headers' kernel (named with `-k`, never `uname -r`),
+//! `modinfo` shows our version, purge removes it; `dkms ldtarball` loads
+//! the DKMS tarball. Needs root; CI runs it.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::build_dkms::{build, demo_project, dist};
+use crate::support::{have_tool, is_root, system_lock, Run};
+
+/// The newest kernel release with headers, as build-dkms picks it.
+fn headers_kernel() -> Option<String> {
+    xtask::target::pick_kernel(None, Path::new("/lib/modules"))
+        .ok()
+        .filter(|k| Path::new("/lib/modules").join(k).join("build").is_dir())
+}
+
+fn can_change_the_system() -> bool {
+    if !is_root() {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "CI must run the dkms install tests as root"
+        );
+        eprintln!("skipping: changing the system needs root");
+        return false;
+    }
+    ["dpkg", "dkms", "modinfo"].iter().all(|t| have_tool(t))
+}
+
+fn sh(cmd: &mut Command) -> Run {
+    Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
+}
+
+/// Purges the package and whatever DKMS holds of it, even when a test fails.
+struct Cleanup(&'static str, &'static str, &'static str);
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        let _ = Command::new("dpkg").args(["--purge", self.0]).output();
+        let _ = Command::new("dkms")
+            .args(["remove", "-m", self.1, "-v", self.2, "--all"])
+            .output();
+        let _ =
+            std::fs::remove_dir_all(Path::new("/usr/src").join(format!("{}-{}", self.1, self.2)));
+    }
+}
+
+/// `dkms status` for one module and kernel, after installing it for that
+/// kernel when the package's own postinst did not (it builds for the
+/// running kernel, which need not have headers).
+pub fn install_for(module: &str, version: &str, kernel: &str) -> String {
+    let status =
+        sh(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout;
+    if !status.contains("installed") {
+        sh(Command::new("dkms").args(["install", "-m", module, "-v", version, "-k", kernel]))
+            .success();
+    }
+    sh(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout
+}
+
+/// The built module under `/lib/modules/<kernel>/updates/dkms/`, compressed or not.
+pub fn built_module(kernel: &str, name: &str) -> PathBuf {
+    let dir = Path::new("/lib/modules").join(kernel).join("updates/dkms");
+    std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{name}.ko")))
+        })
+        .unwrap_or_else(|| panic!("no {name}.ko* in {}", dir.display()))
+}
+
+#[test]
+fn the_demo_deb_installs_builds_for_the_headers_kernel_and_purges() {
+    if !can_change_the_system() {
+        return;
+    }
+    let Some(kernel) = headers_kernel() else {
+        assert!(
+            std::env::var("CI").map_or(true, |v| v != "true"),
+            "CI must install kernel headers"
+        );
+        return;
+    };
+    let _system = system_lock();
+    let p = demo_project();
+    build(&p, &["--formats", "deb"]).success();
+    let _cleanup = Cleanup("patchkit-hello-dkms", "patchkit-hello", "0.1.0");
+    sh(Command::new("dpkg")
+        .arg("-i")
+        .arg(dist(&p).join("patchkit-hello-dkms_0.1.0-1_all.deb")))
+    .success();
+    assert!(Path::new("/usr/src/patchkit-hello-0.1.0/dkms.conf").is_file());
+    let status = install_for("patchkit-hello", "0.1.0", &kernel);
+    assert!(
+        status.contains(&format!("patchkit-hello/0.1.0, {kernel}")) && status.contains("installed"),
+        "{status}"
+    );
+    let module = built_module(&kernel, "patchkit_hello");
+    let version = sh(Command::new("modinfo").args(["-F", "version"]).arg(&module));
+    assert_eq!(version.success().stdout.trim(), "0.1.0-patchkit");
+    sh(Command::new("dpkg").args(["--purge", "patchkit-hello-dkms"])).success();
+    let after = sh(Command::new("dkms").args(["status", "-m", "patchkit-hello"])).stdout;
+    assert!(
+        after.trim().is_empty(),
+        "dkms still knows the module after purge: {after}"
+    );
+    assert!(!Path::new("/usr/src/patchkit-hello-0.1.0").exists());
+    assert!(!module.exists(), "{} left behind", module.display());
+}
+
+#[test]
+fn dkms_ldtarball_loads_the_demo_tarball() {
+    if !can_change_the_system() {
+        return;
+    }
+    let _system = system_lock();
+    let p = demo_project();
+    build(&p, &["--formats", "tar"]).success();
+    let _cleanup = Cleanup("patchkit-hello-dkms", "patchkit-hello", "0.1.0");
+    sh(Command::new("dkms")
+        .arg("ldtarball")
+        .arg(dist(&p).join("patchkit-hello-0.1.0-source-only.dkms.tar.gz")))
+    .success();
+    let status =
+        sh(Command::new("dkms").args(["status", "-m", "patchkit-hello", "-v", "0.1.0"])).stdout;
+    assert!(
+        status.contains("patchkit-hello/0.1.0") && status.contains("added"),
+        "{status}"
+    );
+    assert!(Path::new("/usr/src/patchkit-hello-0.1.0/patchkit_hello.c").is_file());
+}
