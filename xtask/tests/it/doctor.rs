@@ -19,8 +19,6 @@ const STILL_TO_COME: &[&str] = &[
     "amdgpu-expert-sched-6.16",
     "amdgpu-expert-sched-6.17",
     "amdgpu-expert-sched-6.18",
-    "hipblaslt-rocm-7.1-expert-sched-off",
-    "hipblaslt-rocm-7.2-gltr-bound",
 ];
 
 fn rdna4_on_6_14() -> FakeMachine {
