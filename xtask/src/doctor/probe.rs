@@ -361,7 +361,9 @@ impl Probe<'_> {
                     .into_iter()
                     .flatten()
                     .filter_map(Result::ok)
-                    .filter(|e| e.path().is_dir() && e.file_name() != "source")
+                    .filter(|e| {
+                        e.path().is_dir() && e.file_name() != "source" && e.file_name() != "build"
+                    })
                     .map(|e| e.file_name().to_string_lossy().into_owned())
                     .collect();
                 built_for.sort();

@@ -104,6 +104,10 @@ impl FakeMachine {
             "xz",
         )
         .file(
+            &format!("var/lib/dkms/{name}/{version}/build/Makefile"),
+            "obj-m += amdgpu.o\n",
+        )
+        .file(
             &format!("usr/src/{name}-{version}/dkms.conf"),
             &format!("PACKAGE_NAME=\"{name}\"\nPACKAGE_VERSION=\"{version}\"\n"),
         )
