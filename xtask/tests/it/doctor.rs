@@ -257,7 +257,7 @@ fn our_fix_package_loaded_is_fixed() {
     assert_eq!(cwsr["status"], "fixed", "{cwsr:#}");
     let dkms = &report["machine"]["dkms"][0];
     assert_eq!(dkms["loaded"], true);
-    assert_eq!(dkms["built_for"][0], "6.14.0-36-generic");
+    assert_eq!(dkms["built_for"], serde_json::json!(["6.14.0-36-generic"]));
 
     // Installed but the in-tree module still loaded: still affected, and said.
     std::fs::remove_file(m.root().join("sys/module/amdgpu/version")).unwrap();
