@@ -2,7 +2,7 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
-pub mod modinfo;
+mod dkms;
 pub mod probe;
 pub mod verdict;
 

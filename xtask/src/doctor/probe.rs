@@ -153,7 +153,7 @@ impl Probe<'_> {
         m
     }
 
-    fn unread(&self, rel: &str, why: impl Into<String>) -> Unread {
+    pub(super) fn unread(&self, rel: &str, why: impl Into<String>) -> Unread {
         Unread {
             path: format!("/{}", rel.trim_start_matches('/')),
             why: why.into(),
@@ -326,101 +326,6 @@ impl Probe<'_> {
             .filter(|f| f.starts_with(name))
             .max_by_key(|f| (f.len(), f.clone()))
             .map(|f| format!("/{}/{f}", dir.trim_matches('/')))
-    }
-
-    fn dkms(
-        &self,
-        amdgpu: Option<&AmdgpuModule>,
-        release: Option<&str>,
-        unread: &mut Vec<Unread>,
-    ) -> Vec<DkmsPackage> {
-        let base = "var/lib/dkms";
-        let Ok(entries) = std::fs::read_dir(self.root.join(base)) else {
-            unread.push(self.unread(
-                base,
-                "does not exist: no DKMS modules (or dkms not installed)",
-            ));
-            return Vec::new();
-        };
-        let loaded_version = amdgpu.and_then(|a| a.version.as_deref());
-        let mut out = Vec::new();
-        for name in entries.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-            let dir = self.root.join(base).join(&name);
-            let Ok(versions) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in versions.filter_map(Result::ok) {
-                let version = entry.file_name().to_string_lossy().into_owned();
-                let is_version_dir = entry.file_type().is_ok_and(|t| t.is_dir())
-                    && !version.starts_with("kernel-")
-                    && version != "original_module";
-                if !is_version_dir {
-                    continue;
-                }
-                let mut built_for: Vec<String> = std::fs::read_dir(entry.path())
-                    .into_iter()
-                    .flatten()
-                    .filter_map(Result::ok)
-                    .filter(|e| {
-                        e.path().is_dir() && e.file_name() != "source" && e.file_name() != "build"
-                    })
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect();
-                built_for.sort();
-                let ours = self.ours.contains(&name);
-                let loaded = ours && loaded_version == Some(version.as_str());
-                out.push(DkmsPackage {
-                    loaded,
-                    loaded_by: loaded.then(|| "version".to_owned()),
-                    name: name.clone(),
-                    version,
-                    ours,
-                    built_for,
-                });
-            }
-        }
-        out.sort_by(|a, b| (&a.name, &a.version).cmp(&(&b.name, &b.version)));
-        let srcversion = amdgpu.and_then(|a| a.srcversion.as_deref());
-        if let (false, Some(srcversion), Some(release)) =
-            (out.iter().any(|p| p.loaded), srcversion, release)
-        {
-            self.match_srcversion(&mut out, base, srcversion, release, unread);
-        }
-        out
-    }
-
-    /// Marks the build of ours for the running kernel whose amdgpu module has
-    /// the loaded module's srcversion.
-    fn match_srcversion(
-        &self,
-        packages: &mut [DkmsPackage],
-        base: &str,
-        srcversion: &str,
-        release: &str,
-        unread: &mut Vec<Unread>,
-    ) {
-        for p in packages.iter_mut().filter(|p| p.ours) {
-            let build = self
-                .root
-                .join(base)
-                .join(&p.name)
-                .join(&p.version)
-                .join(release);
-            for module in super::modinfo::built_modules(&build, "amdgpu") {
-                match super::modinfo::srcversion(&module) {
-                    Ok(Some(found)) if found == srcversion => {
-                        p.loaded = true;
-                        p.loaded_by = Some("srcversion".to_owned());
-                        return;
-                    }
-                    Ok(_) => {}
-                    Err(err) => {
-                        let rel = module.strip_prefix(self.root).unwrap_or(&module);
-                        unread.push(self.unread(&rel.to_string_lossy(), err.to_string()));
-                    }
-                }
-            }
-        }
     }
 
     /// The KFD ioctl ABI, asked of /dev/kfd only when the root is `/`.
