@@ -9,13 +9,12 @@
 use std::collections::BTreeMap;
 use std::ffi::CString;
 use std::fs;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// The name of the checksum file, written last.
 pub const SUMS: &str = "SHA256SUMS";
@@ -211,26 +210,10 @@ pub fn hash_tree(dir: &Path, skip: &[&str]) -> Result<BTreeMap<String, Output>> 
     Ok(out)
 }
 
-/// Size and sha256 of one file, read in 1 MiB blocks.
+/// Size and sha256 of one file.
 pub fn hash_file(path: &Path) -> Result<Output> {
-    let mut file = fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut hasher = Sha256::new();
-    let mut buf = vec![0u8; 1 << 20];
-    let mut size = 0u64;
-    loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-        hasher.update(&buf[..n]);
-    }
-    Ok(Output {
-        size,
-        sha256: hex::encode(hasher.finalize()),
-    })
+    let (sha256, size) = crate::hash::sha256_file_sized(path)?;
+    Ok(Output { size, sha256 })
 }
 
 /// What `verify` found wrong with a published folder; empty when it is

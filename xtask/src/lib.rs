@@ -12,6 +12,7 @@ pub mod doctor;
 pub mod drift;
 pub mod extract;
 pub mod fetch;
+pub mod hash;
 pub mod hipblaslt;
 pub mod knowledge;
 pub mod lock;

@@ -7,7 +7,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use crate::recipe::{Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
 
@@ -144,9 +143,7 @@ pub fn outputs(recipe: &Recipe) -> Vec<String> {
     out
 }
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::hash::sha256_hex;
 
 /// The plan as stable JSON: keys sorted, two-space indented.
 pub fn to_json(plan: &Plan) -> Result<String> {

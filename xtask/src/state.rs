@@ -9,7 +9,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
-use sha2::{Digest, Sha256};
 
 /// The folder inside a tree that holds the record; never part of hash checks.
 pub const DIR: &str = ".patchkit";
@@ -18,9 +17,7 @@ pub const MANIFEST_FILE: &str = "manifest";
 /// Version of the record's layout.
 pub const FORMAT: u32 = 1;
 
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
+pub use crate::hash::sha256_hex;
 
 /// The applied-patch state of a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
