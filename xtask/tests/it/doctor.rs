@@ -9,17 +9,7 @@ use crate::support::repo_root;
 
 /// Recipes the knowledge file names that are still being written; each
 /// must land in recipes/ (then leave this list) before a release.
-const STILL_TO_COME: &[&str] = &[
-    "amdgpu-cwsr-off",
-    "amdgpu-expert-sched-6.11",
-    "amdgpu-expert-sched-6.12",
-    "amdgpu-expert-sched-6.13",
-    "amdgpu-expert-sched-6.14",
-    "amdgpu-expert-sched-6.15",
-    "amdgpu-expert-sched-6.16",
-    "amdgpu-expert-sched-6.17",
-    "amdgpu-expert-sched-6.18",
-];
+const STILL_TO_COME: &[&str] = &["amdgpu-cwsr-off"];
 
 fn rdna4_on_6_14() -> FakeMachine {
     let m = FakeMachine::new();
