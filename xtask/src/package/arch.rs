@@ -156,6 +156,9 @@ fn pkginfo_for(meta: &PackageMeta, machine: Machine, tree: &FileTree, epoch: u64
     for dep in &meta.depends {
         let _ = writeln!(p, "depend = {dep}");
     }
+    for entry in tree.config_files() {
+        let _ = writeln!(p, "backup = {}", entry.path);
+    }
     p
 }
 
