@@ -299,6 +299,18 @@ mod tests {
     }
 
     #[test]
+    fn configuration_files_are_backed_up() {
+        let mut t = FileTree::new();
+        t.add_bytes("etc/modprobe.d/x.conf", "o", false).unwrap();
+        t.add_bytes("usr/lib/modprobe.d/y.conf", "o", false)
+            .unwrap();
+        t.mark_config("etc/modprobe.d/x.conf").unwrap();
+        let p = pkginfo(&sample(), &t, 42);
+        let backup: Vec<_> = p.lines().filter(|l| l.starts_with("backup = ")).collect();
+        assert_eq!(backup, ["backup = etc/modprobe.d/x.conf"]);
+    }
+
+    #[test]
     fn mtree_escapes_odd_names() {
         assert_eq!(escape("a b#c"), r"a\040b\043c");
     }

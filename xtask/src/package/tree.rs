@@ -436,6 +436,20 @@ mod tests {
     }
 
     #[test]
+    fn only_files_of_the_tree_become_configuration() {
+        let mut t = FileTree::new();
+        t.add_bytes("etc/modprobe.d/x.conf", "options x y=0\n", false)
+            .unwrap();
+        t.mark_config("/etc/modprobe.d/x.conf").unwrap();
+        assert!(t.mark_config("etc/modprobe.d").is_err());
+        assert!(t.mark_config("etc/other.conf").is_err());
+        let config: Vec<_> = t.config_files().map(|e| e.path.as_str()).collect();
+        assert_eq!(config, ["etc/modprobe.d/x.conf"]);
+        let nested = t.nested("opt").unwrap();
+        assert!(nested.get("opt/etc/modprobe.d/x.conf").unwrap().config);
+    }
+
+    #[test]
     fn rejects_escapes_and_clashes() {
         let mut t = FileTree::new();
         assert!(t.add_bytes("../etc/passwd", "x", false).is_err());
