@@ -15,6 +15,8 @@ use crate::package::{self, tar::Names, FileTree, PackageMeta};
 use crate::packaging;
 use crate::patch::{stage, Tolerance};
 use crate::plan::{self, Plan};
+pub use crate::publish::human_size;
+use crate::publish::{relative, template_bytes, Stamp};
 use crate::recipe::{Dkms, Format, Kind, Recipe};
 use crate::render::Renderer;
 use crate::workspace::Workspace;
@@ -79,11 +81,8 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     );
     let manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
     let work = ws.work_dir.join(&recipe.name);
-    let stamp = Stamp {
-        path: work.join("published.stamp"),
-        text: stamp_text(&manifest, &out),
-    };
-    if up_to_date(&out, &manifest, &stamp) {
+    let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
+    if stamp.up_to_date(&out, &manifest) {
         return Ok(Outcome::UpToDate { dir: out });
     }
 
@@ -218,8 +217,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         outputs,
         ..manifest
     })?;
-    std::fs::write(&stamp.path, &stamp.text)
-        .with_context(|| format!("writing {}", stamp.path.display()))?;
+    stamp.write()?;
     let outputs = Manifest::read(&published)
         .map(|m| m.outputs)
         .unwrap_or_default();
@@ -246,39 +244,6 @@ fn dkms_of(recipe: &Recipe) -> Result<&Dkms> {
         ))
         .into()
     })
-}
-
-/// The record, kept in the work dir, of the last publication this tool
-/// made: the inputs digest, the tool binary that built it, and where.
-struct Stamp {
-    path: PathBuf,
-    text: String,
-}
-
-/// The binary is part of the key (a changed tool must rebuild) but stays out
-/// of the manifest, which must not depend on the machine.
-fn stamp_text(manifest: &Manifest, out: &Path) -> String {
-    use std::os::unix::fs::MetadataExt;
-    let exe = std::env::current_exe()
-        .and_then(std::fs::metadata)
-        .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
-        .unwrap_or_default();
-    format!("{} {exe} {}\n", manifest.inputs_digest, out.display())
-}
-
-/// Whether `out` already holds exactly this build: same inputs digest, made
-/// by this very binary, and every recorded output present with its recorded
-/// size. (`cargo xtask verify` rehashes everything; this check stays fast.)
-fn up_to_date(out: &Path, manifest: &Manifest, stamp: &Stamp) -> bool {
-    let Some(published) = Manifest::read(out) else {
-        return false;
-    };
-    published.inputs_digest == manifest.inputs_digest
-        && std::fs::read_to_string(&stamp.path).is_ok_and(|t| t == stamp.text)
-        && published
-            .outputs
-            .iter()
-            .all(|(name, o)| std::fs::metadata(out.join(name)).is_ok_and(|m| m.len() == o.size))
 }
 
 /// The patched tree: reused when its state record is for these very inputs
@@ -391,18 +356,6 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
     })
 }
 
-/// Every template's name and bytes: part of what a build depends on.
-fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
-    crate::render::template_files(dir)?
-        .into_iter()
-        .map(|name| {
-            let bytes = std::fs::read(dir.join(&name))
-                .with_context(|| format!("reading template {name}"))?;
-            Ok((name, bytes))
-        })
-        .collect()
-}
-
 fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .with_context(|| format!("listing {}", dir.display()))?
@@ -410,21 +363,4 @@ fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
         .collect();
     names.sort();
     Ok(names)
-}
-
-fn relative(path: &Path, base: &Path) -> String {
-    path.strip_prefix(base)
-        .unwrap_or(path)
-        .display()
-        .to_string()
-}
-
-/// `12.3 MiB`.
-pub fn human_size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
 }

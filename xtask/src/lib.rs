@@ -3,6 +3,7 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
+pub mod build_config;
 pub mod build_dkms;
 pub mod cache;
 pub mod commands;
@@ -21,6 +22,7 @@ pub mod package;
 pub mod packaging;
 pub mod patch;
 pub mod plan;
+pub mod publish;
 pub mod recipe;
 pub mod render;
 pub mod report;

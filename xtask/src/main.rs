@@ -55,6 +55,7 @@ enum Command {
     Bench(commands::bench::Args),
     Doctor(commands::doctor::Args),
     BuildHipblaslt(commands::build_hipblaslt::Args),
+    BuildConfig(commands::build_config::Args),
 }
 
 fn main() -> ExitCode {
@@ -75,6 +76,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&ws, args),
         Command::Doctor(args) => commands::doctor::run(&ws, args),
         Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(&ws, args),
+        Command::BuildConfig(args) => commands::build_config::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -8,7 +8,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::recipe::{Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
+use crate::recipe::{Config, Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
@@ -21,6 +21,8 @@ pub struct Plan {
     pub patches: Vec<PlannedPatch>,
     pub target: PlannedTarget,
     pub dkms: Option<Dkms>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub config: Option<Config>,
     /// Files the recipe publishes, relative to `dist/`.
     pub outputs: Vec<String>,
     /// Inputs that carry no pin yet (`cargo xtask lock` fills them in).
@@ -106,6 +108,7 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
             formats: recipe.target.formats.clone(),
         },
         dkms: recipe.dkms.clone(),
+        config: recipe.config.clone(),
         outputs: outputs(recipe),
         unpinned: recipe.unpinned(),
     })
@@ -115,6 +118,20 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
 pub fn outputs(recipe: &Recipe) -> Vec<String> {
     let p = &recipe.package;
     let (name, version, release) = (&p.name, &p.version, &p.release);
+    if recipe.target.kind == Kind::Config {
+        // The packages only: the files they carry are the recipe's own.
+        let mut out = vec!["SHA256SUMS".to_owned(), "manifest.json".to_owned()];
+        for format in &recipe.target.formats {
+            out.extend(match format {
+                Format::Deb => Some(format!("{name}_{version}-{release}_all.deb")),
+                Format::Rpm => Some(format!("{name}-{version}-{release}.noarch.rpm")),
+                Format::Arch => Some(format!("{name}-{version}-{release}-any.pkg.tar.zst")),
+                Format::Tar => None,
+            });
+        }
+        out.sort();
+        return out;
+    }
     let mut out = vec![
         "SHA256SUMS".to_owned(),
         "manifest.json".to_owned(),

@@ -418,7 +418,7 @@ fn next_steps(fault: &Fault, m: &Machine) -> Vec<String> {
     let mut next = fix_steps(fault, m);
     if let Some(stopgap) = &fault.stopgap {
         next.push(format!(
-            "stop-gap now: cargo xtask build-dkms {stopgap}, then install it from dist/{stopgap}/"
+            "stop-gap now: cargo xtask build-config {stopgap}, then install it from dist/{stopgap}/"
         ));
         next.push(format!("  or {}", fault.workaround));
     } else {

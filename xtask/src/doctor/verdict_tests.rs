@@ -66,7 +66,7 @@ fn rdna4_on_6_14_is_affected_and_named_its_recipe() {
     assert!(v
         .next
         .iter()
-        .any(|s| s.contains("build-dkms amdgpu-cwsr-off")));
+        .any(|s| s.contains("build-config amdgpu-cwsr-off")));
 }
 
 #[test]

@@ -156,6 +156,9 @@ fn pkginfo_for(meta: &PackageMeta, machine: Machine, tree: &FileTree, epoch: u64
     for dep in &meta.depends {
         let _ = writeln!(p, "depend = {dep}");
     }
+    for entry in tree.config_files() {
+        let _ = writeln!(p, "backup = {}", entry.path);
+    }
     p
 }
 
@@ -293,6 +296,18 @@ mod tests {
         assert!(p.contains("size = 3\n"));
         assert!(p.contains("depend = dkms\n"));
         assert!(p.lines().skip(1).all(|l| l.contains(" = ")));
+    }
+
+    #[test]
+    fn configuration_files_are_backed_up() {
+        let mut t = FileTree::new();
+        t.add_bytes("etc/modprobe.d/x.conf", "o", false).unwrap();
+        t.add_bytes("usr/lib/modprobe.d/y.conf", "o", false)
+            .unwrap();
+        t.mark_config("etc/modprobe.d/x.conf").unwrap();
+        let p = pkginfo(&sample(), &t, 42);
+        let backup: Vec<_> = p.lines().filter(|l| l.starts_with("backup = ")).collect();
+        assert_eq!(backup, ["backup = etc/modprobe.d/x.conf"]);
     }
 
     #[test]

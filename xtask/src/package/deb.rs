@@ -131,6 +131,13 @@ fn control_tar(
         ),
         ("./md5sums", 0o644, md5sums.as_bytes().to_vec()),
     ];
+    let conffiles: String = tree
+        .config_files()
+        .map(|e| format!("/{}\n", e.path))
+        .collect();
+    if !conffiles.is_empty() {
+        files.push(("./conffiles", 0o644, conffiles.into_bytes()));
+    }
     if let Some(s) = &scripts.post_install {
         files.push(("./postinst", 0o755, s.clone().into_bytes()));
     }

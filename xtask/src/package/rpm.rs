@@ -93,6 +93,8 @@ mod sense {
 }
 
 const SHA256_ALGO: u32 = 8;
+/// `RPMFILE_CONFIG | RPMFILE_NOREPLACE` (rpmfiles.h): `%config(noreplace)`.
+const CONFIG_NOREPLACE: u32 = 1 | (1 << 4);
 const BUILDHOST: &str = "rocm-patchkit";
 
 /// `<name>-<version>-<release>.noarch.rpm`
@@ -358,7 +360,15 @@ fn main_header(
                     .collect(),
             ),
         )
-        .add(tag::FILEFLAGS, Value::Int32(vec![0; n]))
+        .add(
+            tag::FILEFLAGS,
+            Value::Int32(
+                entries
+                    .iter()
+                    .map(|e| if e.config { CONFIG_NOREPLACE } else { 0 })
+                    .collect(),
+            ),
+        )
         .add(tag::FILEUSERNAME, Value::StrArray(vec!["root".into(); n]))
         .add(tag::FILEGROUPNAME, Value::StrArray(vec!["root".into(); n]))
         .add(tag::FILEVERIFYFLAGS, Value::Int32(vec![u32::MAX; n]))

@@ -43,6 +43,9 @@ pub struct Entry {
     /// (`usr`, `usr/src`): formats that leave system directories to the
     /// distribution (rpm) do not list it.
     pub explicit: bool,
+    /// A configuration file the admin may edit, kept on upgrade and removal:
+    /// a Debian conffile, rpm `%config(noreplace)`, an Arch `backup` entry.
+    pub config: bool,
 }
 
 impl Entry {
@@ -268,6 +271,22 @@ impl FileTree {
         Ok(out)
     }
 
+    /// Marks the file at `path` as a configuration file (see [`Entry::config`]).
+    pub fn mark_config(&mut self, path: &str) -> Result<&mut FileTree> {
+        let path = clean(path)?;
+        match self.entries.get_mut(&path) {
+            Some(e) if matches!(e.kind, Kind::File(_)) => e.config = true,
+            Some(_) => bail!("package path {path} is not a file: only files can be configuration"),
+            None => bail!("package path {path} is not in the package: add the file before marking it as configuration"),
+        }
+        Ok(self)
+    }
+
+    /// The configuration files, by path.
+    pub fn config_files(&self) -> impl Iterator<Item = &Entry> {
+        self.entries.values().filter(|e| e.config)
+    }
+
     /// Drops `path` and everything below it (e.g. a tool's `.patchkit/`).
     pub fn remove(&mut self, path: &str) -> &mut FileTree {
         let below = format!("{}/", path.trim_end_matches('/'));
@@ -327,6 +346,7 @@ impl FileTree {
             mode,
             size,
             explicit: true,
+            config: false,
         };
         self.entries.insert(path, entry);
         Ok(self)
@@ -360,6 +380,7 @@ fn dir_entry(path: String, explicit: bool) -> Entry {
         mode: 0o755,
         size: 0,
         explicit,
+        config: false,
     }
 }
 
@@ -412,6 +433,20 @@ mod tests {
                 ("usr/src/a-1/b.c", true, 0o644),
             ]
         );
+    }
+
+    #[test]
+    fn only_files_of_the_tree_become_configuration() {
+        let mut t = FileTree::new();
+        t.add_bytes("etc/modprobe.d/x.conf", "options x y=0\n", false)
+            .unwrap();
+        t.mark_config("/etc/modprobe.d/x.conf").unwrap();
+        assert!(t.mark_config("etc/modprobe.d").is_err());
+        assert!(t.mark_config("etc/other.conf").is_err());
+        let config: Vec<_> = t.config_files().map(|e| e.path.as_str()).collect();
+        assert_eq!(config, ["etc/modprobe.d/x.conf"]);
+        let nested = t.nested("opt").unwrap();
+        assert!(nested.get("opt/etc/modprobe.d/x.conf").unwrap().config);
     }
 
     #[test]

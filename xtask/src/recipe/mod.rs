@@ -2,6 +2,7 @@
 //! [`Recipe`]. Every problem is reported at once as `path:line:col: message`;
 //! nothing here touches the network or writes a file.
 
+mod config;
 mod kernel;
 mod raw;
 mod validate;
@@ -28,6 +29,33 @@ pub struct Recipe {
     pub target: Target,
     /// How the patched tree becomes a DKMS module (`kind = "dkms"` only).
     pub dkms: Option<Dkms>,
+    /// Which files of the tree a config package installs where (`kind = "config"` only).
+    pub config: Option<Config>,
+}
+
+/// The `[config]` table: files of the (patched) source tree that a config
+/// package installs, such as a modprobe.d snippet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    pub files: Vec<ConfigFile>,
+}
+
+/// One installed file of a config package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigFile {
+    /// Relative to the source tree.
+    pub source: String,
+    /// Absolute, below `/etc` or `/usr/lib/modprobe.d`.
+    pub dest: String,
+}
+
+impl ConfigFile {
+    /// Whether the package marks the file as configuration the admin may
+    /// edit (a Debian conffile, rpm `%config(noreplace)`, Arch `backup`):
+    /// every file below `/etc`.
+    pub fn is_conffile(&self) -> bool {
+        self.dest.starts_with("/etc/")
+    }
 }
 
 /// The `[dkms]` table: which part of the patched tree is shipped and how
@@ -135,16 +163,22 @@ pub enum PatchOrigin {
 pub enum Kind {
     Dkms,
     Hipblaslt,
+    /// Configuration files only (`[config]`), such as a modprobe.d snippet.
+    Config,
 }
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 2] =
-        [("dkms", Kind::Dkms), ("hipblaslt", Kind::Hipblaslt)];
+    pub const ALL: [(&'static str, Kind); 3] = [
+        ("dkms", Kind::Dkms),
+        ("hipblaslt", Kind::Hipblaslt),
+        ("config", Kind::Config),
+    ];
 
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Dkms => "dkms",
             Kind::Hipblaslt => "hipblaslt",
+            Kind::Config => "config",
         }
     }
 }

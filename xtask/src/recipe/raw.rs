@@ -17,6 +17,7 @@ pub struct RawRecipe {
     pub patch: Vec<Spanned<RawPatch>>,
     pub target: Option<Spanned<RawTarget>>,
     pub dkms: Option<Spanned<RawDkms>>,
+    pub config: Option<Spanned<RawConfig>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -90,6 +91,20 @@ pub struct RawDkms {
 pub struct RawModule {
     pub name: Str,
     pub location: Str,
+    pub dest: Str,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfig {
+    #[serde(default)]
+    pub files: Vec<Spanned<RawConfigFile>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawConfigFile {
+    pub source: Str,
     pub dest: Str,
 }
 

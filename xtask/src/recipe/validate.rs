@@ -11,7 +11,7 @@ use super::raw::{self, RawPatch, RawRecipe, RawSource, Str, StrList};
 use super::{Format, KernelRange, Kind, Package, Patch, PatchOrigin, Recipe, Source, Target};
 use crate::diag::{Diag, InvalidInput};
 
-struct Checker<'a> {
+pub(super) struct Checker<'a> {
     file: &'a Path,
     text: &'a str,
     diags: Vec<Diag>,
@@ -20,13 +20,13 @@ struct Checker<'a> {
 }
 
 impl Checker<'_> {
-    fn err(&mut self, offset: usize, message: impl Into<String>) {
+    pub(super) fn err(&mut self, offset: usize, message: impl Into<String>) {
         self.diags
             .push(Diag::at(self.file, self.text, offset, message));
     }
 
     /// A required string key; reports it missing at the table's position.
-    fn required(&mut self, value: &Str, table_at: usize, key: &str) -> String {
+    pub(super) fn required(&mut self, value: &Str, table_at: usize, key: &str) -> String {
         match value {
             Some(v) if !v.get_ref().trim().is_empty() => v.get_ref().clone(),
             Some(v) => {
@@ -43,7 +43,7 @@ impl Checker<'_> {
     }
 
     /// An optional key that must match `check`; returns it when it does.
-    fn checked(
+    pub(super) fn checked(
         &mut self,
         value: &Str,
         key: &str,
@@ -138,7 +138,7 @@ fn check_git_url(value: &str) -> Result<(), String> {
 }
 
 /// A path inside the extracted tree: relative, no `..`.
-fn check_tree_path(value: &str) -> Result<(), String> {
+pub(super) fn check_tree_path(value: &str) -> Result<(), String> {
     let path = Path::new(value);
     if value.is_empty()
         || path.is_absolute()
@@ -277,7 +277,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         None => {
             c.err(
                 0,
-                "missing table `[target]`: give `kind = \"dkms\"` or `kind = \"hipblaslt\"`",
+                "missing table `[target]`: give `kind = \"dkms\"`, `kind = \"hipblaslt\"` or `kind = \"config\"`",
             );
             Target {
                 kind: Kind::Dkms,
@@ -299,6 +299,24 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         }
         (None, _) => None,
     };
+    let config = match (&raw.config, target.kind) {
+        (Some(t), Kind::Config) => Some(super::config::config(c, t.get_ref(), t.span().start)),
+        (Some(t), _) => {
+            c.err(
+                t.span().start,
+                "`[config]` applies to `kind = \"config\"` recipes only; remove it",
+            );
+            None
+        }
+        (None, Kind::Config) => {
+            c.err(
+                raw.target.as_ref().map_or(0, |t| t.span().start),
+                "a config recipe needs a `[config]` table with `files = [{ source = \"x.conf\", dest = \"/etc/modprobe.d/x.conf\" }]`",
+            );
+            None
+        }
+        (None, _) => None,
+    };
     Recipe {
         name: name.to_owned(),
         path: path.to_owned(),
@@ -308,6 +326,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         patches,
         target,
         dkms,
+        config,
     }
 }
 
@@ -571,7 +590,7 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
                 c.err(
                     k.span().start,
                     format!(
-                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`",
+                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`, `config`",
                         k.get_ref()
                     ),
                 );
@@ -580,7 +599,7 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
         None => {
             c.err(
                 table_at,
-                "missing key `target.kind` (`dkms` or `hipblaslt`)",
+                "missing key `target.kind` (`dkms`, `hipblaslt` or `config`)",
             );
             Kind::Dkms
         }
@@ -605,7 +624,7 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
                 ("kernel", at(&t.kernel)),
                 ("kernel_regex", at(&t.kernel_regex)),
             ],
-            "hipblaslt recipe",
+            &format!("{} recipe", kind.as_str()),
         );
     }
     let mut formats = Vec::new();
@@ -627,6 +646,16 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
     }
     if t.formats.is_none() {
         formats = Format::ALL.iter().map(|(_, f)| *f).collect();
+        if kind == Kind::Config {
+            formats.retain(|f| *f != Format::Tar);
+        }
+    }
+    if kind == Kind::Config && formats.contains(&Format::Tar) {
+        let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
+        c.err(
+            at,
+            "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
+        );
     }
     Target {
         kind,

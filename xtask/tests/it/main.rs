@@ -6,7 +6,9 @@ mod support;
 
 mod amdgpu_slow;
 mod apply;
+mod build_config;
 mod build_dkms;
+mod debian_source;
 mod dist;
 mod dkms_install;
 mod doctor;

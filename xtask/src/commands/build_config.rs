@@ -1,0 +1,81 @@
+//! `cargo xtask build-config [<recipe>]`: a configuration-only package (the
+//! `amdgpu-cwsr-off` stop-gap) as .deb, .rpm and Arch, published into
+//! `dist/<recipe>/`.
+
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+use crate::build_config::{self, Options, Outcome};
+use crate::fetch::FetchOptions;
+use crate::publish::human_size;
+use crate::recipe::Format;
+use crate::workspace::Workspace;
+
+/// The recipe built when none is named.
+pub const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
+
+/// Build a config recipe (`kind = "config"`) into dist/<recipe>/: .deb,
+/// .rpm and Arch package, manifest.json and SHA256SUMS
+///
+/// Files installed below /etc are configuration: a Debian conffile, rpm
+/// %config(noreplace), an Arch `backup` entry, so local edits survive
+/// upgrades. The build is published atomically and is byte-identical for
+/// the same inputs and SOURCE_DATE_EPOCH; a re-run with nothing changed does
+/// nothing.
+///
+/// Then: `sudo dpkg -i dist/<recipe>/*.deb`, `sudo rpm -i
+/// dist/<recipe>/*.rpm` or `sudo pacman -U dist/<recipe>/*.pkg.tar.zst`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A recipe name (file stem in recipes/) or a path to a recipe file
+    #[arg(default_value = DEFAULT_RECIPE)]
+    pub recipe: String,
+    /// Package formats, comma-separated [default: the recipe's `target.formats`]
+    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch")]
+    pub formats: Option<Vec<Format>>,
+    /// Where to publish [default: dist/<recipe>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Open no network connection: every input must be in the cache
+    #[arg(long)]
+    pub offline: bool,
+}
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    match text {
+        "deb" => Ok(Format::Deb),
+        "rpm" => Ok(Format::Rpm),
+        "arch" => Ok(Format::Arch),
+        other => Err(format!("`{other}` is not one of deb, rpm, arch")),
+    }
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let opts = Options {
+        recipe: args.recipe.clone(),
+        formats: args.formats.clone(),
+        out: args.out.clone(),
+        fetch: FetchOptions {
+            offline: args.offline,
+            ..Default::default()
+        },
+    };
+    let shown = |dir: &std::path::Path| crate::diag::display_path(dir).display().to_string();
+    match build_config::run(ws, &opts)? {
+        Outcome::UpToDate { dir } => {
+            println!("{} is up to date: nothing to do", shown(&dir));
+        }
+        Outcome::Published { dir, outputs } => {
+            for (name, output) in &outputs {
+                println!("{:>10}  {name}", human_size(output.size));
+            }
+            println!(
+                "published {} (check it with `cargo xtask verify {}`)",
+                shown(&dir),
+                shown(&dir)
+            );
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,86 @@
+//! What every `build-*` command shares around `dist::Staging`: the record of
+//! the last publication that makes an unchanged re-run a no-op, the template
+//! bytes a build depends on, and the sizes it reports.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::manifest::Manifest;
+
+/// The record, kept in the work dir, of the last publication this tool
+/// made: the inputs digest, the tool binary that built it, and where.
+pub struct Stamp {
+    pub path: PathBuf,
+    pub text: String,
+}
+
+impl Stamp {
+    /// The binary is part of the key (a changed tool must rebuild) but stays
+    /// out of the manifest, which must not depend on the machine.
+    pub fn new(path: PathBuf, manifest: &Manifest, out: &Path) -> Stamp {
+        use std::os::unix::fs::MetadataExt;
+        let exe = std::env::current_exe()
+            .and_then(std::fs::metadata)
+            .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
+            .unwrap_or_default();
+        let text = format!("{} {exe} {}\n", manifest.inputs_digest, out.display());
+        Stamp { path, text }
+    }
+
+    /// Records a finished publication.
+    pub fn write(&self) -> Result<()> {
+        if let Some(parent) = self.path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&self.path, &self.text)
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+
+    /// Whether `out` already holds exactly this build: same inputs digest,
+    /// made by this very binary, and every recorded output present with its
+    /// recorded size. (`cargo xtask verify` rehashes everything; this check
+    /// stays fast.)
+    pub fn up_to_date(&self, out: &Path, manifest: &Manifest) -> bool {
+        let Some(published) = Manifest::read(out) else {
+            return false;
+        };
+        published.inputs_digest == manifest.inputs_digest
+            && std::fs::read_to_string(&self.path).is_ok_and(|t| t == self.text)
+            && published
+                .outputs
+                .iter()
+                .all(|(name, o)| std::fs::metadata(out.join(name)).is_ok_and(|m| m.len() == o.size))
+    }
+}
+
+/// Every template's name and bytes: part of what a build depends on.
+pub fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+    crate::render::template_files(dir)?
+        .into_iter()
+        .map(|name| {
+            let bytes = std::fs::read(dir.join(&name))
+                .with_context(|| format!("reading template {name}"))?;
+            Ok((name, bytes))
+        })
+        .collect()
+}
+
+/// `path` relative to `base`, for messages.
+pub fn relative(path: &Path, base: &Path) -> String {
+    path.strip_prefix(base)
+        .unwrap_or(path)
+        .display()
+        .to_string()
+}
+
+/// `12.3 MiB`.
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
+        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
+        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
+        b => format!("{b} B"),
+    }
+}
