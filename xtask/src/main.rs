@@ -12,10 +12,14 @@ use xtask::workspace::Workspace;
 /// rocm-patchkit: pinned upstream fixes for amdgpu/amdkfd and hipBLASLt,
 /// applied to pinned sources and packaged.
 ///
-/// A recipe in recipes/ names a pinned upstream source, an ordered patch
-/// series and the packages to build. The usual path is
-/// `plan` (what would happen) -> `fetch` (download and verify into the cache)
-/// -> `apply` (patched tree) -> `build-dkms` (packages in dist/).
+/// Start with `doctor`: it says which known fault affects this machine and
+/// which recipe fixes it. A recipe in recipes/ names a pinned upstream
+/// source, an ordered patch series and the packages to build. The usual path
+/// is `plan` (what would happen) -> `fetch` (download and verify into the
+/// cache) -> `apply` (patched tree) -> `build-dkms` (packages in dist/).
+///
+/// Exit status: 0 success, 1 failure, 2 invalid recipe or arguments
+/// (`doctor`: 3 when a fault affects the machine unmitigated).
 #[derive(Debug, Parser)]
 #[command(
     name = "cargo xtask",
@@ -37,25 +41,30 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
+    /// Which known faults affect this machine, why, and the fix to build
+    Doctor(commands::doctor::Args),
     /// List the recipes in recipes/ with their kind, version and pin state
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
-    /// Build a DKMS recipe into dist/<recipe>/ (the main job)
-    BuildDkms(commands::build_dkms::Args),
+    /// Download and verify a recipe's inputs into the cache
     Fetch(commands::fetch::Args),
+    /// Write pins (commit, sha256) for a recipe's inputs into the recipe file
     Lock(commands::lock::Args),
     /// Extract the pinned source and apply the series atomically, with a state record
     Apply(commands::apply::Args),
-    /// Check a patched tree against its state record, or a tree against a series
+    /// Check a patched tree against its record, a tree against a series, or a dist/ folder
     Verify(commands::verify::Args),
     /// Check whether the series still applies to a newer upstream
     Drift(commands::drift::Args),
-    /// Benchmarks (commands, not tests): `bench apply` against git apply and quilt
-    Bench(commands::bench::Args),
-    Doctor(commands::doctor::Args),
-    BuildHipblaslt(commands::build_hipblaslt::Args),
+    /// Build a DKMS recipe into dist/<recipe>/ (the main job)
+    BuildDkms(commands::build_dkms::Args),
+    /// Build a configuration package (the amdgpu-cwsr-off stop-gap) into dist/<recipe>/
     BuildConfig(commands::build_config::Args),
+    /// Build a patched hipBLASLt: source always, library and packages where ROCm is found
+    BuildHipblaslt(commands::build_hipblaslt::Args),
+    /// Benchmarks (commands, not tests) against the reference tools
+    Bench(commands::bench::Args),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +74,7 @@ fn main() -> ExitCode {
         Reporter::new(Mode::detect(cli.quiet)),
     );
     let result = match &cli.command {
+        Command::Doctor(args) => commands::doctor::run(&ws, args),
         Command::List(args) => commands::list::run(&ws, args),
         Command::Plan(args) => commands::plan::run(&ws, args),
         Command::BuildDkms(args) => commands::build_dkms::run(&ws, args),
@@ -74,7 +84,6 @@ fn main() -> ExitCode {
         Command::Verify(args) => commands::verify::run(&ws, args),
         Command::Drift(args) => commands::drift::run(&ws, args),
         Command::Bench(args) => commands::bench::run(&ws, args),
-        Command::Doctor(args) => commands::doctor::run(&ws, args),
         Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(&ws, args),
         Command::BuildConfig(args) => commands::build_config::run(&ws, args),
     };
@@ -82,7 +91,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let code = xtask::diag::exit_code(&err);
-            if code == 2 && err.chain().count() == 1 {
+            if err.downcast_ref::<xtask::diag::InvalidInput>().is_some() {
                 eprintln!("{err}");
                 eprintln!("error: the recipe is invalid (see above)");
             } else {
