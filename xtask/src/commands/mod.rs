@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod bench;
+pub mod bench_package;
 pub mod drift;
 pub mod fetch;
 pub mod list;
