@@ -15,6 +15,7 @@ mod render;
 mod repo;
 
 mod apply;
+mod bench_package;
 mod drift;
 mod patch;
 mod patch_support;
