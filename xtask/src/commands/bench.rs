@@ -24,6 +24,10 @@ pub enum What {
     /// Time apply against `git apply` and `quilt push -a` on the amdgpu tree
     Apply(ApplyArgs),
     /// Time our package writers against dpkg-deb, rpmbuild, bsdtar and tar
+    ///
+    /// Medians, ratios, sizes and our peak memory, printed and written to
+    /// target/patchkit/work/bench-package/report.json. For real figures run
+    /// the release build: `cargo run --release -p xtask -- bench package`.
     Package(super::bench_package::Args),
     /// (internal) run one of our package writers and print peak memory
     #[command(hide = true)]

@@ -21,11 +21,7 @@ use crate::extract::{self, Selection};
 use crate::package::{arch, deb, dkms, rpm, tarball, Artifact, FileTree, PackageMeta};
 use crate::workspace::Workspace;
 
-/// Time our deb, rpm, Arch and DKMS tarball writers against dpkg-deb,
-/// rpmbuild, bsdtar | zstd and tar | gzip on the amdgpu DKMS tree.
-///
-/// For real figures run the release build:
-/// `cargo run --release -p xtask -- bench package`.
+/// Flags of `bench package` (its help text is on `bench::What::Package`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The kernel source archive (Debian's linux-source-6.12)
@@ -225,7 +221,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
                     String::from_utf8_lossy(&run.stderr).trim()
                 );
             }
-            let (size, peak) = parse_child(&String::from_utf8_lossy(&run.stdout))?;
+            let (size, peak, ours_path) = parse_child(&String::from_utf8_lossy(&run.stdout))?;
             ours_t[i].push(secs);
             ours_size[i] = size;
             peaks[i] = peaks[i].max(peak);
@@ -246,7 +242,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
                 );
             }
             refs_t[i].push(secs);
-            refs_size[i] = job.artifact_size()?;
+            let (ref_path, ref_size) = job.artifact()?;
+            refs_size[i] = ref_size;
+            if rep == 0 {
+                reference::same_entries(*fmt, &ours_path, &ref_path)?;
+            }
             println!(
                 "rep {}/{} {:<5} ours {secs_ours:>7.2} s  {:<24} {secs:>7.2} s",
                 rep + 1,
@@ -461,7 +461,7 @@ fn print_table(r: &Report) {
 }
 
 /// `artifact <size> <path>` and `peak-rss-kib <n>` from `bench package-one`.
-fn parse_child(stdout: &str) -> Result<(u64, u64)> {
+fn parse_child(stdout: &str) -> Result<(u64, u64, PathBuf)> {
     let field = |key: &str| {
         stdout
             .lines()
@@ -469,8 +469,13 @@ fn parse_child(stdout: &str) -> Result<(u64, u64)> {
             .and_then(|rest| rest.split_whitespace().next())
             .and_then(|v| v.parse::<u64>().ok())
     };
-    match (field("artifact "), field("peak-rss-kib ")) {
-        (Some(size), Some(peak)) => Ok((size, peak)),
+    let path = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("artifact "))
+        .and_then(|rest| rest.split_once(' '))
+        .map(|(_, p)| PathBuf::from(p));
+    match (field("artifact "), field("peak-rss-kib "), path) {
+        (Some(size), Some(peak), Some(path)) => Ok((size, peak, path)),
         _ => bail!("our writer printed no artifact and peak RSS: {stdout:?}"),
     }
 }

@@ -51,8 +51,8 @@ impl Job {
         s
     }
 
-    /// Size of the one package file the run left below `out_dir`.
-    pub fn artifact_size(&self) -> Result<u64> {
+    /// Path and size of the one package file the run left below `out_dir`.
+    pub fn artifact(&self) -> Result<(PathBuf, u64)> {
         let mut stack = vec![self.out_dir.clone()];
         let mut found = Vec::new();
         while let Some(d) = stack.pop() {
@@ -62,12 +62,12 @@ impl Job {
                 if meta.is_dir() {
                     stack.push(e.path());
                 } else {
-                    found.push(meta.len());
+                    found.push((e.path(), meta.len()));
                 }
             }
         }
-        match found[..] {
-            [size] => Ok(size),
+        match &found[..] {
+            [one] => Ok(one.clone()),
             _ => bail!(
                 "{} left {} files in {}, expected one package",
                 self.tool,
@@ -242,6 +242,46 @@ pub fn stage(fmt: Fmt, src: &Path, dir: &Path, out: &Path) -> Result<Job> {
             ))
         }
     }
+}
+
+/// Fails unless our package and the reference tool's hold the same
+/// paths (the generated metadata files of each format aside).
+pub fn same_entries(fmt: Fmt, ours: &Path, reference: &Path) -> Result<()> {
+    let (a, b) = (entries(fmt, ours)?, entries(fmt, reference)?);
+    if a != b {
+        let only_ours: Vec<_> = a.difference(&b).take(5).collect();
+        let only_ref: Vec<_> = b.difference(&a).take(5).collect();
+        bail!(
+            "the {} packages differ: only ours has {only_ours:?}, only the reference has {only_ref:?}",
+            fmt.name()
+        );
+    }
+    Ok(())
+}
+
+fn entries(fmt: Fmt, package: &Path) -> Result<std::collections::BTreeSet<String>> {
+    let list = match fmt {
+        Fmt::Deb => "dpkg-deb --fsys-tarfile \"$1\" | tar -t",
+        Fmt::Rpm => "rpm -qpl --nosignature \"$1\"",
+        Fmt::Arch | Fmt::Tar => "bsdtar -tf \"$1\"",
+    };
+    let out = Command::new("bash")
+        .args(["-o", "pipefail", "-c", list, "bash"])
+        .arg(package)
+        .output()
+        .with_context(|| format!("listing {}", package.display()))?;
+    if !out.status.success() {
+        bail!(
+            "listing {} failed: {}",
+            package.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim_start_matches("./").trim_matches('/').to_string())
+        .filter(|l| !l.is_empty() && !l.starts_with('.'))
+        .collect())
 }
 
 fn shell_job(tool: &str, script: String, dest: PathBuf, cwd: PathBuf, out_dir: PathBuf) -> Job {
