@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
+use crate::package::Scripts;
 use crate::plan::Plan;
 use crate::recipe::{Recipe, Source};
 use crate::render::{Rendered, Renderer};
@@ -113,6 +114,25 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
         renderer.render("arch/PKGBUILD", &values)?,
     );
     Ok(out)
+}
+
+/// The maintainer scripts of DKMS package `name` `version`, as build-dkms
+/// renders them from `templates/scripts/`: (deb postinst/prerm, rpm
+/// %post/%preun).
+pub fn dkms_scripts(
+    templates: &std::path::Path,
+    name: &str,
+    version: &str,
+) -> Result<(Scripts, Scripts)> {
+    let renderer = Renderer::new(templates)?;
+    let values = json!({ "name": name, "pkgname": crate::package::dkms::package_name(name), "version": version });
+    let pair = |post: &str, pre: &str| -> Result<Scripts> {
+        Ok(Scripts {
+            post_install: Some(renderer.render(&format!("scripts/{post}"), &values)?),
+            pre_remove: Some(renderer.render(&format!("scripts/{pre}"), &values)?),
+        })
+    };
+    Ok((pair("postinst", "prerm")?, pair("rpm-post", "rpm-preun")?))
 }
 
 fn source_line(source: &Source) -> String {

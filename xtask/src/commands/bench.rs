@@ -23,6 +23,15 @@ pub struct Args {
 pub enum What {
     /// Time apply against `git apply` and `quilt push -a` on the amdgpu tree
     Apply(ApplyArgs),
+    /// Time our package writers against dpkg-deb, rpmbuild, bsdtar and tar
+    ///
+    /// Medians, ratios, sizes and our peak memory, printed and written to
+    /// target/patchkit/work/bench-package/report.json. For real figures run
+    /// the release build: `cargo run --release -p xtask -- bench package`.
+    Package(super::bench_package::Args),
+    /// (internal) run one of our package writers and print peak memory
+    #[command(hide = true)]
+    PackageOne(super::bench_package::OneArgs),
     /// (internal) apply patches to a tree in place and print peak memory
     #[command(hide = true)]
     ApplySeries {
@@ -49,6 +58,8 @@ const SUBTREE: &str = "drivers/gpu/drm/amd";
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     match &args.what {
         What::Apply(a) => bench_apply(ws, a),
+        What::Package(a) => super::bench_package::run(ws, a),
+        What::PackageOne(a) => super::bench_package::run_one(a),
         What::ApplySeries { tree, patches } => {
             let inputs: Vec<PatchInput> = patches
                 .iter()

@@ -1,5 +1,6 @@
 //! Compressors behind one streaming writer, configured for byte-identical
-//! output: gzip without a file name and with mtime 0, xz and zstd always
+//! output: gzip without a file name and with mtime 0, deflated in
+//! parallel in fixed chunks ([`super::pgz`]), xz and zstd always
 //! through their multithreaded encoders (whose output does not depend on
 //! the number of threads), and the digests writers need on the way.
 
@@ -8,6 +9,8 @@ use std::io::{self, Read, Write};
 use anyhow::{Context, Result};
 use md5::Md5;
 use sha2::{Digest, Sha256};
+
+use super::pgz::ParGz;
 
 /// A compressor and its level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,12 +43,7 @@ impl Compression {
     pub fn encoder<W: Write>(self, inner: W) -> Result<Encoder<W>> {
         Ok(match self {
             Compression::None => Encoder::Plain(inner),
-            Compression::Gzip(level) => Encoder::Gzip(
-                flate2::GzBuilder::new()
-                    .mtime(0)
-                    .operating_system(3)
-                    .write(inner, flate2::Compression::new(level)),
-            ),
+            Compression::Gzip(level) => Encoder::Gzip(ParGz::new(inner, level, threads() as usize)),
             Compression::Xz(level) => {
                 let stream = xz2::stream::MtStreamBuilder::new()
                     .threads(threads().min(XZ_MAX_THREADS))
@@ -88,7 +86,7 @@ fn threads() -> u32 {
 /// A streaming compressor.
 pub enum Encoder<W: Write> {
     Plain(W),
-    Gzip(flate2::write::GzEncoder<W>),
+    Gzip(ParGz<W>),
     Xz(xz2::write::XzEncoder<W>),
     Zstd(zstd::Encoder<'static, W>),
 }

@@ -15,6 +15,7 @@ mod cpio;
 pub mod deb;
 pub mod dkms;
 pub mod meta;
+mod pgz;
 pub mod rpm;
 mod rpm_header;
 pub mod tar;

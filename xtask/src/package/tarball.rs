@@ -19,7 +19,7 @@ pub fn dkms_file_name(module: &str, version: &str) -> String {
     format!("{module}-{version}-source-only.dkms.tar.gz")
 }
 
-/// Writes `<out_dir>/<name>`: `tree` as gzip'd tar (`gzip -n -9`), entry
+/// Writes `<out_dir>/<name>`: `tree` as gzip'd tar (`gzip -n -6`), entry
 /// names as `names` says.
 pub fn write_tar_gz(
     tree: &FileTree,

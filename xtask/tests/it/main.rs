@@ -6,6 +6,7 @@ mod support;
 
 mod amdgpu_slow;
 mod apply;
+mod bench_package;
 mod build_config;
 mod build_dkms;
 mod debian_source;

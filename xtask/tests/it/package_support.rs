@@ -152,17 +152,16 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
 
 /// The maintainer scripts as build-dkms makes them: rendered from the
 /// repository's `templates/scripts/`.
-pub fn scripts(post: &str, pre: &str) -> package::Scripts {
-    let renderer =
-        xtask::render::Renderer::new(&crate::support::repo_root().join("templates")).unwrap();
-    let values = serde_json::json!({ "name": MODULE, "pkgname": dkms::package_name(MODULE), "version": VERSION });
-    let render = |name: &str| {
-        renderer
-            .render(&format!("scripts/{name}"), &values)
-            .unwrap()
-    };
-    package::Scripts {
-        post_install: Some(render(post)),
-        pre_remove: Some(render(pre)),
+pub fn scripts(post: &str, _pre: &str) -> package::Scripts {
+    let (deb, rpm) = xtask::packaging::dkms_scripts(
+        &crate::support::repo_root().join("templates"),
+        MODULE,
+        VERSION,
+    )
+    .unwrap();
+    if post == "postinst" {
+        deb
+    } else {
+        rpm
     }
 }
