@@ -3,8 +3,10 @@
 //! nothing here touches the network or writes a file.
 
 mod config;
+mod grammar;
 mod kernel;
 mod raw;
+mod series;
 mod validate;
 
 use std::path::{Path, PathBuf};

@@ -1,20 +1,24 @@
 //! Turns a [`RawRecipe`] into a [`Recipe`], checking presence, grammar and
 //! the patch folder, and collecting every problem with its location.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use toml::Spanned;
 
-use super::raw::{self, RawPatch, RawRecipe, RawSource, Str, StrList};
-use super::{Format, KernelRange, Kind, Package, Patch, PatchOrigin, Recipe, Source, Target};
+pub(super) use super::grammar::check_tree_path;
+use super::grammar::{
+    check_commit, check_dest, check_git_url, check_http_url, check_make, check_module_name,
+    check_one_line, check_package_name, check_release, check_sha256, check_version,
+};
+use super::raw::{self, RawRecipe, RawSource, Str, StrList};
+use super::{Format, KernelRange, Kind, Package, Recipe, Source, Target};
 use crate::diag::{Diag, InvalidInput};
 
 pub(super) struct Checker<'a> {
-    file: &'a Path,
-    text: &'a str,
-    diags: Vec<Diag>,
+    pub(super) file: &'a Path,
+    pub(super) text: &'a str,
+    pub(super) diags: Vec<Diag>,
     /// Keys already reported as unknown or mistyped: not reported missing too.
     refused: Vec<String>,
 }
@@ -60,7 +64,7 @@ impl Checker<'_> {
     }
 
     /// Keys that make no sense for the chosen kind of source or patch.
-    fn reject(&mut self, present: &[(&str, Option<usize>)], kind: &str) {
+    pub(super) fn reject(&mut self, present: &[(&str, Option<usize>)], kind: &str) {
         for (key, at) in present {
             if let Some(at) = at {
                 self.err(
@@ -72,7 +76,7 @@ impl Checker<'_> {
     }
 }
 
-fn at<T>(value: &Option<Spanned<T>>) -> Option<usize> {
+pub(super) fn at<T>(value: &Option<Spanned<T>>) -> Option<usize> {
     value.as_ref().map(|v| v.span().start)
 }
 
@@ -81,144 +85,6 @@ fn strings(list: &StrList) -> Vec<Spanned<String>> {
         .map(|l| l.get_ref().clone())
         .unwrap_or_default()
 }
-
-pub fn check_commit(value: &str) -> Result<(), String> {
-    if value.len() == 40
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a full commit id: write all 40 lower-case hex digits, or set `ref` and run `cargo xtask lock`"
-        ))
-    }
-}
-
-pub fn check_sha256(value: &str) -> Result<(), String> {
-    if value.len() == 64
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a sha256: write 64 lower-case hex digits, or remove it and run `cargo xtask lock`"
-        ))
-    }
-}
-
-fn check_http_url(value: &str) -> Result<(), String> {
-    match url::Url::parse(value) {
-        Ok(u) if matches!(u.scheme(), "http" | "https") => Ok(()),
-        Ok(u) => Err(format!(
-            "`{value}` uses `{}`: only http and https URLs are fetched",
-            u.scheme()
-        )),
-        Err(e) => Err(format!("`{value}` is not a URL ({e})")),
-    }
-}
-
-fn check_git_url(value: &str) -> Result<(), String> {
-    if Path::new(value).is_absolute() {
-        return Ok(());
-    }
-    match url::Url::parse(value) {
-        Ok(u) if matches!(u.scheme(), "http" | "https" | "git" | "file" | "ssh") => Ok(()),
-        Ok(u) => Err(format!(
-            "`{value}` uses `{}`: use https, http, git, ssh, file or an absolute path",
-            u.scheme()
-        )),
-        Err(e) => Err(format!(
-            "`{value}` is neither a URL nor an absolute path ({e})"
-        )),
-    }
-}
-
-/// A path inside the extracted tree: relative, no `..`.
-pub(super) fn check_tree_path(value: &str) -> Result<(), String> {
-    let path = Path::new(value);
-    if value.is_empty()
-        || path.is_absolute()
-        || path
-            .components()
-            .any(|c| matches!(c, std::path::Component::ParentDir))
-    {
-        Err(format!(
-            "`{value}` must be a relative path inside the source tree, without `..`"
-        ))
-    } else {
-        Ok(())
-    }
-}
-
-/// Debian's package-name grammar, which is also valid for RPM and Arch.
-fn check_package_name(value: &str) -> Result<(), String> {
-    let ok = value.len() >= 2
-        && value
-            .bytes()
-            .next()
-            .is_some_and(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` is not a package name: use lower-case letters, digits, `+`, `-` and `.`, starting with a letter or digit"))
-    }
-}
-
-/// A version every target accepts: starts with a digit; letters, digits, `.`, `+`, `~`.
-fn check_version(value: &str) -> Result<(), String> {
-    let ok = value.bytes().next().is_some_and(|b| b.is_ascii_digit())
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"+.~".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` is not a version: start with a digit and use letters, digits, `.`, `+` and `~` (no `-`, no spaces)"))
-    }
-}
-
-fn check_release(value: &str) -> Result<(), String> {
-    if !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.')
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a release: use letters, digits and `.`"
-        ))
-    }
-}
-
-fn check_one_line(value: &str) -> Result<(), String> {
-    if value.contains(['\n', '\r']) {
-        Err("must be a single line".to_owned())
-    } else {
-        Ok(())
-    }
-}
-
-fn check_patch_name(value: &str) -> Result<(), String> {
-    let ok = !value.starts_with('.')
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
-        && (value.ends_with(".patch") || value.ends_with(".diff"));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` is not a patch file name: letters, digits, `.`, `_`, `+`, `-`, ending in `.patch` or `.diff`"))
-    }
-}
-
 pub fn validate(path: &Path, root: &Path, text: &str) -> Result<Recipe> {
     let name = path
         .file_stem()
@@ -287,7 +153,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
             }
         }
     };
-    let patches = patches(c, &raw.patch, &root.join("patches").join(name));
+    let patches = super::series::patches(c, &raw.patch, &root.join("patches").join(name));
     let dkms = match (&raw.dkms, target.kind) {
         (Some(d), Kind::Dkms) => Some(dkms(c, d.get_ref(), d.span().start)),
         (Some(d), _) => {
@@ -492,44 +358,6 @@ fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Sourc
     }
 }
 
-/// A DKMS module name: what `BUILT_MODULE_NAME` and the `.ko` file accept.
-fn check_module_name(value: &str) -> Result<(), String> {
-    if !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a module name: letters, digits, `_` and `-`"
-        ))
-    }
-}
-
-/// An absolute module directory below `/lib/modules/<kernel>/`.
-fn check_dest(value: &str) -> Result<(), String> {
-    let ok = value.starts_with('/')
-        && !value.split('/').any(|part| part == "..")
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/_-.".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` must be an absolute folder such as `/updates/dkms` (letters, digits, `/`, `_`, `-`, `.`)"))
-    }
-}
-
-/// A make line for dkms.conf: one line; dkms.conf quotes it.
-fn check_make(value: &str) -> Result<(), String> {
-    check_one_line(value)?;
-    if value.contains('\'') {
-        return Err("must not contain `'` (dkms.conf holds it in single quotes)".to_owned());
-    }
-    Ok(())
-}
-
 fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
     let tree = c
         .checked(&d.tree, "dkms.tree", |t| {
@@ -662,206 +490,5 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
         kernel,
         kernel_regex,
         formats,
-    }
-}
-
-fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) -> Vec<Patch> {
-    let mut patches = Vec::new();
-    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut files_in_recipe = Vec::new();
-    for (i, entry) in raw.iter().enumerate() {
-        let p = entry.get_ref();
-        let table_at = entry.span().start;
-        let key = |k: &str| format!("patch[{i}].{k}");
-        let kinds: Vec<_> = [("file", &p.file), ("url", &p.url), ("git", &p.git)]
-            .into_iter()
-            .filter(|(_, v)| v.is_some())
-            .map(|(k, _)| k)
-            .collect();
-        let origin = match kinds.as_slice() {
-            ["file"] => {
-                c.reject(
-                    &[
-                        ("name", at(&p.name)),
-                        ("commit", at(&p.commit)),
-                        ("sha256", at(&p.sha256)),
-                    ],
-                    "file patch (its name is the file name; its hash is computed)",
-                );
-                let file = c.checked(&p.file, &key("file"), check_patch_name);
-                file.map(|f| {
-                    let at = at(&p.file).unwrap_or(table_at);
-                    files_in_recipe.push((f.clone(), at));
-                    if !dir.join(&f).is_file() {
-                        c.err(
-                            at,
-                            format!(
-                                "`{}`: patch file {} is missing",
-                                key("file"),
-                                crate::diag::display_path(&dir.join(&f)).display()
-                            ),
-                        );
-                    }
-                    (f.clone(), PatchOrigin::File { path: dir.join(&f) })
-                })
-            }
-            ["url"] => {
-                c.reject(&[("commit", at(&p.commit))], "url patch");
-                let url = c.checked(&p.url, &key("url"), check_http_url);
-                let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
-                let name = c.required(&p.name, table_at, &key("name"));
-                c.checked(&p.name, &key("name"), check_patch_name);
-                url.map(|url| (name, PatchOrigin::Url { url, sha256 }))
-            }
-            ["git"] => {
-                let url = c.checked(&p.git, &key("git"), check_git_url);
-                let commit_present = p.commit.is_some();
-                let commit = c.checked(&p.commit, &key("commit"), check_commit);
-                if !commit_present {
-                    c.err(
-                        table_at,
-                        format!(
-                            "missing key `{}`: an upstream commit patch needs the full commit id",
-                            key("commit")
-                        ),
-                    );
-                }
-                let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
-                let name = c.required(&p.name, table_at, &key("name"));
-                c.checked(&p.name, &key("name"), check_patch_name);
-                url.zip(commit).map(|(url, commit)| {
-                    (
-                        name,
-                        PatchOrigin::Git {
-                            url,
-                            commit,
-                            sha256,
-                        },
-                    )
-                })
-            }
-            [] => {
-                c.err(
-                    table_at,
-                    format!("`patch[{i}]` needs one of `file`, `url` or `git`"),
-                );
-                None
-            }
-            several => {
-                c.err(
-                    table_at,
-                    format!(
-                        "`patch[{i}]` takes exactly one of `file`, `url` or `git`, found {}",
-                        several.join(" and ")
-                    ),
-                );
-                None
-            }
-        };
-        let Some((name, origin)) = origin else {
-            continue;
-        };
-        if name.is_empty() {
-            continue;
-        }
-        if let Some(first) = seen.get(&name) {
-            c.err(table_at, format!("duplicate patch name `{name}` (first used by patch[{first}]): every patch needs its own name"));
-            continue;
-        }
-        seen.insert(name.clone(), i);
-        patches.push(Patch { name, origin });
-    }
-    series(c, dir, &files_in_recipe);
-    patches
-}
-
-/// The `series` file must list exactly the patch files of the folder, in the
-/// order the recipe uses them.
-fn series(c: &mut Checker, dir: &Path, files_in_recipe: &[(String, usize)]) {
-    let series_path = dir.join("series");
-    let on_disk: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            let mut names: Vec<String> = entries
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.ends_with(".patch") || n.ends_with(".diff"))
-                .collect();
-            names.sort();
-            names
-        }
-        Err(_) => Vec::new(),
-    };
-    let series_text = std::fs::read_to_string(&series_path).ok();
-    let Some(series_text) = series_text else {
-        if !files_in_recipe.is_empty() || !on_disk.is_empty() {
-            let display = crate::diag::display_path(&series_path);
-            let at = files_in_recipe.first().map_or(0, |(_, at)| *at);
-            c.err(
-                at,
-                format!(
-                    "{} is missing: list the patch files of {} in it, one a line, in order",
-                    display.display(),
-                    crate::diag::display_path(dir).display()
-                ),
-            );
-        }
-        return;
-    };
-    let mut listed: Vec<(String, usize)> = Vec::new();
-    let mut offset = 0;
-    for line in series_text.split_inclusive('\n') {
-        let entry = line.split('#').next().unwrap_or_default().trim();
-        let here = offset;
-        offset += line.len();
-        if entry.is_empty() {
-            continue;
-        }
-        let mut words = entry.split_whitespace();
-        let name = words.next().unwrap_or_default().to_owned();
-        let rest: Vec<_> = words.collect();
-        let series_diag = |message: String| Diag::at(&series_path, &series_text, here, message);
-        if !(rest.is_empty() || rest == ["-p1"]) {
-            c.diags.push(series_diag(format!(
-                "`{}`: only `-p1` patches are supported",
-                rest.join(" ")
-            )));
-        }
-        if listed.iter().any(|(n, _)| *n == name) {
-            c.diags
-                .push(series_diag(format!("`{name}` is listed twice")));
-            continue;
-        }
-        if !on_disk.contains(&name) {
-            c.diags.push(series_diag(format!(
-                "`{name}` is listed but {} has no such file",
-                crate::diag::display_path(dir).display()
-            )));
-        }
-        listed.push((name, here));
-    }
-    for name in &on_disk {
-        if !listed.iter().any(|(n, _)| n == name) {
-            c.diags.push(Diag::at(&series_path, &series_text, series_text.len(), format!("`{name}` is in the folder but not listed in the series: add it, or delete the file")));
-        }
-    }
-    let listed_names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
-    let used: Vec<&str> = files_in_recipe.iter().map(|(n, _)| n.as_str()).collect();
-    for (name, here) in &listed {
-        if !used.contains(&name.as_str()) {
-            c.diags.push(Diag::at(&series_path, &series_text, *here, format!("`{name}` is in the series but no `[[patch]] file = \"{name}\"` of the recipe uses it")));
-        }
-    }
-    let in_series: Vec<&str> = used
-        .iter()
-        .copied()
-        .filter(|n| listed_names.contains(n))
-        .collect();
-    let series_order: Vec<&str> = listed_names
-        .iter()
-        .copied()
-        .filter(|n| used.contains(n))
-        .collect();
-    if in_series != series_order {
-        let at = files_in_recipe.first().map_or(0, |(_, at)| *at);
-        c.err(at, format!("the recipe lists its patch files in another order than the series ({}): make them agree", series_order.join(", ")));
     }
 }

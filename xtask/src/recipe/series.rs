@@ -1,0 +1,215 @@
+//! The patch series of a recipe: its `[[patch]]` entries, and the
+//! `patches/<recipe>/series` file that must list exactly the folder's patch
+//! files in the recipe's order.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::grammar::{check_commit, check_git_url, check_http_url, check_patch_name, check_sha256};
+use super::raw::RawPatch;
+use super::validate::{at, Checker};
+use super::{Patch, PatchOrigin};
+use crate::diag::Diag;
+
+pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) -> Vec<Patch> {
+    let mut patches = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut files_in_recipe = Vec::new();
+    for (i, entry) in raw.iter().enumerate() {
+        let p = entry.get_ref();
+        let table_at = entry.span().start;
+        let key = |k: &str| format!("patch[{i}].{k}");
+        let kinds: Vec<_> = [("file", &p.file), ("url", &p.url), ("git", &p.git)]
+            .into_iter()
+            .filter(|(_, v)| v.is_some())
+            .map(|(k, _)| k)
+            .collect();
+        let origin = match kinds.as_slice() {
+            ["file"] => {
+                c.reject(
+                    &[
+                        ("name", at(&p.name)),
+                        ("commit", at(&p.commit)),
+                        ("sha256", at(&p.sha256)),
+                    ],
+                    "file patch (its name is the file name; its hash is computed)",
+                );
+                let file = c.checked(&p.file, &key("file"), check_patch_name);
+                file.map(|f| {
+                    let at = at(&p.file).unwrap_or(table_at);
+                    files_in_recipe.push((f.clone(), at));
+                    if !dir.join(&f).is_file() {
+                        c.err(
+                            at,
+                            format!(
+                                "`{}`: patch file {} is missing",
+                                key("file"),
+                                crate::diag::display_path(&dir.join(&f)).display()
+                            ),
+                        );
+                    }
+                    (f.clone(), PatchOrigin::File { path: dir.join(&f) })
+                })
+            }
+            ["url"] => {
+                c.reject(&[("commit", at(&p.commit))], "url patch");
+                let url = c.checked(&p.url, &key("url"), check_http_url);
+                let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
+                let name = c.required(&p.name, table_at, &key("name"));
+                c.checked(&p.name, &key("name"), check_patch_name);
+                url.map(|url| (name, PatchOrigin::Url { url, sha256 }))
+            }
+            ["git"] => {
+                let url = c.checked(&p.git, &key("git"), check_git_url);
+                let commit_present = p.commit.is_some();
+                let commit = c.checked(&p.commit, &key("commit"), check_commit);
+                if !commit_present {
+                    c.err(
+                        table_at,
+                        format!(
+                            "missing key `{}`: an upstream commit patch needs the full commit id",
+                            key("commit")
+                        ),
+                    );
+                }
+                let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
+                let name = c.required(&p.name, table_at, &key("name"));
+                c.checked(&p.name, &key("name"), check_patch_name);
+                url.zip(commit).map(|(url, commit)| {
+                    (
+                        name,
+                        PatchOrigin::Git {
+                            url,
+                            commit,
+                            sha256,
+                        },
+                    )
+                })
+            }
+            [] => {
+                c.err(
+                    table_at,
+                    format!("`patch[{i}]` needs one of `file`, `url` or `git`"),
+                );
+                None
+            }
+            several => {
+                c.err(
+                    table_at,
+                    format!(
+                        "`patch[{i}]` takes exactly one of `file`, `url` or `git`, found {}",
+                        several.join(" and ")
+                    ),
+                );
+                None
+            }
+        };
+        let Some((name, origin)) = origin else {
+            continue;
+        };
+        if name.is_empty() {
+            continue;
+        }
+        if let Some(first) = seen.get(&name) {
+            c.err(table_at, format!("duplicate patch name `{name}` (first used by patch[{first}]): every patch needs its own name"));
+            continue;
+        }
+        seen.insert(name.clone(), i);
+        patches.push(Patch { name, origin });
+    }
+    series(c, dir, &files_in_recipe);
+    patches
+}
+
+/// The `series` file must list exactly the patch files of the folder, in the
+/// order the recipe uses them.
+fn series(c: &mut Checker, dir: &Path, files_in_recipe: &[(String, usize)]) {
+    let series_path = dir.join("series");
+    let on_disk: Vec<String> = match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".patch") || n.ends_with(".diff"))
+                .collect();
+            names.sort();
+            names
+        }
+        Err(_) => Vec::new(),
+    };
+    let series_text = std::fs::read_to_string(&series_path).ok();
+    let Some(series_text) = series_text else {
+        if !files_in_recipe.is_empty() || !on_disk.is_empty() {
+            let display = crate::diag::display_path(&series_path);
+            let at = files_in_recipe.first().map_or(0, |(_, at)| *at);
+            c.err(
+                at,
+                format!(
+                    "{} is missing: list the patch files of {} in it, one a line, in order",
+                    display.display(),
+                    crate::diag::display_path(dir).display()
+                ),
+            );
+        }
+        return;
+    };
+    let mut listed: Vec<(String, usize)> = Vec::new();
+    let mut offset = 0;
+    for line in series_text.split_inclusive('\n') {
+        let entry = line.split('#').next().unwrap_or_default().trim();
+        let here = offset;
+        offset += line.len();
+        if entry.is_empty() {
+            continue;
+        }
+        let mut words = entry.split_whitespace();
+        let name = words.next().unwrap_or_default().to_owned();
+        let rest: Vec<_> = words.collect();
+        let series_diag = |message: String| Diag::at(&series_path, &series_text, here, message);
+        if !(rest.is_empty() || rest == ["-p1"]) {
+            c.diags.push(series_diag(format!(
+                "`{}`: only `-p1` patches are supported",
+                rest.join(" ")
+            )));
+        }
+        if listed.iter().any(|(n, _)| *n == name) {
+            c.diags
+                .push(series_diag(format!("`{name}` is listed twice")));
+            continue;
+        }
+        if !on_disk.contains(&name) {
+            c.diags.push(series_diag(format!(
+                "`{name}` is listed but {} has no such file",
+                crate::diag::display_path(dir).display()
+            )));
+        }
+        listed.push((name, here));
+    }
+    for name in &on_disk {
+        if !listed.iter().any(|(n, _)| n == name) {
+            c.diags.push(Diag::at(&series_path, &series_text, series_text.len(), format!("`{name}` is in the folder but not listed in the series: add it, or delete the file")));
+        }
+    }
+    let listed_names: Vec<&str> = listed.iter().map(|(n, _)| n.as_str()).collect();
+    let used: Vec<&str> = files_in_recipe.iter().map(|(n, _)| n.as_str()).collect();
+    for (name, here) in &listed {
+        if !used.contains(&name.as_str()) {
+            c.diags.push(Diag::at(&series_path, &series_text, *here, format!("`{name}` is in the series but no `[[patch]] file = \"{name}\"` of the recipe uses it")));
+        }
+    }
+    let in_series: Vec<&str> = used
+        .iter()
+        .copied()
+        .filter(|n| listed_names.contains(n))
+        .collect();
+    let series_order: Vec<&str> = listed_names
+        .iter()
+        .copied()
+        .filter(|n| used.contains(n))
+        .collect();
+    if in_series != series_order {
+        let at = files_in_recipe.first().map_or(0, |(_, at)| *at);
+        c.err(at, format!("the recipe lists its patch files in another order than the series ({}): make them agree", series_order.join(", ")));
+    }
+}
