@@ -13,6 +13,7 @@ fn reports_every_format_against_its_reference_tool() {
         }
     }
     let project = Project::new();
+    project.copy_from_repo(&["templates"]);
     let tree = project.root().join("module");
     fx::write_module(&tree, false);
     let run = project.xtask(&[
