@@ -41,15 +41,12 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Which known faults affect this machine, why, and the fix to build
     Doctor(commands::doctor::Args),
     /// List the recipes in recipes/ with their kind, version and pin state
     List(commands::list::Args),
     /// Show what a recipe would fetch, apply and publish (no network, no writes)
     Plan(commands::plan::Args),
-    /// Download and verify a recipe's inputs into the cache
     Fetch(commands::fetch::Args),
-    /// Write pins (commit, sha256) for a recipe's inputs into the recipe file
     Lock(commands::lock::Args),
     /// Extract the pinned source and apply the series atomically, with a state record
     Apply(commands::apply::Args),
@@ -57,11 +54,8 @@ enum Command {
     Verify(commands::verify::Args),
     /// Check whether the series still applies to a newer upstream
     Drift(commands::drift::Args),
-    /// Build a DKMS recipe into dist/<recipe>/ (the main job)
     BuildDkms(commands::build_dkms::Args),
-    /// Build a configuration package (the amdgpu-cwsr-off stop-gap) into dist/<recipe>/
     BuildConfig(commands::build_config::Args),
-    /// Build a patched hipBLASLt: source always, library and packages where ROCm is found
     BuildHipblaslt(commands::build_hipblaslt::Args),
     /// Benchmarks (commands, not tests) against the reference tools
     Bench(commands::bench::Args),
@@ -91,9 +85,14 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let code = xtask::diag::exit_code(&err);
-            if err.downcast_ref::<xtask::diag::InvalidInput>().is_some() {
-                eprintln!("{err}");
-                eprintln!("error: the recipe is invalid (see above)");
+            if let Some(invalid) = err.downcast_ref::<xtask::diag::InvalidInput>() {
+                eprintln!("{invalid}");
+                let outer = err.to_string();
+                if outer == invalid.to_string() {
+                    eprintln!("error: the recipe is invalid (see above)");
+                } else {
+                    eprintln!("error: {outer}");
+                }
             } else {
                 eprintln!("error: {err:#}");
             }

@@ -15,8 +15,10 @@ use crate::workspace::Workspace;
 /// The recipe built when none is named.
 pub const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
 
-/// Build a config recipe (`kind = "config"`) into dist/<recipe>/: .deb,
-/// .rpm and Arch package, manifest.json and SHA256SUMS
+/// Build a configuration package (the amdgpu-cwsr-off stop-gap) into dist/<recipe>/
+///
+/// A `kind = "config"` recipe becomes a .deb, an .rpm and an Arch package,
+/// with manifest.json and SHA256SUMS.
 ///
 /// Files installed below /etc are configuration: a Debian conffile, rpm
 /// %config(noreplace), an Arch `backup` entry, so local edits survive

@@ -14,9 +14,11 @@ use crate::workspace::Workspace;
 /// The recipe built when none is named.
 pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
 
-/// Build a DKMS recipe into dist/<recipe>/: .deb, .rpm, Arch package, DKMS
-/// tarball, pristine source, patch series, packaging files, manifest.json and
-/// SHA256SUMS
+/// Build a DKMS recipe into dist/<recipe>/ (the main job)
+///
+/// Publishes the .deb, .rpm, Arch package and DKMS tarball, the pristine
+/// source with its patch series, the packaging files (debian/, spec,
+/// PKGBUILD, dkms.conf), manifest.json and SHA256SUMS.
 ///
 /// The build is published atomically: a failed or killed run leaves the
 /// previous dist/<recipe>/ as it was. Same inputs and SOURCE_DATE_EPOCH give
