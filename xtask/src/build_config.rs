@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use crate::diag::UsageError;
-use crate::dist::{self, Staging};
+use crate::dist::Staging;
 use crate::fetch::{self, FetchOptions};
 use crate::manifest::Manifest;
 use crate::package::{self, FileTree, PackageMeta};
 use crate::patch::{stage, Tolerance};
 use crate::plan::{self, Plan};
+pub use crate::publish::Outcome;
 use crate::publish::{human_size, relative, Stamp};
 use crate::recipe::{Config, Format, Kind, Recipe};
 use crate::workspace::Workspace;
@@ -29,18 +30,6 @@ pub struct Options {
     /// `--out`; `dist/<recipe>` otherwise.
     pub out: Option<PathBuf>,
     pub fetch: FetchOptions,
-}
-
-/// How a build ended.
-#[derive(Debug)]
-pub enum Outcome {
-    Published {
-        dir: PathBuf,
-        outputs: BTreeMap<String, dist::Output>,
-    },
-    UpToDate {
-        dir: PathBuf,
-    },
 }
 
 pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
@@ -104,30 +93,12 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
             human_size(artifact.size)
         ));
     }
-    let published = staging.publish(|outputs| Manifest {
-        outputs,
-        ..manifest
-    })?;
-    stamp.write()?;
-    let outputs = Manifest::read(&published)
-        .map(|m| m.outputs)
-        .unwrap_or_default();
-    Ok(Outcome::Published {
-        dir: published,
-        outputs,
-    })
+    crate::publish::finish(staging, manifest, &stamp)
 }
 
 /// The recipe's `[config]` table, or a refusal that names the right command.
 fn config_of(recipe: &Recipe) -> Result<&Config> {
-    if recipe.target.kind != Kind::Config {
-        bail!(UsageError(format!(
-            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
-            recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str()
-        )));
-    }
+    crate::publish::require_kind(recipe, Kind::Config)?;
     recipe.config.as_ref().ok_or_else(|| {
         UsageError(format!(
             "{}: build-config needs a `[config]` table with `files` (see recipes/README.md)",

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::diag::UsageError;
 use crate::dist::{self, Staging};
@@ -15,8 +15,9 @@ use crate::package::{self, tar::Names, FileTree, PackageMeta};
 use crate::packaging;
 use crate::patch::{stage, Tolerance};
 use crate::plan::{self, Plan};
-pub use crate::publish::human_size;
-use crate::publish::{relative, template_bytes, Stamp};
+
+pub use crate::publish::Outcome;
+use crate::publish::{human_size, relative, template_bytes, Stamp};
 use crate::recipe::{Dkms, Format, Kind, Recipe};
 use crate::render::Renderer;
 use crate::workspace::Workspace;
@@ -34,18 +35,6 @@ pub struct Options {
     /// `--out`; `dist/<recipe>` otherwise.
     pub out: Option<PathBuf>,
     pub fetch: FetchOptions,
-}
-
-/// How a build ended.
-#[derive(Debug)]
-pub enum Outcome {
-    Published {
-        dir: PathBuf,
-        outputs: BTreeMap<String, dist::Output>,
-    },
-    UpToDate {
-        dir: PathBuf,
-    },
 }
 
 pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
@@ -213,30 +202,12 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         ));
     }
 
-    let published = staging.publish(|outputs| Manifest {
-        outputs,
-        ..manifest
-    })?;
-    stamp.write()?;
-    let outputs = Manifest::read(&published)
-        .map(|m| m.outputs)
-        .unwrap_or_default();
-    Ok(Outcome::Published {
-        dir: published,
-        outputs,
-    })
+    crate::publish::finish(staging, manifest, &stamp)
 }
 
 /// The recipe's `[dkms]` table, or a refusal that says what to add.
 fn dkms_of(recipe: &Recipe) -> Result<&Dkms> {
-    if recipe.target.kind != Kind::Dkms {
-        bail!(UsageError(format!(
-            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
-            recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str()
-        )));
-    }
+    crate::publish::require_kind(recipe, Kind::Dkms)?;
     recipe.dkms.as_ref().ok_or_else(|| {
         UsageError(format!(
             "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",

@@ -2,11 +2,73 @@
 //! the last publication that makes an unchanged re-run a no-op, the template
 //! bytes a build depends on, and the sizes it reports.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 
+use crate::diag::UsageError;
+use crate::dist::{self, Staging};
 use crate::manifest::Manifest;
+use crate::recipe::{Kind, Recipe};
+
+/// How a build ended.
+#[derive(Debug)]
+pub enum Outcome {
+    Published {
+        dir: PathBuf,
+        outputs: BTreeMap<String, dist::Output>,
+    },
+    UpToDate {
+        dir: PathBuf,
+    },
+}
+
+impl Outcome {
+    /// What the `build-*` commands print: every output with its size, or
+    /// that there was nothing to do.
+    pub fn print(&self) {
+        let shown = |dir: &Path| crate::diag::display_path(dir).display().to_string();
+        match self {
+            Outcome::UpToDate { dir } => println!("{} is up to date: nothing to do", shown(dir)),
+            Outcome::Published { dir, outputs } => {
+                for (name, output) in outputs {
+                    println!("{:>10}  {name}", human_size(output.size));
+                }
+                println!(
+                    "published {} (check it with `cargo xtask verify {}`)",
+                    shown(dir),
+                    shown(dir)
+                );
+            }
+        }
+    }
+}
+
+/// Refuses a recipe of another kind, naming the command that builds it.
+pub fn require_kind(recipe: &Recipe, kind: Kind) -> Result<()> {
+    if recipe.target.kind != kind {
+        bail!(UsageError(format!(
+            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
+            recipe.name,
+            recipe.target.kind.as_str(),
+            recipe.target.kind.as_str()
+        )));
+    }
+    Ok(())
+}
+
+/// Publishes `staging` with `manifest` (its outputs filled in), then records
+/// the stamp that makes the next unchanged run a no-op.
+pub fn finish(staging: Staging, manifest: Manifest, stamp: &Stamp) -> Result<Outcome> {
+    let dir = staging.publish(|outputs| Manifest {
+        outputs,
+        ..manifest
+    })?;
+    stamp.write()?;
+    let outputs = Manifest::read(&dir).map(|m| m.outputs).unwrap_or_default();
+    Ok(Outcome::Published { dir, outputs })
+}
 
 /// The record, kept in the work dir, of the last publication this tool
 /// made: the inputs digest, the tool binary that built it, and where.

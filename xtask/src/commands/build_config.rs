@@ -6,9 +6,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::build_config::{self, Options, Outcome};
+use crate::build_config::{self, Options};
 use crate::fetch::FetchOptions;
-use crate::publish::human_size;
 use crate::recipe::Format;
 use crate::workspace::Workspace;
 
@@ -63,21 +62,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             ..Default::default()
         },
     };
-    let shown = |dir: &std::path::Path| crate::diag::display_path(dir).display().to_string();
-    match build_config::run(ws, &opts)? {
-        Outcome::UpToDate { dir } => {
-            println!("{} is up to date: nothing to do", shown(&dir));
-        }
-        Outcome::Published { dir, outputs } => {
-            for (name, output) in &outputs {
-                println!("{:>10}  {name}", human_size(output.size));
-            }
-            println!(
-                "published {} (check it with `cargo xtask verify {}`)",
-                shown(&dir),
-                shown(&dir)
-            );
-        }
-    }
+    build_config::run(ws, &opts)?.print();
     Ok(())
 }

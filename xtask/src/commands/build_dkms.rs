@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::build_dkms::{self, human_size, Options, Outcome};
+use crate::build_dkms::{self, Options};
 use crate::fetch::FetchOptions;
 use crate::recipe::Format;
 use crate::workspace::Workspace;
@@ -72,23 +72,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             allow_unpinned: args.allow_unpinned,
         },
     };
-    match build_dkms::run(ws, &opts)? {
-        Outcome::UpToDate { dir } => {
-            println!(
-                "{} is up to date: nothing to do",
-                crate::diag::display_path(&dir).display()
-            );
-        }
-        Outcome::Published { dir, outputs } => {
-            for (name, output) in &outputs {
-                println!("{:>10}  {name}", human_size(output.size));
-            }
-            println!(
-                "published {} (check it with `cargo xtask verify {}`)",
-                crate::diag::display_path(&dir).display(),
-                crate::diag::display_path(&dir).display()
-            );
-        }
-    }
+    build_dkms::run(ws, &opts)?.print();
     Ok(())
 }
