@@ -93,19 +93,12 @@ pub fn template_files(dir: &Path) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// A word for POSIX sh: single-quoted unless it is made only of safe bytes.
-/// Nothing inside single quotes is expanded: `$(...)`, backticks, `"` and
-/// newlines stay literal.
+/// A word for POSIX sh, always single-quoted: nothing inside single quotes
+/// is expanded, so `$(...)`, backticks, `"` and newlines stay literal. Always
+/// quoting also keeps dkms.conf in the form dh_dkms recognises as a
+/// configuration (`PACKAGE_NAME='x'`; a bare word is taken for a file name).
 pub fn sh_quote(value: &str) -> String {
-    let safe = !value.is_empty()
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"+-./:=@_,".contains(&b));
-    if safe {
-        value.to_owned()
-    } else {
-        format!("'{}'", value.replace('\'', "'\\''"))
-    }
+    format!("'{}'", value.replace('\'', "'\\''"))
 }
 
 /// Text for an RPM spec: `%` starts a macro, so it is doubled.
@@ -178,7 +171,7 @@ mod tests {
 
     #[test]
     fn sh_quote_keeps_everything_literal() {
-        assert_eq!(sh_quote("patchkit-hello"), "patchkit-hello");
+        assert_eq!(sh_quote("patchkit-hello"), "'patchkit-hello'");
         assert_eq!(sh_quote(""), "''");
         assert_eq!(sh_quote("a b"), "'a b'");
         assert_eq!(

@@ -107,8 +107,8 @@ fn the_demo_publishes_every_artifact_and_plan_named_them() {
     );
     let conf = std::fs::read_to_string(dir.join("packaging/dkms.conf")).unwrap();
     assert!(
-        conf.contains("BUILT_MODULE_NAME[0]=patchkit_hello\n")
-            && conf.contains("DEST_MODULE_LOCATION[0]=/updates/dkms\n"),
+        conf.contains("BUILT_MODULE_NAME[0]='patchkit_hello'\n")
+            && conf.contains("DEST_MODULE_LOCATION[0]='/updates/dkms'\n"),
         "{conf}"
     );
     assert!(
@@ -192,12 +192,12 @@ fn the_rpm_arch_and_dkms_tarball_read_back() {
         );
         assert!(
             scripts.contains("postinstall scriptlet")
-                && scripts.contains("dkms add -m patchkit-hello -v 0.1.0"),
+                && scripts.contains("dkms add -m 'patchkit-hello' -v '0.1.0'"),
             "{scripts}"
         );
         assert!(
             scripts.contains("preuninstall scriptlet")
-                && scripts.contains("dkms remove -m patchkit-hello -v 0.1.0 --all"),
+                && scripts.contains("dkms remove -m 'patchkit-hello' -v '0.1.0' --all"),
             "{scripts}"
         );
         let check = output(

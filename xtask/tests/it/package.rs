@@ -52,7 +52,7 @@ fn deb_reads_back_and_lintian_is_clean() {
         .arg("postinst"));
     postinst
         .success()
-        .stdout_has(&format!("DKMS_NAME={MODULE}\n"))
+        .stdout_has(&format!("DKMS_NAME='{MODULE}'\n"))
         .stdout_has("/usr/lib/dkms/common.postinst \"$DKMS_NAME\" \"$DKMS_VERSION\"");
     let prerm = run(Command::new("dpkg-deb")
         .arg("--info")
@@ -154,14 +154,14 @@ fn rpm_reads_back_verifies_and_rpmlint_findings_are_known() {
         .success()
         .stdout_has("postinstall scriptlet (using /bin/sh):\n")
         .stdout_has(&format!(
-            "dkms add -m {MODULE} -v {VERSION} --rpm_safe_upgrade"
+            "dkms add -m '{MODULE}' -v '{VERSION}' --rpm_safe_upgrade"
         ))
         .stdout_has(&format!(
-            "dkms install -m {MODULE} -v {VERSION} -k \"$kernel\" || :"
+            "dkms install -m '{MODULE}' -v '{VERSION}' -k \"$kernel\" || :"
         ))
         .stdout_has("preuninstall scriptlet (using /bin/sh):\n")
         .stdout_has(&format!(
-            "dkms remove -m {MODULE} -v {VERSION} --all --rpm_safe_upgrade"
+            "dkms remove -m '{MODULE}' -v '{VERSION}' --all --rpm_safe_upgrade"
         ));
 
     let requires = tool("rpm", &["-qp", "--requires"], &rpm);
