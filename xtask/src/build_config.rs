@@ -146,6 +146,7 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
     );
     Ok(PackageMeta {
         name: p.name.clone(),
+        source: None,
         version: p.version.clone(),
         release: p.release.clone(),
         summary: p.summary.clone(),

@@ -138,7 +138,9 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         ["dkms.conf"]
         .clone();
     inputs.dkms_conf_sha256 = Some(plan::sha256_hex(dkms_conf.as_bytes()));
-    let rendered = packaging::render(&renderer, &packaging::values(&recipe, &plan, &inputs)?)?;
+    let meta = package_meta(&recipe, &plan, epoch)?;
+    let mut rendered = packaging::render(&renderer, &packaging::values(&recipe, &plan, &inputs)?)?;
+    rendered.extend(packaging::debian_docs(&meta, epoch_u)?);
     for (name, text) in &rendered {
         if name.starts_with("scripts/") {
             continue;
@@ -156,7 +158,6 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         dkms_conf.clone().into_bytes(),
         false,
     )?;
-    let meta = package_meta(&recipe, &plan, epoch)?;
     let scripts_of = |post: &str, pre: &str| package::Scripts {
         post_install: Some(rendered[post].clone()),
         pre_remove: Some(rendered[pre].clone()),
@@ -302,7 +303,11 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
             recipe.path.display()
         ))
     })?;
-    let mut changes = vec![format!("Built by rocm-patchkit from {}.", plan.recipe_file)];
+    let mut changes = vec![format!(
+        "Built by rocm-patchkit from {} and {}.",
+        plan.recipe_file,
+        packaging::source_line(&recipe.source)
+    )];
     changes.extend(
         plan.patches
             .iter()
@@ -310,6 +315,7 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
     );
     Ok(PackageMeta {
         name: package::dkms::package_name(&p.name),
+        source: Some(p.name.clone()),
         version: p.version.clone(),
         release: p.release.clone(),
         summary: p.summary.clone(),

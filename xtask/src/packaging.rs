@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
-use crate::package::Scripts;
+use crate::package::{deb, PackageMeta, Scripts};
 use crate::plan::Plan;
 use crate::recipe::{Recipe, Source};
 use crate::render::{Rendered, Renderer};
@@ -73,8 +73,6 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
         "kernel_regex": kernel_regex,
         "dkms_tree": dkms.tree,
         "tree_dir": if dkms.tree == "." { inputs.source_dir.clone() } else { format!("{}/{}", inputs.source_dir, dkms.tree) },
-        "date_rfc2822": rfc2822(inputs.epoch),
-        "source_line": source_line(&recipe.source),
         "patches": patches,
         "orig_tarball": inputs.orig_tarball,
         "source_dir": inputs.source_dir,
@@ -135,7 +133,21 @@ pub fn dkms_scripts(
     Ok((pair("postinst", "prerm")?, pair("rpm-post", "rpm-preun")?))
 }
 
-fn source_line(source: &Source) -> String {
+/// The Debian packager's `debian/copyright`, `debian/changelog` and
+/// `debian/<package>.lintian-overrides`: the very texts the `.deb` carries,
+/// so a package rebuilt with dpkg-buildpackage documents itself as ours.
+pub fn debian_docs(meta: &PackageMeta, epoch: u64) -> Result<Rendered> {
+    let mut out = Rendered::new();
+    out.insert("debian/copyright".to_owned(), deb::copyright(meta)?);
+    out.insert("debian/changelog".to_owned(), deb::changelog(meta, epoch));
+    if let Some(text) = deb::lintian_overrides(meta) {
+        out.insert(format!("debian/{}.lintian-overrides", meta.name), text);
+    }
+    Ok(out)
+}
+
+/// Where a recipe's source comes from, in words, for the changelog.
+pub fn source_line(source: &Source) -> String {
     match source {
         Source::Git { url, commit, .. } => format!(
             "{url} at {}",
@@ -173,40 +185,9 @@ fn install_entries(tree: &str, entries: &[String]) -> Vec<String> {
         .collect()
 }
 
-/// RFC 2822 date in UTC (`Thu, 01 Jan 2026 00:00:00 +0000`), as Debian
-/// changelogs want it; no time zone of the machine leaks in.
-pub fn rfc2822(epoch: i64) -> String {
-    let days = epoch.div_euclid(86400);
-    let secs = epoch.rem_euclid(86400);
-    let (y, m, d) = civil_from_days(days);
-    let weekday = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"][days.rem_euclid(7) as usize];
-    let month = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ][(m - 1) as usize];
-    format!(
-        "{weekday}, {d:02} {month} {y} {:02}:{:02}:{:02} +0000",
-        secs / 3600,
-        secs % 3600 / 60,
-        secs % 60
-    )
-}
-
 /// The calendar year (UTC) of `epoch`.
 pub fn year(epoch: i64) -> i64 {
-    civil_from_days(epoch.div_euclid(86400)).0
-}
-
-/// Days since 1970-01-01 to (year, month, day), Howard Hinnant's algorithm.
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719468;
-    let era = z.div_euclid(146097);
-    let doe = z.rem_euclid(146097);
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
+    crate::package::civil_from_days(epoch.div_euclid(86400)).0
 }
 
 #[cfg(test)]
@@ -214,9 +195,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dates_are_rfc2822_in_utc() {
-        assert_eq!(rfc2822(0), "Thu, 01 Jan 1970 00:00:00 +0000");
-        assert_eq!(rfc2822(1767225600), "Thu, 01 Jan 2026 00:00:00 +0000");
-        assert_eq!(rfc2822(1709251199), "Thu, 29 Feb 2024 23:59:59 +0000");
+    fn years_are_utc() {
+        assert_eq!(year(1767225599), 2025);
+        assert_eq!(year(1767225600), 2026);
+        assert_eq!(year(0), 1970);
     }
 }

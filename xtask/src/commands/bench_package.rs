@@ -83,6 +83,7 @@ const PEAK_GOAL_MIB: f64 = 256.0;
 fn meta() -> PackageMeta {
     PackageMeta {
         name: dkms::package_name(MODULE),
+        source: Some(MODULE.into()),
         version: VERSION.into(),
         release: "1".into(),
         summary: "amdgpu driver sources for DKMS (benchmark package)".into(),

@@ -27,6 +27,7 @@ pub fn meta(recipe: &Recipe) -> PackageMeta {
     let patches: Vec<&str> = recipe.patches.iter().map(|x| x.name.as_str()).collect();
     PackageMeta {
         name: p.name.clone(),
+        source: None,
         version: p.version.clone(),
         release: p.release.clone(),
         summary: p.summary.clone(),

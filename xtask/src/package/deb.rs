@@ -123,14 +123,32 @@ fn control_tar(
     md5sums: &str,
     epoch: u64,
 ) -> Result<Vec<u8>> {
-    let mut files: Vec<(&str, u32, Vec<u8>)> = vec![
-        (
-            "./control",
-            0o644,
-            control_for(meta, machine, tree).into_bytes(),
-        ),
-        ("./md5sums", 0o644, md5sums.as_bytes().to_vec()),
-    ];
+    let mut files = control_area(tree, scripts);
+    files.push((
+        "./control",
+        0o644,
+        control_for(meta, machine, tree, scripts).into_bytes(),
+    ));
+    files.push(("./md5sums", 0o644, md5sums.as_bytes().to_vec()));
+    files.sort_by(|a, b| a.0.cmp(b.0));
+    let enc = Compression::DEB.encoder(Vec::new())?;
+    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+    tar.root()?;
+    for (name, mode, bytes) in &files {
+        tar.bytes(name, *mode, bytes)?;
+    }
+    tar.finish()?.finish().context("compressing control.tar.xz")
+}
+
+/// The `control` file, fields in dpkg-gencontrol's order.
+pub fn control(meta: &PackageMeta, tree: &FileTree, scripts: &Scripts) -> String {
+    control_for(meta, Machine::Any, tree, scripts)
+}
+
+/// The control members besides `control` and `md5sums`: `conffiles` and
+/// the maintainer scripts.
+fn control_area(tree: &FileTree, scripts: &Scripts) -> Vec<(&'static str, u32, Vec<u8>)> {
+    let mut files = Vec::new();
     let conffiles: String = tree
         .config_files()
         .map(|e| format!("/{}\n", e.path))
@@ -144,39 +162,41 @@ fn control_tar(
     if let Some(s) = &scripts.pre_remove {
         files.push(("./prerm", 0o755, s.clone().into_bytes()));
     }
-    files.sort_by(|a, b| a.0.cmp(b.0));
-    let enc = Compression::DEB.encoder(Vec::new())?;
-    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
-    tar.root()?;
-    for (name, mode, bytes) in &files {
-        tar.bytes(name, *mode, bytes)?;
-    }
-    tar.finish()?.finish().context("compressing control.tar.xz")
-}
-
-/// The `control` file, fields in dpkg-gencontrol's order.
-pub fn control(meta: &PackageMeta, tree: &FileTree) -> String {
-    control_for(meta, Machine::Any, tree)
+    files
 }
 
 /// [`control`] for files that run on `machine`.
-pub fn control_for(meta: &PackageMeta, machine: Machine, tree: &FileTree) -> String {
-    // Installed-Size as dpkg-gencontrol counts it: KiB per file rounded
-    // up, 1 per directory and symlink.
-    let kib: u64 = tree
+pub fn control_for(
+    meta: &PackageMeta,
+    machine: Machine,
+    tree: &FileTree,
+    scripts: &Scripts,
+) -> String {
+    // Installed-Size as dpkg-gencontrol counts the package build folder
+    // after dh_installdeb: KiB per file rounded up, 1 per directory and
+    // symlink, the folder itself and DEBIAN/ with its scripts included.
+    let files: u64 = tree
         .entries()
         .map(|e| match e.kind {
             Kind::File(_) => e.size.div_ceil(1024),
             _ => 1,
         })
         .sum();
-    let mut c = format!(
-        "Package: {}\nVersion: {}\nArchitecture: {}\nMaintainer: {}\nInstalled-Size: {kib}\n",
-        meta.name,
+    let control: u64 = control_area(tree, scripts)
+        .iter()
+        .map(|(_, _, bytes)| (bytes.len() as u64).div_ceil(1024))
+        .sum();
+    let kib = files + 2 + control;
+    let mut c = format!("Package: {}\n", meta.name);
+    if let Some(source) = meta.source.as_ref().filter(|s| **s != meta.name) {
+        c.push_str(&format!("Source: {source}\n"));
+    }
+    c.push_str(&format!(
+        "Version: {}\nArchitecture: {}\nMaintainer: {}\nInstalled-Size: {kib}\n",
         meta.full_version(),
         machine.deb(),
         meta.maintainer
-    );
+    ));
     if !meta.depends.is_empty() {
         c.push_str(&format!("Depends: {}\n", meta.depends.join(", ")));
     }
@@ -230,18 +250,38 @@ pub fn lintian_overrides(meta: &PackageMeta) -> Option<String> {
         .then(|| format!("{}: initial-upload-closes-no-bugs\n", meta.name))
 }
 
-/// Debian changelog with one entry for this version, dated `epoch`.
+/// Debian changelog with one entry for this version, dated `epoch`, under
+/// the source package's name.
 pub fn changelog(meta: &PackageMeta, epoch: u64) -> String {
     let mut c = format!(
         "{} ({}) unstable; urgency=medium\n\n",
-        meta.name,
+        source_name(meta),
         meta.full_version()
     );
-    for line in &meta.changes {
-        c.push_str(&format!("  * {}\n", line.trim()));
+    for change in &meta.changes {
+        c.push_str(&changelog_item(change));
     }
     c.push_str(&format!("\n -- {}  {}\n", meta.maintainer, rfc2822(epoch)));
     c
+}
+
+/// `  * text`, word-wrapped at 80 columns with continuation lines indented
+/// under the text (a word longer than a line keeps a line of its own).
+fn changelog_item(text: &str) -> String {
+    let mut out = String::new();
+    let mut line = String::from("  *");
+    for word in text.split_whitespace() {
+        if line.len() > 4 && line.len() + 1 + word.len() > 80 {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from("   ");
+        }
+        line.push(' ');
+        line.push_str(word);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
 }
 
 /// Machine-readable `copyright` (DEP-5) for licences whose text Debian
@@ -289,9 +329,14 @@ pub fn copyright(meta: &PackageMeta) -> Result<String> {
          License: {short}\n\
          \n\
          License: {short}\n{text}",
-        name = meta.name,
+        name = source_name(meta),
         url = meta.homepage,
     ))
+}
+
+/// The Debian source package's name: `meta.source`, else the package's.
+fn source_name(meta: &PackageMeta) -> &str {
+    meta.source.as_deref().unwrap_or(&meta.name)
 }
 
 /// The MIT (Expat) licence as a DEP-5 license paragraph body.
@@ -325,6 +370,20 @@ mod tests {
         let d = extended_description(&format!("first\n\n\nsecond\n.\n{long}"));
         assert!(d.starts_with(" first\n .\n second\n .\n word"));
         assert!(d.lines().all(|l| l.len() <= 80 && l.starts_with(' ')));
+    }
+
+    #[test]
+    fn changelog_items_wrap_at_80_columns() {
+        let item = changelog_item(&"word ".repeat(40));
+        assert!(item.starts_with("  * word word"), "{item}");
+        assert!(
+            item.lines().skip(1).all(|l| l.starts_with("    word")),
+            "{item}"
+        );
+        assert!(item.lines().all(|l| l.len() <= 80), "{item}");
+        assert_eq!(item.split_whitespace().filter(|w| *w == "word").count(), 40);
+        let long = "x".repeat(90);
+        assert_eq!(changelog_item(&long), format!("  * {long}\n"));
     }
 
     #[test]

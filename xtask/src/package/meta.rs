@@ -9,6 +9,10 @@ use anyhow::{bail, Result};
 pub struct PackageMeta {
     /// Package name, e.g. `amdgpu-patchkit-dkms`.
     pub name: String,
+    /// Debian source package name when it is not `name` (`amdgpu-patchkit`
+    /// for `amdgpu-patchkit-dkms`): the control file's `Source:`, the
+    /// changelog's heading and the copyright's `Upstream-Name`.
+    pub source: Option<String>,
     /// Upstream version, e.g. `6.12.64` (no `-`, no epoch).
     pub version: String,
     /// Packaging revision: Debian revision, rpm release, Arch pkgrel
@@ -115,6 +119,15 @@ impl PackageMeta {
                 name_rule(format)
             ),
         );
+        if let Some(source) = &self.source {
+            check(
+                name_ok(source, format),
+                format!(
+                    "source package name {source:?} breaks the {fmt} rules ({})",
+                    name_rule(format)
+                ),
+            );
+        }
         for dep in &self.depends {
             check(
                 name_ok(dep, format),
@@ -334,6 +347,7 @@ pub(crate) mod tests {
     pub fn sample() -> PackageMeta {
         PackageMeta {
             name: "patchkit-hello-dkms".into(),
+            source: None,
             version: "0.1.0".into(),
             release: "1".into(),
             summary: "hello module for patchkit tests (DKMS source)".into(),

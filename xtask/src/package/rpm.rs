@@ -384,7 +384,7 @@ fn main_header(
     let mut requires: Vec<(String, u32, String)> = Vec::new();
     let sh = || Value::StrArray(vec!["/bin/sh".into()]);
     if let Some(s) = &scripts.post_install {
-        h.add(tag::POSTIN, Value::Str(s.clone()))
+        h.add(tag::POSTIN, Value::Str(scriptlet(s)))
             .add(tag::POSTINPROG, sh());
         requires.push((
             "/bin/sh".into(),
@@ -393,7 +393,7 @@ fn main_header(
         ));
     }
     if let Some(s) = &scripts.pre_remove {
-        h.add(tag::PREUN, Value::Str(s.clone()))
+        h.add(tag::PREUN, Value::Str(scriptlet(s)))
             .add(tag::PREUNPROG, sh());
         requires.push((
             "/bin/sh".into(),
@@ -402,9 +402,17 @@ fn main_header(
         ));
     }
 
-    // Dependencies, and the rpmlib features this package uses.
+    // Dependencies, also for the scriptlets (`Requires(post)`,
+    // `Requires(preun)`: the dkms calls need dkms installed first), and the
+    // rpmlib features this package uses.
     for dep in &meta.depends {
         requires.push((dep.clone(), 0, String::new()));
+        if scripts.post_install.is_some() {
+            requires.push((dep.clone(), sense::SCRIPT_POST, String::new()));
+        }
+        if scripts.pre_remove.is_some() {
+            requires.push((dep.clone(), sense::SCRIPT_PREUN, String::new()));
+        }
     }
     let rpmlib = sense::RPMLIB | sense::LESS | sense::EQUAL;
     let mut features = vec![
@@ -440,4 +448,10 @@ fn main_header(
         Value::StrArray(vec![meta.full_version()]),
     );
     Ok(h)
+}
+
+/// A scriptlet as rpmbuild stores one from a spec: without trailing blank
+/// lines or the last newline.
+fn scriptlet(text: &str) -> String {
+    text.trim_end().to_owned()
 }

@@ -82,6 +82,7 @@ pub fn write_module(root: &Path, odd: bool) {
 pub fn meta() -> PackageMeta {
     PackageMeta {
         name: dkms::package_name(MODULE),
+        source: None,
         version: VERSION.into(),
         release: "1".into(),
         summary: "Patchkit test module for DKMS".into(),

@@ -131,9 +131,12 @@ pub fn stage(fmt: Fmt, src: &Path, dir: &Path, out: &Path) -> Result<Job> {
                 .add_dir_contents(&pkg.join("usr"), "usr")?
                 .clone();
             let control = pkg.join("DEBIAN");
-            write(&control.join("control"), deb::control(&meta, &tree))?;
-            write(&control.join("md5sums"), md5sums(&tree)?)?;
             let scripts = super::scripts()?.0;
+            write(
+                &control.join("control"),
+                deb::control(&meta, &tree, &scripts),
+            )?;
+            write(&control.join("md5sums"), md5sums(&tree)?)?;
             write_script(&control.join("postinst"), &scripts.post_install)?;
             write_script(&control.join("prerm"), &scripts.pre_remove)?;
             let mut args: Vec<OsString> = vec![
