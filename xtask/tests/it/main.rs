@@ -24,6 +24,7 @@ mod package;
 mod package_support;
 mod patch;
 mod patch_support;
+mod rebuild;
 mod recipes;
 mod render;
 mod repo;

@@ -1,0 +1,364 @@
+//! The packager's files in `dist/` rebuild with each distribution's own
+//! tools, following README's "Rebuilding with your distribution's tools":
+//! dpkg-buildpackage (debhelper + dh_dkms), rpmbuild and makepkg each make a
+//! package that installs exactly the files of ours, with the same metadata
+//! and maintainer scripts that do the same.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::build_dkms::{build, demo_project, dist};
+use crate::support::{have_tool, is_root};
+
+const EPOCH: &str = crate::build_dkms::EPOCH;
+const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
+const SOURCE_DIR: &str = "patchkit-hello-0.1.0";
+const PKGNAME: &str = "patchkit-hello-dkms";
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    let text =
+        String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{cmd:?} failed:\n{text}");
+    text
+}
+
+/// `cp <files> <dir>/`
+fn copy_into(dir: &Path, files: &[PathBuf]) {
+    std::fs::create_dir_all(dir).unwrap();
+    for file in files {
+        std::fs::copy(file, dir.join(file.file_name().unwrap())).unwrap();
+    }
+}
+
+/// `source/patches/*.patch` of a dist folder.
+fn patches(dist: &Path) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(dist.join("source/patches"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "patch"))
+        .collect();
+    out.sort();
+    assert!(!out.is_empty(), "the demo carries a patch");
+    out
+}
+
+/// Every entry below `dir` by relative path: `d <mode>` for folders,
+/// `f <mode>` plus the bytes for files (gzip members decompressed, as two
+/// gzip writers may frame the same text differently), `l -> target` for
+/// symlinks. Entries named in `skip` are left out.
+fn tree(dir: &Path, skip: &[&str]) -> BTreeMap<String, (String, Vec<u8>)> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            if skip.contains(&rel.as_str()) {
+                continue;
+            }
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let mode = meta.permissions().mode() & 0o7777;
+            let value = if meta.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                (format!("l -> {}", target.display()), Vec::new())
+            } else if meta.is_dir() {
+                stack.push(path.clone());
+                (format!("d {mode:o}"), Vec::new())
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                let bytes = if rel.ends_with(".gz") {
+                    let mut text = Vec::new();
+                    flate2::read::GzDecoder::new(&bytes[..])
+                        .read_to_end(&mut text)
+                        .unwrap();
+                    text
+                } else {
+                    bytes
+                };
+                (format!("f {mode:o}"), bytes)
+            };
+            out.insert(rel, value);
+        }
+    }
+    out
+}
+
+/// Asserts that the two trees hold the same entries, modes and bytes,
+/// naming the first difference.
+fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
+    let (a, b) = (tree(ours, skip), tree(theirs, skip));
+    let names = |t: &BTreeMap<String, (String, Vec<u8>)>| t.keys().cloned().collect::<Vec<_>>();
+    assert_eq!(
+        names(&a),
+        names(&b),
+        "entries differ: ours {}, rebuilt {}",
+        ours.display(),
+        theirs.display()
+    );
+    for (name, (kind, bytes)) in &a {
+        let (their_kind, their_bytes) = &b[name];
+        assert_eq!(
+            kind, their_kind,
+            "{name}: ours {kind}, rebuilt {their_kind}"
+        );
+        assert!(
+            bytes == their_bytes,
+            "{name} differs:\n--- ours\n{}\n--- rebuilt\n{}",
+            String::from_utf8_lossy(bytes),
+            String::from_utf8_lossy(their_bytes)
+        );
+    }
+}
+
+/// `KEY=value` assignments of a shell script, quotes removed.
+fn assignments(script: &str) -> BTreeMap<String, String> {
+    script
+        .lines()
+        .filter_map(|l| l.trim().split_once('='))
+        .filter(|(k, _)| k.starts_with("DKMS_") && !k.contains(' '))
+        .map(|(k, v)| (k.to_owned(), v.trim_matches(['\'', '"']).to_owned()))
+        .collect()
+}
+
+#[test]
+fn dpkg_buildpackage_rebuilds_our_deb_from_the_packaging_files() {
+    for tool in ["dpkg-buildpackage", "dh", "dh_dkms", "dpkg-deb", "lintian"] {
+        if !have_tool(tool) {
+            return;
+        }
+    }
+    let p = demo_project();
+    build(&p, &["--formats", "deb"]).success();
+    let dist = dist(&p);
+    let work = p.root().join("rebuild-deb");
+    copy_into(&work, &[dist.join("source").join(ORIG)]);
+    run(Command::new("tar").args(["xf", ORIG]).current_dir(&work));
+    let src = work.join(SOURCE_DIR);
+    run(Command::new("cp")
+        .arg("-r")
+        .arg(dist.join("packaging/debian"))
+        .arg(src.join("debian")));
+    run(Command::new("cp")
+        .arg("-r")
+        .arg(dist.join("source/patches"))
+        .arg(src.join("debian/patches")));
+    run(Command::new("dpkg-buildpackage")
+        .args(["-us", "-uc"])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .current_dir(&src));
+
+    let deb = format!("{PKGNAME}_0.1.0-1_all.deb");
+    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
+    for (pkg, dir) in [(dist.join(&deb), &ours), (work.join(&deb), &theirs)] {
+        run(Command::new("dpkg-deb").arg("-x").arg(&pkg).arg(dir));
+        run(Command::new("dpkg-deb")
+            .arg("-e")
+            .arg(pkg)
+            .arg(dir.join("DEBIAN")));
+    }
+    // The installed files, copyright, changelog and lintian overrides
+    // included, are the same; the control area is compared field by field.
+    assert_same_tree(&ours, &theirs, &["DEBIAN"]);
+    let fields = |dir: &Path| -> BTreeMap<String, String> {
+        std::fs::read_to_string(dir.join("DEBIAN/control"))
+            .unwrap()
+            .split("\nDescription:")
+            .next()
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.split_once(": "))
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect()
+    };
+    let (mut a, mut b) = (fields(&ours), fields(&theirs));
+    // dh_dkms writes `dkms (>= 2.1.0.0)`; ours says `dkms`.
+    assert!(a.remove("Depends").unwrap().starts_with("dkms"));
+    assert!(b.remove("Depends").unwrap().starts_with("dkms"));
+    assert_eq!(a, b, "control fields");
+    assert_eq!(a["Source"], "patchkit-hello");
+    let description = |dir: &Path| {
+        let text = std::fs::read_to_string(dir.join("DEBIAN/control")).unwrap();
+        text[text.find("\nDescription:").unwrap()..].to_owned()
+    };
+    assert_eq!(description(&ours), description(&theirs));
+    assert_eq!(
+        std::fs::read(ours.join("DEBIAN/md5sums")).unwrap(),
+        std::fs::read(theirs.join("DEBIAN/md5sums")).unwrap(),
+        "md5sums"
+    );
+
+    // Our maintainer scripts do what dh_dkms's do: the same module and
+    // version through common.postinst on configure, `dkms remove` on remove.
+    for (script, does) in [
+        ("postinst", "/usr/lib/dkms/common.postinst"),
+        ("prerm", "dkms remove"),
+    ] {
+        let read = |dir: &Path| std::fs::read_to_string(dir.join("DEBIAN").join(script)).unwrap();
+        let (mine, dh) = (read(&ours), read(&theirs));
+        assert!(dh.contains("dh_dkms"), "{script} of the rebuild:\n{dh}");
+        assert!(mine.contains(does) && dh.contains(does), "{script}");
+        let (mine, dh) = (assignments(&mine), assignments(&dh));
+        assert_eq!(mine["DKMS_NAME"], "patchkit-hello");
+        assert_eq!(mine["DKMS_NAME"], dh["DKMS_NAME"], "{script}");
+        assert_eq!(mine["DKMS_VERSION"], dh["DKMS_VERSION"], "{script}");
+    }
+
+    // The packager's source and binary packages pass lintian as ours does.
+    let changes = work.join("patchkit-hello_0.1.0-1_amd64.changes");
+    let report = run(Command::new("lintian")
+        .args(["--pedantic", "--display-info", "--fail-on", "error,warning"])
+        .arg(&changes));
+    let tags: Vec<&str> = report
+        .lines()
+        .filter(|l| l.len() > 2 && l.as_bytes()[1] == b':' && !l.starts_with("N:"))
+        .collect();
+    // A source package without a debian/watch is what a DKMS recipe is: the
+    // upstream is pinned by the recipe, not watched.
+    assert!(
+        tags.iter()
+            .all(|t| t.ends_with("debian-watch-file-is-missing")),
+        "{report}"
+    );
+}
+
+#[test]
+fn rpmbuild_rebuilds_our_rpm_from_the_spec() {
+    for tool in ["rpmbuild", "rpm", "bsdtar"] {
+        if !have_tool(tool) {
+            return;
+        }
+    }
+    let p = demo_project();
+    build(&p, &["--formats", "rpm"]).success();
+    let dist = dist(&p);
+    let sources = p.root().join("rebuild-rpm/SOURCES");
+    let mut files = vec![
+        dist.join("source").join(ORIG),
+        dist.join("packaging/dkms.conf"),
+    ];
+    files.extend(patches(&dist));
+    copy_into(&sources, &files);
+    let top = p.root().join("rebuild-rpm");
+    run(Command::new("rpmbuild")
+        .arg("-bb")
+        .arg("--define")
+        .arg(format!("_topdir {}", top.display()))
+        .arg("--define")
+        .arg(format!("_sourcedir {}", sources.display()))
+        .arg(dist.join(format!("packaging/rpm/{PKGNAME}.spec")))
+        .env("SOURCE_DATE_EPOCH", EPOCH));
+
+    let rpm = format!("{PKGNAME}-0.1.0-1.noarch.rpm");
+    let theirs_rpm = top.join("RPMS/noarch").join(&rpm);
+    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
+    for (pkg, dir) in [(dist.join(&rpm), &ours), (theirs_rpm.clone(), &theirs)] {
+        std::fs::create_dir_all(dir).unwrap();
+        run(Command::new("bsdtar")
+            .arg("-xf")
+            .arg(pkg)
+            .arg("-C")
+            .arg(dir));
+    }
+    assert_same_tree(&ours, &theirs, &[]);
+    let query = |pkg: &Path| {
+        run(Command::new("rpm")
+            .args([
+                "-qp",
+                "--queryformat",
+                "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{LICENSE} %{URL}\n%{SUMMARY}\n%{DESCRIPTION}\n[%{REQUIRENAME} %{REQUIREFLAGS:deptype}\n]",
+            ])
+            .arg(pkg))
+    };
+    let requires = |text: String| {
+        // Each rpm names the rpmlib() features its own payload needs.
+        text.lines()
+            .filter(|l| !l.starts_with("rpmlib("))
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        requires(query(&dist.join(&rpm))),
+        requires(query(&theirs_rpm))
+    );
+    let scripts = |pkg: &Path| run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg));
+    assert_eq!(scripts(&dist.join(&rpm)), scripts(&theirs_rpm));
+}
+
+#[test]
+fn makepkg_rebuilds_our_arch_package_from_the_pkgbuild() {
+    for tool in ["makepkg", "fakeroot", "bsdtar", "pacman"] {
+        if !have_tool(tool) {
+            return;
+        }
+    }
+    let p = demo_project();
+    build(&p, &["--formats", "arch"]).success();
+    let dist = dist(&p);
+    // makepkg refuses to run as root: as root, build as `nobody` in a
+    // folder it owns, outside the project's private temporary folder.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let work = outside.path().join("arch");
+    let mut files = vec![
+        dist.join("packaging/arch/PKGBUILD"),
+        dist.join("packaging/dkms.conf"),
+        dist.join("source").join(ORIG),
+    ];
+    files.extend(patches(&dist));
+    copy_into(&work, &files);
+    let mut makepkg = if is_root() {
+        run(Command::new("chown").args(["-R", "nobody:"]).arg(&work));
+        let mut c = Command::new("runuser");
+        c.args(["-u", "nobody", "--", "makepkg"]);
+        c
+    } else {
+        Command::new("makepkg")
+    };
+    // --nodeps: the dkms dependency is for installing, and this machine's
+    // pacman knows no packages; Debian's makepkg defaults to .pkg.tar.gz.
+    run(makepkg
+        .args(["--nodeps", "--noconfirm"])
+        .env("HOME", &work)
+        .env("PKGEXT", ".pkg.tar.zst")
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .current_dir(&work));
+
+    let pkg = format!("{PKGNAME}-0.1.0-1-any.pkg.tar.zst");
+    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
+    for (file, dir) in [(dist.join(&pkg), &ours), (work.join(&pkg), &theirs)] {
+        std::fs::create_dir_all(dir).unwrap();
+        run(Command::new("bsdtar")
+            .arg("-xf")
+            .arg(file)
+            .arg("-C")
+            .arg(dir));
+    }
+    assert_same_tree(&ours, &theirs, &[".PKGINFO", ".BUILDINFO", ".MTREE"]);
+    let info = |file: &Path| -> BTreeMap<String, String> {
+        run(Command::new("pacman").arg("-Qip").arg(file))
+            .lines()
+            .filter_map(|l| l.split_once(" : "))
+            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+            .filter(|(k, _)| {
+                [
+                    "Name",
+                    "Version",
+                    "Description",
+                    "Architecture",
+                    "URL",
+                    "Licenses",
+                    "Depends On",
+                    "Installed Size",
+                ]
+                .contains(&k.as_str())
+            })
+            .collect()
+    };
+    let ours_info = info(&dist.join(&pkg));
+    assert_eq!(ours_info.len(), 8, "{ours_info:?}");
+    assert_eq!(ours_info, info(&work.join(&pkg)));
+}
