@@ -28,6 +28,11 @@ pub enum What {
     /// Medians, ratios, sizes and our peak memory, printed and written to
     /// target/patchkit/work/bench-package/report.json. For real figures run
     /// the release build: `cargo run --release -p xtask -- bench package`.
+    ///
+    /// The floor column times our compressor alone (same level, threads and
+    /// settings) on each format's payload, written uncompressed beforehand:
+    /// no writer at these compressors and levels can be faster, so floor
+    /// total / reference total is the best ratio any writer can reach.
     Package(super::bench_package::Args),
     /// (internal) run one of our package writers and print peak memory
     #[command(hide = true)]

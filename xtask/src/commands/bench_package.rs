@@ -7,7 +7,14 @@
 //! Each of our writers runs in a child process (`bench package-one`), so
 //! its wall time includes start-up and the tree scan as the tools' does,
 //! and its peak RSS (VmHWM) is its own.
+//!
+//! The floor: each format's payload is also written uncompressed (once,
+//! untimed) and a child (`bench package-one --floor`) times our
+//! compressor alone on it, same level, threads and settings. That is the
+//! least wall time any writer at that compressor and level can take, so
+//! floor total / reference total is the best ratio any writer can reach.
 
+mod floor;
 mod reference;
 
 use std::path::{Path, PathBuf};
@@ -44,10 +51,14 @@ pub struct Args {
 #[derive(Debug, clap::Args)]
 pub struct OneArgs {
     pub format: Fmt,
-    /// The DKMS source directory
+    /// The DKMS source directory (with --floor: the uncompressed payload)
     pub src: PathBuf,
     /// Where the package goes
     pub out: PathBuf,
+    /// Only compress the uncompressed payload SRC with the format's
+    /// compressor (the floor)
+    #[arg(long)]
+    pub floor: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
@@ -116,6 +127,8 @@ struct Row {
     format: Fmt,
     ours: Side,
     reference: Side,
+    /// Our compressor alone on the uncompressed payload
+    floor: Side,
     /// ours / reference, median wall times
     time_ratio: f64,
     /// ours / reference, compressed sizes
@@ -143,6 +156,11 @@ struct Report {
     ours_total_s: f64,
     reference_total_s: f64,
     total_ratio: f64,
+    /// Sum of the floor medians: the least total any writer at these
+    /// compressors and levels can take
+    floor_total_s: f64,
+    /// floor_total_s / reference_total_s
+    best_possible_ratio: f64,
     peak_rss_mib: f64,
     goals: Goals,
 }
@@ -195,37 +213,42 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .map(|fmt| reference::stage(*fmt, &src, &stage.join(fmt.name()), &out))
         .collect::<Result<_>>()?;
 
+    // The floor's uncompressed payloads, written once and untimed.
+    let started = Instant::now();
+    let payloads: Vec<(PathBuf, u64)> = formats
+        .iter()
+        .map(|fmt| floor::prepare(*fmt, &src, &out))
+        .collect::<Result<_>>()?;
+    println!(
+        "floor payloads (uncompressed, untimed): {} in {:.1} s",
+        formats
+            .iter()
+            .zip(&payloads)
+            .map(|(fmt, (_, size))| format!("{} {:.0} MB", fmt.name(), *size as f64 / 1e6))
+            .collect::<Vec<_>>()
+            .join(", "),
+        started.elapsed().as_secs_f64()
+    );
+
     let load_before = load_average();
     let exe = std::env::current_exe().context("finding this program to run our writers")?;
     let mut rows = Vec::new();
     let mut ours_t: Vec<Vec<f64>> = vec![Vec::new(); formats.len()];
     let mut refs_t: Vec<Vec<f64>> = vec![Vec::new(); formats.len()];
+    let mut floor_t: Vec<Vec<f64>> = vec![Vec::new(); formats.len()];
     let mut ours_size = vec![0u64; formats.len()];
     let mut refs_size = vec![0u64; formats.len()];
+    let mut floor_size = vec![0u64; formats.len()];
     let mut peaks = vec![0u64; formats.len()];
+    let mut floor_peaks = vec![0u64; formats.len()];
     for rep in 0..args.reps {
         for (i, fmt) in formats.iter().enumerate() {
             let ours_out = out.join(format!("ours-{}", fmt.name()));
             fresh_dir(&ours_out)?;
-            let started = Instant::now();
-            let run = Command::new(&exe)
-                .args(["--quiet", "bench", "package-one", fmt.name()])
-                .arg(&src)
-                .arg(&ours_out)
-                .output()
-                .context("running our writer in a child process")?;
-            let secs = started.elapsed().as_secs_f64();
-            if !run.status.success() {
-                bail!(
-                    "our {} writer failed: {}",
-                    fmt.name(),
-                    String::from_utf8_lossy(&run.stderr).trim()
-                );
-            }
-            let (size, peak, ours_path) = parse_child(&String::from_utf8_lossy(&run.stdout))?;
-            ours_t[i].push(secs);
-            ours_size[i] = size;
-            peaks[i] = peaks[i].max(peak);
+            let ours = time_child(&exe, *fmt, false, &src, &ours_out)?;
+            ours_t[i].push(ours.secs);
+            ours_size[i] = ours.size;
+            peaks[i] = peaks[i].max(ours.peak_kib);
 
             let job = &refs[i];
             fresh_dir(&job.out_dir)?;
@@ -246,19 +269,31 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             let (ref_path, ref_size) = job.artifact()?;
             refs_size[i] = ref_size;
             if rep == 0 {
-                reference::same_entries(*fmt, &ours_path, &ref_path)?;
+                reference::same_entries(*fmt, &ours.path, &ref_path)?;
             }
+
+            // Last rep's result goes first: the timed run replaces no file,
+            // as ours and the tools write into emptied directories.
+            let _ = std::fs::remove_file(out.join(floor::compressed_name(*fmt)));
+            let fl = time_child(&exe, *fmt, true, &payloads[i].0, &out)?;
+            floor_t[i].push(fl.secs);
+            floor_size[i] = fl.size;
+            floor_peaks[i] = floor_peaks[i].max(fl.peak_kib);
             println!(
-                "rep {}/{} {:<5} ours {secs_ours:>7.2} s  {:<24} {secs:>7.2} s",
+                "rep {}/{} {:<5} ours {:>7.2} s  {:<29} {secs:>7.2} s  floor {:>7.2} s",
                 rep + 1,
                 args.reps,
                 fmt.name(),
+                ours.secs,
                 job.tool,
-                secs_ours = ours_t[i].last().copied().unwrap_or_default(),
+                fl.secs,
             );
         }
     }
     let load_after = load_average();
+    for (path, _) in &payloads {
+        std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
+    }
 
     for (i, fmt) in formats.iter().enumerate() {
         let job = &refs[i];
@@ -278,16 +313,30 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             size: refs_size[i],
             peak_rss_mib: None,
         };
+        let floor = Side {
+            tool: format!("{} alone", floor::describe(floor::compression(*fmt))),
+            command: format!(
+                "bench package-one --floor {} {}",
+                fmt.name(),
+                payloads[i].0.display()
+            ),
+            median_s: median(&floor_t[i]),
+            seconds: floor_t[i].clone(),
+            size: floor_size[i],
+            peak_rss_mib: Some(floor_peaks[i] as f64 / 1024.0),
+        };
         rows.push(Row {
             format: *fmt,
             time_ratio: ours.median_s / reference.median_s,
             size_ratio: ours.size as f64 / reference.size as f64,
             ours,
             reference,
+            floor,
         });
     }
     let ours_total: f64 = rows.iter().map(|r| r.ours.median_s).sum();
     let reference_total: f64 = rows.iter().map(|r| r.reference.median_s).sum();
+    let floor_total: f64 = rows.iter().map(|r| r.floor.median_s).sum();
     let peak = peaks.iter().copied().max().unwrap_or(0) as f64 / 1024.0;
     let report = Report {
         profile,
@@ -307,6 +356,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         ours_total_s: ours_total,
         reference_total_s: reference_total,
         total_ratio: ours_total / reference_total,
+        floor_total_s: floor_total,
+        best_possible_ratio: floor_total / reference_total,
         peak_rss_mib: peak,
     };
     print_table(&report);
@@ -317,9 +368,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     Ok(())
 }
 
-/// `bench package-one`: one of our writers, in this process.
+/// `bench package-one`: one of our writers, or with `--floor` its
+/// compressor alone, in this process.
 pub fn run_one(args: &OneArgs) -> Result<()> {
-    let art = write_ours(args.format, &args.src, &args.out)?;
+    let art = if args.floor {
+        floor::compress(args.format, &args.src, &args.out)?
+    } else {
+        write_ours(args.format, &args.src, &args.out)?
+    };
     println!("artifact {} {}", art.size, art.path.display());
     println!("peak-rss-kib {}", peak_rss_kib().unwrap_or(0));
     Ok(())
@@ -435,16 +491,17 @@ fn dkms_conf() -> String {
 fn print_table(r: &Report) {
     println!();
     println!(
-        "{:<5} {:>9} {:>9} {:>6}  {:>11} {:>11} {:>6}  {:>8}  reference tool",
-        "fmt", "ours s", "ref s", "ratio", "ours bytes", "ref bytes", "size", "peak MiB"
+        "{:<5} {:>9} {:>9} {:>6} {:>9}  {:>11} {:>11} {:>6}  {:>8}  reference tool",
+        "fmt", "ours s", "ref s", "ratio", "floor s", "ours bytes", "ref bytes", "size", "peak MiB"
     );
     for row in &r.formats {
         println!(
-            "{:<5} {:>9.2} {:>9.2} {:>6.2}  {:>11} {:>11} {:>6.3}  {:>8.1}  {}",
+            "{:<5} {:>9.2} {:>9.2} {:>6.2} {:>9.2}  {:>11} {:>11} {:>6.3}  {:>8.1}  {}",
             row.format.name(),
             row.ours.median_s,
             row.reference.median_s,
             row.time_ratio,
+            row.floor.median_s,
             row.ours.size,
             row.reference.size,
             row.size_ratio,
@@ -453,12 +510,17 @@ fn print_table(r: &Report) {
         );
     }
     println!(
-        "{:<5} {:>9.2} {:>9.2} {:>6.2}",
-        "total", r.ours_total_s, r.reference_total_s, r.total_ratio
+        "{:<5} {:>9.2} {:>9.2} {:>6.2} {:>9.2}",
+        "total", r.ours_total_s, r.reference_total_s, r.total_ratio, r.floor_total_s
     );
     println!(
         "medians of {} runs; {} build; {} CPUs; load average before {} / after {}",
         r.reps, r.profile, r.cpus, r.load_average_before, r.load_average_after
+    );
+    println!(
+        "floor (our compressors alone on the uncompressed payloads): {:.1} s = {:.2} x reference; \
+         no writer at these compressors and levels can beat that",
+        r.floor_total_s, r.best_possible_ratio
     );
     let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
     println!(
@@ -475,6 +537,44 @@ fn print_table(r: &Report) {
         verdict(r.goals.peak_under_256_mib),
         r.peak_rss_mib
     );
+}
+
+/// What a timed `bench package-one` run printed.
+struct ChildRun {
+    secs: f64,
+    size: u64,
+    peak_kib: u64,
+    path: PathBuf,
+}
+
+/// Runs and times `bench package-one [--floor] <fmt> <src> <out>`.
+fn time_child(exe: &Path, fmt: Fmt, floor: bool, src: &Path, out: &Path) -> Result<ChildRun> {
+    let mut cmd = Command::new(exe);
+    cmd.args(["--quiet", "bench", "package-one"]);
+    if floor {
+        cmd.arg("--floor");
+    }
+    cmd.arg(fmt.name()).arg(src).arg(out);
+    let what = if floor { "compressor" } else { "writer" };
+    let started = Instant::now();
+    let run = cmd
+        .output()
+        .with_context(|| format!("running our {what} in a child process"))?;
+    let secs = started.elapsed().as_secs_f64();
+    if !run.status.success() {
+        bail!(
+            "our {} {what} failed: {}",
+            fmt.name(),
+            String::from_utf8_lossy(&run.stderr).trim()
+        );
+    }
+    let (size, peak_kib, path) = parse_child(&String::from_utf8_lossy(&run.stdout))?;
+    Ok(ChildRun {
+        secs,
+        size,
+        peak_kib,
+        path,
+    })
 }
 
 /// `artifact <size> <path>` and `peak-rss-kib <n>` from `bench package-one`.

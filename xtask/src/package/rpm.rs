@@ -125,6 +125,19 @@ pub fn write(
     write_for(meta, Machine::Any, tree, scripts, epoch, out_dir)
 }
 
+/// The payload [`write`] compresses, uncompressed: the cpio archive of
+/// `tree`'s explicit entries, streamed to `out` (which is returned).
+/// `bench package` times our compressor alone on it.
+pub fn write_payload<W: Write>(tree: &FileTree, epoch: u64, mut out: W) -> Result<W> {
+    let epoch32 =
+        u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
+    for (i, entry) in tree.entries().filter(|e| e.explicit).enumerate() {
+        cpio_entry(&mut out, entry, i as u32 + 1, epoch32)?;
+    }
+    cpio_trailer(&mut out).context("writing an rpm payload")?;
+    Ok(out)
+}
+
 /// [`write`] for files that run on `machine`.
 pub fn write_for(
     meta: &PackageMeta,

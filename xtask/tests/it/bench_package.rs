@@ -1,6 +1,7 @@
 //! `bench package` on a tiny DKMS tree: the report has a row per format
-//! with our package and the reference tool's, and the JSON copy says the
-//! same. Structure only: timings are never asserted.
+//! with our package, the reference tool's and our compressor alone (the
+//! floor), and the JSON copy says the same. Structure only: timings are
+//! never asserted.
 
 use crate::package_support as fx;
 use crate::support::{have_tool, Project};
@@ -29,6 +30,8 @@ fn reports_every_format_against_its_reference_tool() {
         .stdout_has("rpmbuild -bb")
         .stdout_has("bsdtar | zstd")
         .stdout_has("tar | gzip")
+        .stdout_has("floor s")
+        .stdout_has("floor (")
         .stdout_has("goal total time <= 0.5 x reference: ");
 
     let path = project
@@ -44,12 +47,21 @@ fn reports_every_format_against_its_reference_tool() {
         .collect();
     assert_eq!(formats, ["deb", "rpm", "arch", "tar"]);
     for row in report["formats"].as_array().unwrap() {
-        for side in ["ours", "reference"] {
+        for side in ["ours", "reference", "floor"] {
             assert!(row[side]["size"].as_u64().unwrap() > 0, "{row}");
             assert_eq!(row[side]["seconds"].as_array().unwrap().len(), 1);
         }
         assert!(row["ours"]["peak_rss_mib"].as_f64().unwrap() > 0.0);
         assert!(row["time_ratio"].as_f64().unwrap() > 0.0);
+    }
+    assert!(report["floor_total_s"].as_f64().unwrap() > 0.0);
+    assert!(report["best_possible_ratio"].as_f64().unwrap() > 0.0);
+    let out = project
+        .root()
+        .join("target/patchkit/work/bench-package/out");
+    for name in ["deb.tar", "rpm.cpio", "arch.tar", "tar.tar"] {
+        let payload = out.join(format!("floor-{name}"));
+        assert!(!payload.exists(), "{} was left behind", payload.display());
     }
     for key in [
         "sizes_no_larger",

@@ -241,6 +241,26 @@ const RPMLINT_ACCEPTED: &[(&str, &str)] = &[
     ),
 ];
 
+/// `bench package` times our compressor alone on `rpm::write_payload`:
+/// it must be the very cpio our rpm carries.
+#[test]
+fn rpm_payload_is_the_uncompressed_write_payload() {
+    if !have_tool("rpm2cpio") {
+        return;
+    }
+    let (dir, artifacts) = fx::build_fresh();
+    let rpm = fx::path_of(&artifacts, ".noarch.rpm");
+    let cpio = Command::new("rpm2cpio").arg(&rpm).output().unwrap();
+    assert!(cpio.status.success(), "rpm2cpio failed: {cpio:?}");
+    let tree = xtask::package::FileTree::from_dir(
+        &dir.path().join("staging"),
+        &xtask::package::dkms::source_dir(MODULE, VERSION),
+    )
+    .unwrap();
+    let payload = xtask::package::rpm::write_payload(&tree, EPOCH, Vec::new()).unwrap();
+    assert!(cpio.stdout == payload, "rpm2cpio and write_payload differ");
+}
+
 #[test]
 fn arch_package_reads_back_with_bsdtar_and_pacman() {
     if !have_tool("bsdtar") || !have_tool("pacman") {
