@@ -41,17 +41,14 @@ impl Pool {
         let workers = (0..threads)
             .map(|_| {
                 let rx = Arc::clone(&rx);
-                std::thread::spawn(move || {
-                    let mut deflate = Compress::new(flate2::Compression::new(level), false);
-                    loop {
-                        let job = match rx.lock() {
-                            Ok(guard) => guard.recv(),
-                            Err(_) => return,
-                        };
-                        let Ok(job) = job else { return };
-                        let out = deflate_chunk(&mut deflate, &job.dict, &job.data, job.last);
-                        let _ = job.reply.send(out);
-                    }
+                std::thread::spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let out = deflate_chunk(level, &job.dict, &job.data, job.last);
+                    let _ = job.reply.send(out);
                 })
             })
             .collect();
@@ -139,8 +136,7 @@ impl<W: Write> ParGz<W> {
             Arc::from(&data[data.len().saturating_sub(WINDOW)..]),
         );
         if last && self.pool.is_none() {
-            let mut deflate = Compress::new(flate2::Compression::new(self.level), false);
-            let out = deflate_chunk(&mut deflate, &dict, &data, true)?;
+            let out = deflate_chunk(self.level, &dict, &data, true)?;
             return self.inner.write_all(&out);
         }
         let (threads, level) = (self.threads, self.level);
@@ -194,9 +190,12 @@ fn broken() -> io::Error {
 }
 
 /// Raw deflate of `data` primed with `dict`, ending byte-aligned with a
-/// sync flush, or with the final block when `last`.
-fn deflate_chunk(c: &mut Compress, dict: &[u8], data: &[u8], last: bool) -> io::Result<Vec<u8>> {
-    c.reset();
+/// sync flush, or with the final block when `last`. A fresh compressor
+/// each time: zlib-rs (like zlib-ng) keeps match-finder state across
+/// `reset`, so a reused one would make a chunk's bytes depend on the
+/// chunks that worker compressed before, and so on the thread count.
+fn deflate_chunk(level: u32, dict: &[u8], data: &[u8], last: bool) -> io::Result<Vec<u8>> {
+    let c = &mut Compress::new(flate2::Compression::new(level), false);
     if !dict.is_empty() {
         c.set_dictionary(dict).map_err(io::Error::other)?;
     }
@@ -256,6 +255,28 @@ mod tests {
             .unwrap();
         assert!(back == data);
         assert_eq!(&one[..10], &[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3]);
+    }
+
+    /// Text of a small alphabet from a fixed generator: long hash chains
+    /// everywhere, and different in every chunk.
+    fn small_alphabet(bytes: usize) -> Vec<u8> {
+        let mut state = 1u64;
+        (0..bytes)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                b"abcd ef\n"[(state >> 61) as usize]
+            })
+            .collect()
+    }
+
+    #[test]
+    fn chunks_never_depend_on_what_a_worker_compressed_before() {
+        let data = small_alphabet(8 * CHUNK);
+        let one = gz(&data, 6, 1);
+        assert!(one == gz(&data, 6, 2), "1 and 2 threads differ");
+        assert!(one == gz(&data, 6, 5), "1 and 5 threads differ");
     }
 
     #[test]
