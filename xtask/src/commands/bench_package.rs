@@ -16,6 +16,7 @@
 
 mod floor;
 mod reference;
+mod report;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -27,6 +28,7 @@ use serde::Serialize;
 use crate::extract::{self, Selection};
 use crate::package::{arch, deb, dkms, rpm, tarball, Artifact, FileTree, PackageMeta};
 use crate::workspace::Workspace;
+use report::{median, Goals, Report, Row, Side, PEAK_GOAL_MIB};
 
 /// Flags of `bench package` (its help text is on `bench::What::Package`).
 #[derive(Debug, clap::Args)]
@@ -88,8 +90,6 @@ const VERSION: &str = "6.12.0";
 /// SOURCE_DATE_EPOCH of every package built here.
 const EPOCH: u64 = 1_735_787_045;
 const SUBTREE: &str = "drivers/gpu/drm/amd";
-/// The memory goal for our writers.
-const PEAK_GOAL_MIB: f64 = 256.0;
 
 fn meta() -> PackageMeta {
     PackageMeta {
@@ -108,61 +108,6 @@ fn meta() -> PackageMeta {
         changes: vec!["Benchmark package.".into()],
         copyright: vec!["The Linux kernel authors".into()],
     }
-}
-
-/// Timings of one side (ours or a reference tool) of one format.
-#[derive(Debug, Serialize)]
-struct Side {
-    tool: String,
-    command: String,
-    seconds: Vec<f64>,
-    median_s: f64,
-    size: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    peak_rss_mib: Option<f64>,
-}
-
-#[derive(Debug, Serialize)]
-struct Row {
-    format: Fmt,
-    ours: Side,
-    reference: Side,
-    /// Our compressor alone on the uncompressed payload
-    floor: Side,
-    /// ours / reference, median wall times
-    time_ratio: f64,
-    /// ours / reference, compressed sizes
-    size_ratio: f64,
-}
-
-#[derive(Debug, Serialize)]
-struct Goals {
-    total_time_at_most_half: bool,
-    sizes_no_larger: bool,
-    peak_under_256_mib: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct Report {
-    profile: &'static str,
-    cpus: usize,
-    load_average_before: String,
-    load_average_after: String,
-    reps: u32,
-    tree: String,
-    tree_files: usize,
-    tree_bytes: u64,
-    formats: Vec<Row>,
-    ours_total_s: f64,
-    reference_total_s: f64,
-    total_ratio: f64,
-    /// Sum of the floor medians: the least total any writer at these
-    /// compressors and levels can take
-    floor_total_s: f64,
-    /// floor_total_s / reference_total_s
-    best_possible_ratio: f64,
-    peak_rss_mib: f64,
-    goals: Goals,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -360,7 +305,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         best_possible_ratio: floor_total / reference_total,
         peak_rss_mib: peak,
     };
-    print_table(&report);
+    report.print();
     let path = dir.join("report.json");
     let json = serde_json::to_string_pretty(&report).context("serialising the report")?;
     std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
@@ -488,57 +433,6 @@ fn dkms_conf() -> String {
     )
 }
 
-fn print_table(r: &Report) {
-    println!();
-    println!(
-        "{:<5} {:>9} {:>9} {:>6} {:>9}  {:>11} {:>11} {:>6}  {:>8}  reference tool",
-        "fmt", "ours s", "ref s", "ratio", "floor s", "ours bytes", "ref bytes", "size", "peak MiB"
-    );
-    for row in &r.formats {
-        println!(
-            "{:<5} {:>9.2} {:>9.2} {:>6.2} {:>9.2}  {:>11} {:>11} {:>6.3}  {:>8.1}  {}",
-            row.format.name(),
-            row.ours.median_s,
-            row.reference.median_s,
-            row.time_ratio,
-            row.floor.median_s,
-            row.ours.size,
-            row.reference.size,
-            row.size_ratio,
-            row.ours.peak_rss_mib.unwrap_or_default(),
-            row.reference.tool
-        );
-    }
-    println!(
-        "{:<5} {:>9.2} {:>9.2} {:>6.2} {:>9.2}",
-        "total", r.ours_total_s, r.reference_total_s, r.total_ratio, r.floor_total_s
-    );
-    println!(
-        "medians of {} runs; {} build; {} CPUs; load average before {} / after {}",
-        r.reps, r.profile, r.cpus, r.load_average_before, r.load_average_after
-    );
-    println!(
-        "floor (our compressors alone on the uncompressed payloads): {:.1} s = {:.2} x reference; \
-         no writer at these compressors and levels can beat that",
-        r.floor_total_s, r.best_possible_ratio
-    );
-    let verdict = |ok: bool| if ok { "met" } else { "NOT met" };
-    println!(
-        "goal total time <= 0.5 x reference: {} ({:.2})",
-        verdict(r.goals.total_time_at_most_half),
-        r.total_ratio
-    );
-    println!(
-        "goal sizes no larger than reference: {}",
-        verdict(r.goals.sizes_no_larger)
-    );
-    println!(
-        "goal peak RSS < {PEAK_GOAL_MIB:.0} MiB: {} ({:.1} MiB)",
-        verdict(r.goals.peak_under_256_mib),
-        r.peak_rss_mib
-    );
-}
-
 /// What a timed `bench package-one` run printed.
 struct ChildRun {
     secs: f64,
@@ -600,12 +494,6 @@ fn parse_child(stdout: &str) -> Result<(u64, u64, PathBuf)> {
 fn fresh_dir(dir: &Path) -> Result<()> {
     let _ = std::fs::remove_dir_all(dir);
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))
-}
-
-fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
 }
 
 fn load_average() -> String {
