@@ -16,7 +16,7 @@ use crate::package::{self, FileTree, PackageMeta};
 use crate::patch::{stage, Tolerance};
 use crate::plan::{self, Plan};
 pub use crate::publish::Outcome;
-use crate::publish::{human_size, relative, Stamp};
+use crate::publish::{self, Stamp};
 use crate::recipe::{Config, Format, Kind, Recipe};
 use crate::workspace::Workspace;
 use crate::{packaging, target};
@@ -56,14 +56,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
 
     let fetched = fetch::fetch(ws, &recipe, &opts.fetch)?;
     let mut build = BTreeMap::new();
-    build.insert(
-        "formats".to_owned(),
-        formats
-            .iter()
-            .map(|f| f.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
-    );
+    build.insert("formats".to_owned(), publish::formats_line(&formats));
     let manifest = Manifest::new(&plan, &fetched, epoch, build, &[])?;
     let work = ws.work_dir.join(&recipe.name);
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
@@ -87,18 +80,14 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
             Format::Arch => package::arch::write(&meta, &tree, &none, None, epoch_u, &dir)?,
             Format::Tar => unreachable!("refused above"),
         };
-        reporter.step(format!(
-            "wrote {} ({})",
-            relative(&artifact.path, &dir),
-            human_size(artifact.size)
-        ));
+        publish::wrote(reporter, &artifact, &dir);
     }
-    crate::publish::finish(staging, manifest, &stamp)
+    publish::finish(staging, manifest, &stamp)
 }
 
 /// The recipe's `[config]` table, or a refusal that names the right command.
 fn config_of(recipe: &Recipe) -> Result<&Config> {
-    crate::publish::require_kind(recipe, Kind::Config)?;
+    publish::require_kind(recipe, Kind::Config)?;
     recipe.config.as_ref().ok_or_else(|| {
         UsageError(format!(
             "{}: build-config needs a `[config]` table with `files` (see recipes/README.md)",

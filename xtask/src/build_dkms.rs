@@ -17,7 +17,7 @@ use crate::patch::{stage, Tolerance};
 use crate::plan::{self, Plan};
 
 pub use crate::publish::Outcome;
-use crate::publish::{human_size, relative, template_bytes, Stamp};
+use crate::publish::{self, template_bytes, Stamp};
 use crate::recipe::{Dkms, Format, Kind, Recipe};
 use crate::render::Renderer;
 use crate::workspace::Workspace;
@@ -60,14 +60,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let fetched = fetch::fetch(ws, &recipe, &opts.fetch)?;
     let mut build = BTreeMap::new();
     build.insert("kernel".to_owned(), kernel.clone());
-    build.insert(
-        "formats".to_owned(),
-        formats
-            .iter()
-            .map(|f| f.as_str())
-            .collect::<Vec<_>>()
-            .join(","),
-    );
+    build.insert("formats".to_owned(), publish::formats_line(&formats));
     let manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
     let work = ws.work_dir.join(&recipe.name);
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
@@ -196,19 +189,15 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
             }
         };
         drop(task);
-        reporter.step(format!(
-            "wrote {} ({})",
-            relative(&artifact.path, &dir),
-            human_size(artifact.size)
-        ));
+        publish::wrote(reporter, &artifact, &dir);
     }
 
-    crate::publish::finish(staging, manifest, &stamp)
+    publish::finish(staging, manifest, &stamp)
 }
 
 /// The recipe's `[dkms]` table, or a refusal that says what to add.
 fn dkms_of(recipe: &Recipe) -> Result<&Dkms> {
-    crate::publish::require_kind(recipe, Kind::Dkms)?;
+    publish::require_kind(recipe, Kind::Dkms)?;
     recipe.dkms.as_ref().ok_or_else(|| {
         UsageError(format!(
             "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",

@@ -10,7 +10,9 @@ use anyhow::{bail, Context, Result};
 use crate::diag::UsageError;
 use crate::dist::{self, Staging};
 use crate::manifest::Manifest;
-use crate::recipe::{Kind, Recipe};
+use crate::package::Artifact;
+use crate::recipe::{Format, Kind, Recipe};
+use crate::report::Reporter;
 
 /// How a build ended.
 #[derive(Debug)]
@@ -129,8 +131,27 @@ pub fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
         .collect()
 }
 
+/// Reports a package written into the staging folder `dir`:
+/// `wrote x.deb (2.9 KiB)`.
+pub fn wrote(reporter: &Reporter, artifact: &Artifact, dir: &Path) {
+    reporter.step(format!(
+        "wrote {} ({})",
+        relative(&artifact.path, dir),
+        human_size(artifact.size)
+    ));
+}
+
+/// The manifest's `formats` entry: `deb,rpm`.
+pub fn formats_line(formats: &[Format]) -> String {
+    formats
+        .iter()
+        .map(|f| f.as_str())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
 /// `path` relative to `base`, for messages.
-pub fn relative(path: &Path, base: &Path) -> String {
+fn relative(path: &Path, base: &Path) -> String {
     path.strip_prefix(base)
         .unwrap_or(path)
         .display()
@@ -138,7 +159,7 @@ pub fn relative(path: &Path, base: &Path) -> String {
 }
 
 /// `12.3 MiB`.
-pub fn human_size(bytes: u64) -> String {
+fn human_size(bytes: u64) -> String {
     match bytes {
         b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
         b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),

@@ -8,7 +8,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
-use handlebars::{Handlebars, Helper, HelperResult, Output, RenderContext, RenderErrorReason};
+use handlebars::{
+    Handlebars, Helper, HelperDef, HelperResult, Output, RenderContext, RenderErrorReason,
+};
 
 /// The templates of one folder, registered by their path without `.hbs`
 /// (`debian/control`, `dkms.conf`).
@@ -22,9 +24,22 @@ impl Renderer {
         let mut registry = Handlebars::new();
         registry.set_strict_mode(true);
         registry.register_escape_fn(handlebars::no_escape);
-        registry.register_helper("sh", Box::new(sh_helper));
-        registry.register_helper("rpm", Box::new(rpm_helper));
-        registry.register_helper("deb_desc", Box::new(deb_desc_helper));
+        for quote in [
+            Quote {
+                name: "sh",
+                quote: sh_quote,
+            },
+            Quote {
+                name: "rpm",
+                quote: rpm_escape,
+            },
+            Quote {
+                name: "deb_desc",
+                quote: deb_description,
+            },
+        ] {
+            registry.register_helper(quote.name, Box::new(quote));
+        }
         for rel in template_files(dir)? {
             let path = dir.join(&rel);
             let text = std::fs::read_to_string(&path)
@@ -123,43 +138,28 @@ pub fn deb_description(value: &str) -> String {
         .join("\n")
 }
 
-fn string_param<'a>(h: &'a Helper, name: &str) -> Result<&'a str, RenderErrorReason> {
-    h.param(0)
-        .and_then(|p| p.value().as_str())
-        .ok_or_else(|| RenderErrorReason::Other(format!("`{name}` needs one string argument")))
+/// A helper that writes its one string argument through a quoting
+/// function: `{{sh value}}`, `{{rpm value}}`, `{{deb_desc value}}`.
+struct Quote {
+    name: &'static str,
+    quote: fn(&str) -> String,
 }
 
-fn sh_helper(
-    h: &Helper,
-    _: &Handlebars,
-    _: &handlebars::Context,
-    _: &mut RenderContext,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&sh_quote(string_param(h, "sh")?))?;
-    Ok(())
-}
-
-fn rpm_helper(
-    h: &Helper,
-    _: &Handlebars,
-    _: &handlebars::Context,
-    _: &mut RenderContext,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&rpm_escape(string_param(h, "rpm")?))?;
-    Ok(())
-}
-
-fn deb_desc_helper(
-    h: &Helper,
-    _: &Handlebars,
-    _: &handlebars::Context,
-    _: &mut RenderContext,
-    out: &mut dyn Output,
-) -> HelperResult {
-    out.write(&deb_description(string_param(h, "deb_desc")?))?;
-    Ok(())
+impl HelperDef for Quote {
+    fn call<'reg: 'rc, 'rc>(
+        &self,
+        h: &Helper<'rc>,
+        _: &'reg Handlebars<'reg>,
+        _: &'rc handlebars::Context,
+        _: &mut RenderContext<'reg, 'rc>,
+        out: &mut dyn Output,
+    ) -> HelperResult {
+        let value = h.param(0).and_then(|p| p.value().as_str()).ok_or_else(|| {
+            RenderErrorReason::Other(format!("`{}` needs one string argument", self.name))
+        })?;
+        out.write(&(self.quote)(value))?;
+        Ok(())
+    }
 }
 
 /// Files rendered for one target, by their path in the output.

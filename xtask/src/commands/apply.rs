@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use crate::fetch::{self, FetchOptions};
-use crate::patch::{stage, Tolerance};
+use crate::patch::stage;
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
@@ -19,15 +19,8 @@ pub struct Args {
     /// applied [default: target/patchkit/work/<recipe>/tree]
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
-    /// Use only inputs already in the cache (no network)
-    #[arg(long)]
-    pub offline: bool,
-    /// Let a hunk land away from its stated line (reported and recorded)
-    #[arg(long)]
-    pub offset: bool,
-    /// Ignore up to N context lines at each end of a hunk (reported and recorded)
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fuzz: usize,
+    #[command(flatten)]
+    pub series: super::SeriesArgs,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -37,15 +30,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .clone()
         .unwrap_or_else(|| default_tree(ws, &recipe.name));
     let opts = FetchOptions {
-        offline: args.offline,
+        offline: args.series.offline,
         ..Default::default()
     };
     let fetched = fetch::fetch(ws, &recipe, &opts)
         .with_context(|| format!("fetching the inputs of {}", recipe.name))?;
-    let tol = Tolerance {
-        offset: args.offset,
-        fuzz: args.fuzz,
-    };
+    let tol = args.series.tolerance();
     let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
     println!(
         "applied {} patches of {} to {} ({} files); record in {}",

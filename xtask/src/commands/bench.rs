@@ -170,7 +170,7 @@ fn bench_apply(ws: &Workspace, args: &ApplyArgs) -> Result<()> {
             let _ = std::fs::remove_dir_all(dir.join(format!("copy-{tool}")));
         }
     }
-    let med: Vec<f64> = times.iter_mut().map(|t| median(t)).collect();
+    let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
     println!(
         "{:<16} {:>10} {:>10} {:>10}",
         "tool", "median s", "min s", "max s"
@@ -181,10 +181,7 @@ fn bench_apply(ws: &Workspace, args: &ApplyArgs) -> Result<()> {
     {
         let min = t.iter().cloned().fold(f64::MAX, f64::min);
         let max = t.iter().cloned().fold(0.0, f64::max);
-        println!(
-            "{name:<16} {:>10.3} {min:>10.3} {max:>10.3}",
-            median(&mut t.clone())
-        );
+        println!("{name:<16} {:>10.3} {min:>10.3} {max:>10.3}", median(t));
     }
     println!(
         "ratio rocm-patchkit / git apply:     {:.2}",
@@ -298,20 +295,32 @@ fn file_diff(rel: &str, data: &[u8], patch: usize) -> String {
     out
 }
 
-fn median(v: &mut [f64]) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+/// The median; with an even count, the mean of the middle two.
+pub(super) fn median(v: &[f64]) -> f64 {
+    let mut v = v.to_vec();
+    v.sort_by(f64::total_cmp);
+    let mid = v.len() / 2;
+    if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    }
 }
 
-fn run_ok(cmd: &mut Command) -> Result<()> {
-    let status = cmd.status().with_context(|| format!("running {cmd:?}"))?;
-    if !status.success() {
-        bail!("{cmd:?} failed");
+/// Runs `cmd` quietly; its stderr goes into the error when it fails.
+pub(super) fn run_ok(cmd: &mut Command) -> Result<()> {
+    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
+    if !out.status.success() {
+        bail!(
+            "{cmd:?} failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
     }
     Ok(())
 }
 
-fn which(tool: &str) -> Option<PathBuf> {
+/// `tool` as found on PATH.
+pub(super) fn which(tool: &str) -> Option<PathBuf> {
     std::env::var_os("PATH")?
         .to_str()?
         .split(':')
@@ -320,8 +329,20 @@ fn which(tool: &str) -> Option<PathBuf> {
 }
 
 /// VmHWM of this process in KiB.
-fn peak_rss_kib() -> Option<u64> {
+pub(super) fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     line.split_whitespace().nth(1)?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median;
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
+        assert_eq!(median(&[7.0]), 7.0);
+    }
 }

@@ -25,10 +25,11 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use super::bench::{median, peak_rss_kib};
 use crate::extract::{self, Selection};
 use crate::package::{arch, deb, dkms, rpm, tarball, Artifact, FileTree, PackageMeta};
 use crate::workspace::Workspace;
-use report::{median, Goals, Report, Row, Side, PEAK_GOAL_MIB};
+use report::{Goals, Report, Row, Side, PEAK_GOAL_MIB};
 
 /// Flags of `bench package` (its help text is on `bench::What::Package`).
 #[derive(Debug, clap::Args)]
@@ -380,7 +381,7 @@ fn amdgpu_tree(ws: &Workspace, dir: &Path, archive: &Path) -> Result<PathBuf> {
     let started = Instant::now();
     if pristine.join("pristine.done").is_file() {
         let from = pristine.join("pristine").join(SUBTREE);
-        reference::run_ok(
+        super::bench::run_ok(
             Command::new("cp")
                 .arg("-al")
                 .arg(&from)
@@ -500,11 +501,4 @@ fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
-}
-
-/// VmHWM of this process in KiB.
-fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }

@@ -4,7 +4,7 @@
 use anyhow::{bail, Result};
 
 use crate::drift::{self, checks_to_text, Against};
-use crate::patch::{self, Tolerance};
+use crate::patch;
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
@@ -26,26 +26,16 @@ pub struct Args {
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
-    /// Use only inputs already in the cache (no network)
-    #[arg(long)]
-    pub offline: bool,
-    /// Let hunks land away from their stated line
-    #[arg(long)]
-    pub offset: bool,
-    /// Ignore up to N context lines at each end of a hunk
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fuzz: usize,
+    #[command(flatten)]
+    pub series: super::SeriesArgs,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let against = Against::parse(&args.against)
         .map_err(|e| crate::diag::UsageError(format!("--against: {e:#}")))?;
-    let series = patch::recipe_series(ws, &recipe, args.offline)?;
-    let tol = Tolerance {
-        offset: args.offset,
-        fuzz: args.fuzz,
-    };
+    let series = patch::recipe_series(ws, &recipe, args.series.offline)?;
+    let tol = args.series.tolerance();
     let scratch = ws.work_dir.join(&recipe.name);
     let report = drift::drift(&recipe, &series, &against, &scratch, tol, &ws.reporter)?;
     if args.json {

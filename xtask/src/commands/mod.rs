@@ -13,3 +13,27 @@ pub mod list;
 pub mod lock;
 pub mod plan;
 pub mod verify;
+
+/// The flags of every command that applies or checks a recipe's series:
+/// where the inputs may come from, and how far a hunk may stray.
+#[derive(Debug, clap::Args)]
+pub struct SeriesArgs {
+    /// Use only inputs already in the cache (no network)
+    #[arg(long)]
+    pub offline: bool,
+    /// Let a hunk land away from its stated line (reported, and recorded by apply)
+    #[arg(long)]
+    pub offset: bool,
+    /// Ignore up to N context lines at each end of a hunk (reported, and recorded by apply)
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub fuzz: usize,
+}
+
+impl SeriesArgs {
+    pub fn tolerance(&self) -> crate::patch::Tolerance {
+        crate::patch::Tolerance {
+            offset: self.offset,
+            fuzz: self.fuzz,
+        }
+    }
+}

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::drift::checks_to_text;
-use crate::patch::{self, Tolerance, Verdict};
+use crate::patch::{self, Verdict};
 use crate::recipe::Recipe;
 use crate::verify::{self, TreeReport};
 use crate::workspace::Workspace;
@@ -33,15 +33,8 @@ pub struct Args {
     /// Print the report as JSON
     #[arg(long)]
     pub json: bool,
-    /// Use only inputs already in the cache (no network)
-    #[arg(long)]
-    pub offline: bool,
-    /// With --recipe: let hunks land away from their stated line
-    #[arg(long)]
-    pub offset: bool,
-    /// With --recipe: ignore up to N context lines at each end of a hunk
-    #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fuzz: usize,
+    #[command(flatten)]
+    pub series: super::SeriesArgs,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -51,11 +44,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     if let (Some(name), false) = (&args.recipe, has_record) {
         let recipe = Recipe::load(&ws.root, name)?;
-        let series = patch::recipe_series(ws, &recipe, args.offline)?;
-        let tol = Tolerance {
-            offset: args.offset,
-            fuzz: args.fuzz,
-        };
+        let series = patch::recipe_series(ws, &recipe, args.series.offline)?;
+        let tol = args.series.tolerance();
         let checks = verify::tree_against_series(&args.tree, &series, tol)?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&checks)?);

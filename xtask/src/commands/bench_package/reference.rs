@@ -11,6 +11,7 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use super::{meta, Fmt, EPOCH, MODULE, VERSION};
+use crate::commands::bench::{run_ok, which};
 use crate::package::compress::{compress_bytes, copy_hashed, Want};
 use crate::package::tree::Kind;
 use crate::package::{arch, deb, dkms, rfc2822, Compression, FileTree, Scripts};
@@ -405,23 +406,4 @@ fn link_copy(from: &Path, to: &Path) -> Result<()> {
     }
     let _ = std::fs::remove_dir_all(to);
     run_ok(Command::new("cp").arg("-a").arg(from).arg(to))
-}
-
-pub fn run_ok(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
 }
