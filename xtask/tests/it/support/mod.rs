@@ -83,10 +83,31 @@ impl Project {
 }
 
 /// Serialises tests that change the machine (dpkg, dkms, /usr/src): they
-/// share one package database.
-pub fn system_lock() -> std::sync::MutexGuard<'static, ()> {
+/// share one package database and one DKMS tree, with every other test
+/// process on the machine too (two checkouts testing at once), so the lock
+/// is an `flock` on a file in /tmp as well as a mutex within this process.
+pub fn system_lock() -> SystemLock {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
-    LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open("/tmp/rocm-patchkit-tests.system.lock")
+        .expect("opening /tmp/rocm-patchkit-tests.system.lock");
+    // SAFETY: flock on a descriptor we own; it is released when `file` closes.
+    let rc = unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&file), libc::LOCK_EX) };
+    assert_eq!(rc, 0, "flock /tmp/rocm-patchkit-tests.system.lock");
+    SystemLock {
+        _file: file,
+        _guard: guard,
+    }
+}
+
+/// Held while a test changes the machine; dropping it lets the next one in.
+pub struct SystemLock {
+    _file: std::fs::File,
+    _guard: std::sync::MutexGuard<'static, ()>,
 }
 
 /// Whether this process is root (the dpkg and dkms tests need it).
