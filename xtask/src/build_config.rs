@@ -121,12 +121,6 @@ fn file_tree(recipe: &Recipe, config: &Config, tree_dir: &std::path::Path) -> Re
 
 fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
     let p = &recipe.package;
-    let homepage = p.homepage.clone().ok_or_else(|| {
-        UsageError(format!(
-            "{}: packages carry a homepage: set `package.homepage`",
-            recipe.path.display()
-        ))
-    })?;
     let mut changes = vec![format!("Built by rocm-patchkit from {}.", plan.recipe_file)];
     changes.extend(
         plan.patches
@@ -141,7 +135,7 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
         summary: p.summary.clone(),
         description: p.description.trim().to_owned(),
         license: p.license.clone(),
-        homepage,
+        homepage: p.homepage.clone(),
         maintainer: p.maintainer.clone(),
         depends: Vec::new(),
         changes,

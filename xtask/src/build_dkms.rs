@@ -286,12 +286,6 @@ fn pristine_tree(
 
 fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
     let p = &recipe.package;
-    let homepage = p.homepage.clone().ok_or_else(|| {
-        UsageError(format!(
-            "{}: packages carry a homepage: set `package.homepage`",
-            recipe.path.display()
-        ))
-    })?;
     let mut changes = vec![format!(
         "Built by rocm-patchkit from {} and {}.",
         plan.recipe_file,
@@ -310,7 +304,7 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
         summary: p.summary.clone(),
         description: p.description.trim().to_owned(),
         license: p.license.clone(),
-        homepage,
+        homepage: p.homepage.clone(),
         maintainer: p.maintainer.clone(),
         depends: vec!["dkms".to_owned()],
         changes,

@@ -19,6 +19,7 @@ mod fetch;
 mod fetch_http;
 mod hipblaslt;
 mod hipblaslt_support;
+mod hostile;
 mod lock;
 mod package;
 mod package_support;
