@@ -52,13 +52,15 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         .out
         .clone()
         .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name));
+    crate::dist::check_replaceable(&out)?;
     let reporter = &ws.reporter;
 
     let fetched = fetch::fetch(ws, &recipe, &opts.fetch)?;
     let mut build = BTreeMap::new();
     build.insert("formats".to_owned(), publish::formats_line(&formats));
     let manifest = Manifest::new(&plan, &fetched, epoch, build, &[])?;
-    let work = ws.work_dir.join(&recipe.name);
+    let lock = ws.lock_work(&recipe.name)?;
+    let work = lock.dir.clone();
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
     if stamp.up_to_date(&out, &manifest) {
         return Ok(Outcome::UpToDate { dir: out });

@@ -29,6 +29,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .into
         .clone()
         .unwrap_or_else(|| default_tree(ws, &recipe.name));
+    stage::check_replaceable(&dest)?;
     let opts = FetchOptions {
         offline: args.series.offline,
         ..Default::default()
@@ -36,6 +37,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let fetched = fetch::fetch(ws, &recipe, &opts)
         .with_context(|| format!("fetching the inputs of {}", recipe.name))?;
     let tol = args.series.tolerance();
+    let _lock = ws.lock_work(&recipe.name)?;
     let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
     println!(
         "applied {} patches of {} to {} ({} files); record in {}",

@@ -227,13 +227,10 @@ fn spec_text_cannot_open_an_rpm_section_when_rebuilt_with_rpmbuild() {
         "rpmbuild: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    for what in ["expand"] {
-        let path = format!("{}-{what}", marker.display());
-        assert!(
-            !Path::new(&path).exists(),
-            "rpmbuild ran the injected {what}"
-        );
-    }
+    assert!(
+        !Path::new(&format!("{}-expand", marker.display())).exists(),
+        "rpmbuild expanded %(...) of the description"
+    );
     let rpm = top.join("RPMS/noarch/patchkit-hello-dkms-0.1.0-1.noarch.rpm");
     let query = |args: &[&str]| {
         let out = Command::new("rpm").args(args).arg(&rpm).output().unwrap();
@@ -255,4 +252,43 @@ fn spec_text_cannot_open_an_rpm_section_when_rebuilt_with_rpmbuild() {
     ] {
         assert!(desc.contains(line), "{line:?} is text of\n{desc}");
     }
+}
+
+#[test]
+fn out_and_into_never_delete_what_the_user_put_there() {
+    let p = demo_project();
+    let mine = p.root().join("mine");
+    std::fs::create_dir_all(&mine).unwrap();
+    std::fs::write(mine.join("important.txt"), "keep me").unwrap();
+    build(&p, &["--formats", "tar", "--out", "mine"])
+        .fails_with(2)
+        .stderr_has("mine holds files that are not a publication of rocm-patchkit");
+    p.xtask(&["apply", "demo-hello", "--into", "mine"])
+        .fails_with(2)
+        .stderr_has("mine holds files that are not a tree applied by rocm-patchkit");
+    assert_eq!(
+        std::fs::read_to_string(mine.join("important.txt")).unwrap(),
+        "keep me"
+    );
+    let names: Vec<_> = std::fs::read_dir(&mine).unwrap().collect();
+    assert_eq!(names.len(), 1, "nothing was added to the user's folder");
+    // The project root itself (`--out .`) is refused the same way.
+    build(&p, &["--formats", "tar", "--out", "."]).fails_with(2);
+    assert!(p.root().join("recipes/demo-hello.toml").is_file());
+
+    // An empty folder, and then our own publication or tree, are replaced.
+    for dir in ["pub", "tree"] {
+        std::fs::create_dir_all(p.root().join(dir)).unwrap();
+    }
+    build(&p, &["--formats", "tar", "--out", "pub"]).success();
+    build(&p, &["--formats", "deb", "--out", "pub"]).success();
+    assert!(p
+        .root()
+        .join("pub/patchkit-hello-dkms_0.1.0-1_all.deb")
+        .is_file());
+    p.xtask(&["apply", "demo-hello", "--into", "tree"])
+        .success();
+    p.xtask(&["apply", "demo-hello", "--into", "tree"])
+        .success();
+    assert!(p.root().join("tree/.patchkit/state.json").is_file());
 }

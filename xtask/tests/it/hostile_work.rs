@@ -1,0 +1,134 @@
+//! Hostile conditions around the work directory, the cache and archives
+//! (issue #15): concurrent builds of one recipe, kill -9 mid-extraction, a
+//! tampered cache blob, archive bombs and broken archives.
+
+use std::path::Path;
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use crate::build_dkms::{demo_project, dist, EPOCH};
+use crate::support::Run;
+
+const KERNEL: &str = "6.12.117+deb12-amd64";
+
+/// The `*.staging-*` and `*.old-*` entries of a folder.
+fn leftovers(dir: &Path) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir(dir)
+        .map(|r| {
+            r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .filter(|n| n.contains(".staging-") || n.contains(".old-"))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out
+}
+
+#[test]
+fn ten_concurrent_builds_of_one_recipe_all_succeed() {
+    let p = demo_project();
+    let children: Vec<_> = (0..10)
+        .map(|_| {
+            p.command(&[
+                "build-dkms",
+                "demo-hello",
+                "--kernel",
+                KERNEL,
+                "--formats",
+                "tar",
+            ])
+            .env("SOURCE_DATE_EPOCH", EPOCH)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+        })
+        .collect();
+    let runs: Vec<Run> = children
+        .into_iter()
+        .map(|c| Run::of(c.wait_with_output().unwrap()))
+        .collect();
+    for run in &runs {
+        run.success();
+    }
+    assert!(
+        runs.iter()
+            .any(|r| r.stderr.contains("waiting for another run of demo-hello")),
+        "at least one build waited and said so"
+    );
+    p.xtask(&["verify", "dist/demo-hello"]).success();
+    let work = p.root().join("target/patchkit/work/demo-hello");
+    assert_eq!(leftovers(&work), Vec::<String>::new());
+    assert_eq!(leftovers(&p.root().join("dist")), Vec::<String>::new());
+    assert!(dist(&p).join("SHA256SUMS").is_file());
+}
+
+#[test]
+fn staging_left_by_a_kill_during_extraction_is_removed_by_the_next_run() {
+    let p = demo_project();
+    // A source big enough that extraction takes a while.
+    let big = p.root().join("examples/demo-hello/big.bin");
+    let chunk: Vec<u8> = (0..1 << 20)
+        .map(|i: u32| (i.wrapping_mul(2654435761) >> 24) as u8)
+        .collect();
+    let mut data = Vec::new();
+    for _ in 0..48 {
+        data.extend_from_slice(&chunk);
+    }
+    std::fs::write(&big, &data).unwrap();
+    let work = p.root().join("target/patchkit/work/demo-hello");
+    let mut child = p
+        .command(&[
+            "build-dkms",
+            "demo-hello",
+            "--kernel",
+            KERNEL,
+            "--formats",
+            "tar",
+        ])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    loop {
+        if !leftovers(&work).is_empty() {
+            break;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the build ended before extraction could be caught"
+        );
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no staging folder appeared"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let left = leftovers(&work);
+    assert!(
+        left.iter()
+            .any(|n| n.starts_with("tree.staging-") || n.starts_with("pristine.staging-")),
+        "a killed extraction leaves its staging folder: {left:?}"
+    );
+    std::fs::remove_file(&big).unwrap();
+    Run::of(
+        p.command(&[
+            "build-dkms",
+            "demo-hello",
+            "--kernel",
+            KERNEL,
+            "--formats",
+            "tar",
+        ])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .output()
+        .unwrap(),
+    )
+    .success();
+    assert_eq!(leftovers(&work), Vec::<String>::new());
+    p.xtask(&["verify", "dist/demo-hello"]).success();
+}
