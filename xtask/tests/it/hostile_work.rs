@@ -132,3 +132,101 @@ fn staging_left_by_a_kill_during_extraction_is_removed_by_the_next_run() {
     assert_eq!(leftovers(&work), Vec::<String>::new());
     p.xtask(&["verify", "dist/demo-hello"]).success();
 }
+
+/// The demo recipe with its source served as a tarball from `server`.
+fn demo_from_tarball(
+    p: &crate::support::Project,
+    server: &crate::support::http::Server,
+) -> (String, Vec<u8>) {
+    let out = std::process::Command::new("tar")
+        .args([
+            "-czf",
+            "-",
+            "--sort=name",
+            "--owner=0",
+            "--group=0",
+            "--mtime=@0",
+        ])
+        .arg("-C")
+        .arg(p.root().join("examples"))
+        .arg("demo-hello")
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    let body = out.stdout;
+    server.route(
+        "/demo.tar.gz",
+        crate::support::http::Reply::Bytes(body.clone()),
+    );
+    let sha = crate::fetch::sha(&body);
+    let path = p.root().join("recipes/demo-hello.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "local = \"examples/demo-hello\"",
+        &format!(
+            "tarball = \"{}\"\nsha256 = \"{sha}\"\nstrip = 1",
+            server.url("/demo.tar.gz")
+        ),
+    );
+    std::fs::write(&path, text).unwrap();
+    (sha, body)
+}
+
+fn build_tar(p: &crate::support::Project) -> Run {
+    Run::of(
+        p.command(&[
+            "build-dkms",
+            "demo-hello",
+            "--kernel",
+            KERNEL,
+            "--formats",
+            "tar",
+        ])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .output()
+        .unwrap(),
+    )
+}
+
+#[test]
+fn a_tampered_cache_blob_is_moved_aside_and_fetched_again() {
+    let server = crate::support::http::Server::start();
+    let p = demo_project();
+    let (sha, _) = demo_from_tarball(&p, &server);
+    build_tar(&p).success();
+    let sums = std::fs::read_to_string(dist(&p).join("SHA256SUMS")).unwrap();
+
+    // Other bytes under the pin's name, and no work tree to fall back on.
+    let blob = p.cache().join("sha256").join(&sha);
+    std::fs::write(
+        p.root().join("examples/demo-hello/patchkit_hello.c"),
+        "/* TAMPERED */\n",
+    )
+    .unwrap();
+    let tampered = std::process::Command::new("tar")
+        .args(["-czf"])
+        .arg(&blob)
+        .arg("-C")
+        .arg(p.root().join("examples"))
+        .arg("demo-hello")
+        .status()
+        .unwrap();
+    assert!(tampered.success());
+    std::fs::remove_dir_all(p.root().join("target/patchkit/work")).unwrap();
+
+    build_tar(&p).success().stderr_has(&format!(
+        "the cached blob {} no longer hashes to its name",
+        blob.display()
+    ));
+    assert_eq!(server.hits("/demo.tar.gz"), 2, "fetched again");
+    assert_eq!(
+        std::fs::read_to_string(dist(&p).join("SHA256SUMS")).unwrap(),
+        sums,
+        "the publication holds the pinned source, not the tampered one"
+    );
+    let corrupt: Vec<_> = std::fs::read_dir(p.cache().join("corrupt"))
+        .unwrap()
+        .collect();
+    assert_eq!(corrupt.len(), 1, "the tampered blob is kept aside");
+    assert_eq!(crate::fetch::sha(&std::fs::read(&blob).unwrap()), sha);
+    p.xtask(&["verify", "dist/demo-hello"]).success();
+}
