@@ -282,7 +282,8 @@ fn pristine_tree(
         &extract::Selection::of(&recipe.source),
         &staging,
         &ws.reporter,
-    )?;
+    )
+    .with_context(|| format!("extracting {}", recipe.source_origin()))?;
     std::fs::rename(&staging, dest)
         .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))?;
     std::fs::write(&marker, pin_text).with_context(|| format!("writing {}", marker.display()))?;

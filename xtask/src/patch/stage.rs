@@ -75,7 +75,8 @@ pub fn apply_recipe(
         staging.display()
     ));
     let selection = Selection::of(&recipe.source);
-    let mut manifest = extract::extract(&fetched.source, &selection, &staging, reporter)?;
+    let mut manifest = extract::extract(&fetched.source, &selection, &staging, reporter)
+        .with_context(|| format!("extracting {}", recipe.source_origin()))?;
 
     let mut tree = Tree::writing(&staging);
     let records = apply::series(&mut tree, &patches, tol).map_err(|e| {

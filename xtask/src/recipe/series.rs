@@ -45,9 +45,16 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
                         c.err(
                             at,
                             format!(
-                                "`{}`: patch file {} is missing",
+                                "`{}`: patch file {} is missing (curated patches live in \
+                                 `patches/<recipe>/` below the project root {}; a recipe outside \
+                                 a `recipes/` folder uses the root of PATCHKIT_ROOT or of this \
+                                 checkout)",
                                 key("file"),
-                                crate::diag::display_path(&full).display()
+                                crate::diag::display_path(&full).display(),
+                                dir.parent()
+                                    .and_then(Path::parent)
+                                    .map(|r| r.display().to_string())
+                                    .unwrap_or_default()
                             ),
                         );
                     } else if std::fs::metadata(&full).is_ok_and(|m| m.len() == 0) {

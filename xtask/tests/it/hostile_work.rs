@@ -230,3 +230,149 @@ fn a_tampered_cache_blob_is_moved_aside_and_fetched_again() {
     assert_eq!(crate::fetch::sha(&std::fs::read(&blob).unwrap()), sha);
     p.xtask(&["verify", "dist/demo-hello"]).success();
 }
+
+/// `sh -c script` in `dir`, which must succeed.
+fn sh(dir: &Path, script: &str) {
+    let status = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{script}");
+}
+
+/// Points the demo recipe at the local archive `name` (one folder level stripped).
+fn demo_from_local_archive(p: &crate::support::Project, name: &str) {
+    let path = p.root().join("recipes/demo-hello.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace(
+        "local = \"examples/demo-hello\"",
+        &format!("local = \"{name}\"\nstrip = 1"),
+    );
+    std::fs::write(&path, text).unwrap();
+}
+
+#[test]
+fn an_archive_bomb_stops_at_the_extraction_limits() {
+    let p = demo_project();
+    sh(
+        p.root(),
+        "mkdir bomb && head -c 100M /dev/zero > bomb/zeros && tar -czf bomb.tar.gz bomb && rm -r bomb",
+    );
+    assert!(
+        std::fs::metadata(p.root().join("bomb.tar.gz"))
+            .unwrap()
+            .len()
+            < 1 << 20
+    );
+    demo_from_local_archive(&p, "bomb.tar.gz");
+    let tree = p.root().join("target/patchkit/work/demo-hello");
+    let run = Run::of(
+        p.command(&["apply", "demo-hello"])
+            .env("PATCHKIT_EXTRACT_MAX_BYTES", "64M")
+            .output()
+            .unwrap(),
+    );
+    run.fails_with(1)
+        .stderr_has("expands to more than 67108864 bytes")
+        .stderr_has("PATCHKIT_EXTRACT_MAX_BYTES")
+        .stderr_has("`source.local` = bomb.tar.gz of recipes/demo-hello.toml");
+    assert!(!tree.join("tree").exists());
+    assert_eq!(leftovers(&tree), Vec::<String>::new());
+
+    // Many small files: the file count stops it.
+    sh(
+        p.root(),
+        "mkdir -p many/d && for i in $(seq 1 300); do : > many/d/f$i; done && tar -czf many.tar.gz many && rm -r many",
+    );
+    let path = p.root().join("recipes/demo-hello.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("bomb.tar.gz", "many.tar.gz");
+    std::fs::write(&path, text).unwrap();
+    Run::of(
+        p.command(&["apply", "demo-hello"])
+            .env("PATCHKIT_EXTRACT_MAX_FILES", "100")
+            .output()
+            .unwrap(),
+    )
+    .fails_with(1)
+    .stderr_has("holds more than 100 files")
+    .stderr_has("PATCHKIT_EXTRACT_MAX_FILES");
+    assert!(!tree.join("tree").exists());
+}
+
+#[test]
+fn broken_archives_and_bad_redirects_say_what_happened_and_where() {
+    let p = demo_project();
+    // Garbage.
+    std::fs::write(
+        p.root().join("garbage.tar.gz"),
+        b"this is not an archive at all\n",
+    )
+    .unwrap();
+    demo_from_local_archive(&p, "garbage.tar.gz");
+    p.xtask(&["apply", "demo-hello"])
+        .fails_with(1)
+        .stderr_has("not a gzip/xz/zstd tar archive")
+        .stderr_has("`source.local` = garbage.tar.gz of recipes/demo-hello.toml");
+
+    // Truncated: the first half of a real .tar.gz.
+    sh(
+        p.root(),
+        "head -c 200000 /dev/urandom > examples/demo-hello/noise.bin && \
+         tar -czf whole.tar.gz -C examples demo-hello && \
+         head -c $(( $(stat -c %s whole.tar.gz) / 2 )) whole.tar.gz > half.tar.gz",
+    );
+    let path = p.root().join("recipes/demo-hello.toml");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("garbage.tar.gz", "half.tar.gz");
+    std::fs::write(&path, text).unwrap();
+    let run = p.xtask(&["apply", "demo-hello"]);
+    run.fails_with(1)
+        .stderr_has("the archive is truncated or corrupt")
+        .stderr_has("`source.local` = half.tar.gz");
+    assert!(
+        !run.stderr.contains("could write outside the tree"),
+        "{}",
+        run.stderr
+    );
+
+    // Over HTTP, with -q: the message still names the key and the URL.
+    let server = crate::support::http::Server::start();
+    let p = demo_project();
+    demo_from_tarball(&p, &server);
+    let garbage = b"<html>not found</html>\n".to_vec();
+    server.route(
+        "/demo.tar.gz",
+        crate::support::http::Reply::Bytes(garbage.clone()),
+    );
+    let path = p.root().join("recipes/demo-hello.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let start = text.find("sha256 = \"").unwrap() + 10;
+    let text = format!(
+        "{}{}{}",
+        &text[..start],
+        crate::fetch::sha(&garbage),
+        &text[start + 64..]
+    );
+    std::fs::write(&path, text).unwrap();
+    let url = server.url("/demo.tar.gz");
+    p.xtask(&["-q", "apply", "demo-hello"])
+        .fails_with(1)
+        .stderr_has("not a gzip/xz/zstd tar archive")
+        .stderr_has(&format!(
+            "`source.tarball` = {url} of recipes/demo-hello.toml"
+        ));
+
+    // A redirect to file:// is refused as such.
+    server.route(
+        "/demo.tar.gz",
+        crate::support::http::Reply::Redirect("file:///etc/passwd".into()),
+    );
+    std::fs::remove_dir_all(p.cache()).unwrap();
+    p.xtask(&["apply", "demo-hello"])
+        .fails_with(1)
+        .stderr_has("redirect to a file:// URL refused");
+}
