@@ -16,7 +16,9 @@ pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
     pub recipe: String,
     /// Where the patched tree goes; replaced only when the whole series
-    /// applied [default: target/patchkit/work/<recipe>/tree]
+    /// applied, and only if DIR is new, empty or a tree apply made (with its
+    /// .patchkit/state.json): a folder of your own files is refused
+    /// [default: target/patchkit/work/<recipe>/tree]
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
     #[command(flatten)]

@@ -237,7 +237,15 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
             c.err(at, format!("`package.description`: {why}"));
         }
     }
-    c.checked(&p.license, "package.license", check_one_line);
+    c.checked(&p.license, "package.license", |l| {
+        check_one_line(l)?;
+        if l.contains(['<', '>']) {
+            return Err(format!(
+                "`{l}` must be one SPDX expression such as `GPL-2.0-only`"
+            ));
+        }
+        Ok(())
+    });
     c.checked(&p.maintainer, "package.maintainer", |m| {
         check_one_line(m)?;
         let ok = m
