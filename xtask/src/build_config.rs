@@ -52,13 +52,15 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         .out
         .clone()
         .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name));
+    crate::dist::check_replaceable(&out)?;
     let reporter = &ws.reporter;
 
     let fetched = fetch::fetch(ws, &recipe, &opts.fetch)?;
     let mut build = BTreeMap::new();
     build.insert("formats".to_owned(), publish::formats_line(&formats));
     let manifest = Manifest::new(&plan, &fetched, epoch, build, &[])?;
-    let work = ws.work_dir.join(&recipe.name);
+    let lock = ws.lock_work(&recipe.name)?;
+    let work = lock.dir.clone();
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
     if stamp.up_to_date(&out, &manifest) {
         return Ok(Outcome::UpToDate { dir: out });
@@ -121,12 +123,6 @@ fn file_tree(recipe: &Recipe, config: &Config, tree_dir: &std::path::Path) -> Re
 
 fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
     let p = &recipe.package;
-    let homepage = p.homepage.clone().ok_or_else(|| {
-        UsageError(format!(
-            "{}: packages carry a homepage: set `package.homepage`",
-            recipe.path.display()
-        ))
-    })?;
     let mut changes = vec![format!("Built by rocm-patchkit from {}.", plan.recipe_file)];
     changes.extend(
         plan.patches
@@ -141,7 +137,7 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
         summary: p.summary.clone(),
         description: p.description.trim().to_owned(),
         license: p.license.clone(),
-        homepage,
+        homepage: p.homepage.clone(),
         maintainer: p.maintainer.clone(),
         depends: Vec::new(),
         changes,

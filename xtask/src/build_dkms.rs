@@ -52,6 +52,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         .out
         .clone()
         .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name));
+    dist::check_replaceable(&out)?;
     let templates_dir = ws.root.join("templates");
     let renderer = Renderer::new(&templates_dir)?;
     let templates = template_bytes(&templates_dir)?;
@@ -62,7 +63,8 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     build.insert("kernel".to_owned(), kernel.clone());
     build.insert("formats".to_owned(), publish::formats_line(&formats));
     let manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
-    let work = ws.work_dir.join(&recipe.name);
+    let lock = ws.lock_work(&recipe.name)?;
+    let work = lock.dir.clone();
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
     if stamp.up_to_date(&out, &manifest) {
         return Ok(Outcome::UpToDate { dir: out });
@@ -266,32 +268,30 @@ fn pristine_tree(
         return Ok(dest.to_path_buf());
     }
     if dest.exists() {
-        std::fs::remove_dir_all(dest).with_context(|| format!("removing {}", dest.display()))?;
+        std::fs::remove_dir_all(dest)
+            .with_context(|| format!("removing the previous {}", dest.display()))?;
     }
     let staging = dest.with_extension(format!("staging-{}", std::process::id()));
     if staging.exists() {
-        std::fs::remove_dir_all(&staging)?;
+        std::fs::remove_dir_all(&staging)
+            .with_context(|| format!("removing the stale {}", staging.display()))?;
     }
-    std::fs::create_dir_all(&staging)?;
+    std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
     extract::extract(
         &fetched.source,
         &extract::Selection::of(&recipe.source),
         &staging,
         &ws.reporter,
-    )?;
-    std::fs::rename(&staging, dest)?;
-    std::fs::write(&marker, pin_text)?;
+    )
+    .with_context(|| format!("extracting {}", recipe.source_origin()))?;
+    std::fs::rename(&staging, dest)
+        .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))?;
+    std::fs::write(&marker, pin_text).with_context(|| format!("writing {}", marker.display()))?;
     Ok(dest.to_path_buf())
 }
 
 fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
     let p = &recipe.package;
-    let homepage = p.homepage.clone().ok_or_else(|| {
-        UsageError(format!(
-            "{}: packages carry a homepage: set `package.homepage`",
-            recipe.path.display()
-        ))
-    })?;
     let mut changes = vec![format!(
         "Built by rocm-patchkit from {} and {}.",
         plan.recipe_file,
@@ -310,7 +310,7 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
         summary: p.summary.clone(),
         description: p.description.trim().to_owned(),
         license: p.license.clone(),
-        homepage,
+        homepage: p.homepage.clone(),
         maintainer: p.maintainer.clone(),
         depends: vec!["dkms".to_owned()],
         changes,

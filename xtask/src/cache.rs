@@ -10,6 +10,8 @@
 //!   where unverified bytes live. Leftovers of a killed run are removed by
 //!   the next run that takes the lock.
 //! - `taken-pins/<recipe>.toml`: pins taken by `fetch --allow-unpinned`.
+//! - `corrupt/<hex>.<pid>`: blobs whose content no longer hashed to their
+//!   name when a build read them, moved aside (never used, kept to inspect).
 //! - `lock`: the file whose exclusive lock serialises cache mutation.
 
 use std::fs::File;
@@ -105,6 +107,34 @@ impl Cache {
     pub fn blob(&self, sha256: &str) -> Option<PathBuf> {
         let path = self.blob_path(sha256);
         path.is_file().then_some(path)
+    }
+
+    /// The blob with this sha256, hashed again before it is used: a blob
+    /// whose bytes changed since it was admitted (a disk error, a hand edit)
+    /// is moved to `corrupt/`, reported with its path, and treated as absent
+    /// so that it is fetched again.
+    pub fn verified_blob(&self, sha256: &str, reporter: &Reporter) -> Result<Option<PathBuf>> {
+        let Some(path) = self.blob(sha256) else {
+            return Ok(None);
+        };
+        let actual = sha256_file(&path)
+            .with_context(|| format!("re-hashing the cached blob {}", path.display()))?;
+        if actual == sha256 {
+            return Ok(Some(path));
+        }
+        let corrupt = self.root.join("corrupt");
+        std::fs::create_dir_all(&corrupt)
+            .with_context(|| format!("creating {}", corrupt.display()))?;
+        let aside = corrupt.join(format!("{sha256}.{}", std::process::id()));
+        std::fs::rename(&path, &aside)
+            .with_context(|| format!("moving the corrupt blob {} aside", path.display()))?;
+        reporter.warn(format!(
+            "the cached blob {} no longer hashes to its name (it holds sha256 {actual}); moved it \
+             to {} and fetching it again",
+            path.display(),
+            aside.display()
+        ));
+        Ok(None)
     }
 
     /// A new temporary file in `tmp/` (same filesystem as `sha256/`).

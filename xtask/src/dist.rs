@@ -36,10 +36,52 @@ pub struct Staging {
     published: bool,
 }
 
+/// Refuses an output folder that holds anything but a publication of ours
+/// (a `manifest.json` of this tool) or nothing: replacing it would delete
+/// the user's files. Call it before fetching; [`Staging::begin`] calls it
+/// again.
+pub fn check_replaceable(out: &Path) -> Result<()> {
+    let meta = match fs::symlink_metadata(out) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", out.display())),
+    };
+    let refuse = |what: &str| -> Result<()> {
+        Err(crate::diag::UsageError(format!(
+            "the output folder {} {what}; a build replaces the whole folder, so it only replaces \
+             an empty folder or an earlier publication (with its {MANIFEST}): give `--out` a new \
+             or empty folder, or move the files away first",
+            out.display()
+        ))
+        .into())
+    };
+    if !meta.is_dir() {
+        return refuse("is not a folder");
+    }
+    let mut entries = fs::read_dir(out).with_context(|| format!("listing {}", out.display()))?;
+    if entries.next().is_none() {
+        return Ok(());
+    }
+    let manifest = out.join(MANIFEST);
+    let ours = fs::read(&manifest)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<serde_json::Value>(&bytes).ok())
+        .is_some_and(|v| v.get("outputs").is_some());
+    if ours {
+        Ok(())
+    } else {
+        refuse(&format!(
+            "holds files that are not a publication of rocm-patchkit (no {MANIFEST} of ours)"
+        ))
+    }
+}
+
 impl Staging {
     /// Starts a publication to `out`, clearing what killed runs left behind.
+    /// Refuses an `out` that holds anything but an earlier publication.
     pub fn begin(out: &Path) -> Result<Staging> {
         let out = std::path::absolute(out)?;
+        check_replaceable(&out)?;
         let parent = out
             .parent()
             .context("the output folder needs a parent folder")?;

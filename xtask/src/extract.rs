@@ -2,7 +2,8 @@
 //! tree, a local folder) into a staging folder, limited to the paths the
 //! recipe names, refusing every entry that could land outside the tree
 //! (absolute paths, `..`, device files, links out of the tree, writes
-//! through a symlink), and lists what it wrote as a [`Manifest`].
+//! through a symlink), stopping at a limit of bytes and files (archive
+//! bombs), and lists what it wrote as a [`Manifest`].
 
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -62,22 +63,116 @@ pub fn extract(
     }
 }
 
+/// Environment variable that raises the limit of bytes one extraction writes.
+pub const MAX_BYTES_ENV: &str = "PATCHKIT_EXTRACT_MAX_BYTES";
+/// Environment variable that raises the limit of entries one extraction writes.
+pub const MAX_FILES_ENV: &str = "PATCHKIT_EXTRACT_MAX_FILES";
+
+/// How much one extraction may write: the whole Linux source is about
+/// 1.5 GiB in 90 000 files, so the defaults (3 GiB, a million files) leave
+/// room and stop a bomb.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    pub bytes: u64,
+    pub files: u64,
+}
+
+impl Limits {
+    pub const DEFAULT: Limits = Limits {
+        bytes: 3 << 30,
+        files: 1_000_000,
+    };
+
+    /// The defaults, raised (or lowered) by `PATCHKIT_EXTRACT_MAX_BYTES`
+    /// (a number with an optional K, M or G suffix) and
+    /// `PATCHKIT_EXTRACT_MAX_FILES`.
+    pub fn from_env() -> Result<Limits> {
+        let read = |var: &str, default: u64| -> Result<u64> {
+            match std::env::var(var) {
+                Ok(v) if !v.trim().is_empty() => parse_size(v.trim()).with_context(|| {
+                    format!("{var}={v:?} is not a number (such as 4096, 512M or 16G)")
+                }),
+                _ => Ok(default),
+            }
+        };
+        Ok(Limits {
+            bytes: read(MAX_BYTES_ENV, Limits::DEFAULT.bytes)?,
+            files: read(MAX_FILES_ENV, Limits::DEFAULT.files)?,
+        })
+    }
+}
+
+fn parse_size(text: &str) -> Result<u64> {
+    let (digits, shift) = match text.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&text[..i], 10),
+        Some((i, 'M' | 'm')) => (&text[..i], 20),
+        Some((i, 'G' | 'g')) => (&text[..i], 30),
+        _ => (text, 0),
+    };
+    let n: u64 = digits.parse()?;
+    n.checked_mul(1 << shift)
+        .ok_or_else(|| anyhow::anyhow!("too large"))
+}
+
 /// Writes entries below `dest`, refusing anything that could leave it.
 struct Sink {
     dest: PathBuf,
     manifest: Manifest,
     symlinks: HashSet<String>,
     dirs: HashSet<PathBuf>,
+    limits: Limits,
+    bytes: u64,
+    entries: u64,
 }
 
+/// The limit was reached: not a path problem, so reported on its own.
+#[derive(Debug)]
+struct OverLimit(String);
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OverLimit {}
+
 impl Sink {
-    fn new(dest: &Path) -> Sink {
-        Sink {
+    fn new(dest: &Path) -> Result<Sink> {
+        Ok(Sink {
             dest: dest.to_path_buf(),
             manifest: Manifest::new(),
             symlinks: HashSet::new(),
             dirs: HashSet::new(),
+            limits: Limits::from_env()?,
+            bytes: 0,
+            entries: 0,
+        })
+    }
+
+    /// Counts one more entry against the file limit.
+    fn count(&mut self) -> Result<()> {
+        self.entries += 1;
+        if self.entries > self.limits.files {
+            return Err(OverLimit(format!(
+                "the source holds more than {} files, the limit of one extraction: it may be an \
+                 archive bomb; if this many files are expected, raise the limit with \
+                 {MAX_FILES_ENV}=<count>",
+                self.limits.files
+            ))
+            .into());
         }
+        Ok(())
+    }
+
+    fn over_bytes(&self) -> anyhow::Error {
+        OverLimit(format!(
+            "the source expands to more than {} bytes, the limit of one extraction: it may be an \
+             archive bomb; if it is expected, raise the limit with {MAX_BYTES_ENV}=<bytes> \
+             (such as 16G)",
+            self.limits.bytes
+        ))
+        .into()
     }
 
     /// Refuses a path whose parent folders or itself are symlinks written earlier.
@@ -110,21 +205,29 @@ impl Sink {
     }
 
     fn dir(&mut self, rel: &str) -> Result<()> {
+        self.count()?;
         let path = self.parent(rel)?;
         std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
         self.dirs.insert(path);
         Ok(())
     }
 
-    fn file(&mut self, rel: &str, exec: bool, mut data: impl Read) -> Result<()> {
+    fn file(&mut self, rel: &str, exec: bool, data: impl Read) -> Result<()> {
+        self.count()?;
         let path = self.parent(rel)?;
         if path.symlink_metadata().is_ok() {
             std::fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
         }
         let mut out =
             std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let room = self.limits.bytes.saturating_sub(self.bytes);
+        let mut data = data.take(room.saturating_add(1));
         let (sha256, size) = copy_hashing(&mut data, &mut out)
             .with_context(|| format!("writing {}", path.display()))?;
+        if size > room {
+            return Err(self.over_bytes());
+        }
+        self.bytes += size;
         let mode = if exec { 0o755 } else { 0o644 };
         use std::os::unix::fs::PermissionsExt;
         out.set_permissions(std::fs::Permissions::from_mode(mode))?;
@@ -140,6 +243,7 @@ impl Sink {
     }
 
     fn symlink(&mut self, rel: &str, target: &[u8]) -> Result<()> {
+        self.count()?;
         let target = std::str::from_utf8(target)
             .map_err(|_| anyhow::anyhow!("symlink `{rel}` has a target that is not UTF-8"))?;
         if target.starts_with('/') {
@@ -270,32 +374,146 @@ pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -
         },
     );
     let magic = input.fill_buf()?.to_vec();
-    let reader: Box<dyn Read> = if magic.starts_with(&[0x1f, 0x8b]) {
-        Box::new(flate2::read::GzDecoder::new(input))
+    let (reader, compressed): (Box<dyn Read>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
+        (Box::new(flate2::read::GzDecoder::new(input)), true)
     } else if magic.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        Box::new(xz2::read::XzDecoder::new_multi_decoder(input))
+        (
+            Box::new(xz2::read::XzDecoder::new_multi_decoder(input)),
+            true,
+        )
     } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        Box::new(zstd::stream::read::Decoder::with_buffer(input)?)
+        (
+            Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
+            true,
+        )
     } else {
-        Box::new(input)
+        (Box::new(input), false)
     };
     let wrap = |e: anyhow::Error| e.context(format!("extracting archive {}", path.display()));
-    untar(reader, sel, dest).map_err(wrap)
+    let tracked = Tracked {
+        inner: reader,
+        state: Default::default(),
+    };
+    let state = tracked.state.clone();
+    untar(tracked, compressed, &state, sel, dest).map_err(wrap)
 }
 
-fn untar(reader: impl Read, sel: &Selection, dest: &Path) -> Result<Manifest> {
+/// What the stream under the tar reader saw: whether it ended, and the
+/// first read error. A failure after either is the archive's, not a path's.
+#[derive(Default)]
+struct StreamState {
+    ended: std::cell::Cell<bool>,
+    error: std::cell::RefCell<Option<std::io::Error>>,
+}
+
+struct Tracked<R> {
+    inner: R,
+    state: std::rc::Rc<StreamState>,
+}
+
+impl<R: Read> Read for Tracked<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self.inner.read(buf) {
+            Ok(0) if !buf.is_empty() => {
+                self.state.ended.set(true);
+                Ok(0)
+            }
+            Ok(n) => Ok(n),
+            Err(e) => {
+                let copy = std::io::Error::new(e.kind(), e.to_string());
+                self.state.error.borrow_mut().get_or_insert(copy);
+                Err(e)
+            }
+        }
+    }
+}
+
+/// Whether a 512-byte block is a tar header (its checksum matches) or the
+/// all-zero end-of-archive block.
+fn is_tar_block(block: &[u8; 512]) -> bool {
+    if block.iter().all(|&b| b == 0) {
+        return true;
+    }
+    let field = std::str::from_utf8(&block[148..156]).unwrap_or("");
+    let Ok(stored) = u32::from_str_radix(field.trim_matches(|c: char| c == '\0' || c == ' '), 8)
+    else {
+        return false;
+    };
+    let sum: u32 = block
+        .iter()
+        .enumerate()
+        .map(|(i, &b)| {
+            if (148..156).contains(&i) {
+                32
+            } else {
+                b as u32
+            }
+        })
+        .sum();
+    sum == stored
+}
+
+fn untar(
+    mut reader: impl Read,
+    compressed: bool,
+    stream: &StreamState,
+    sel: &Selection,
+    dest: &Path,
+) -> Result<Manifest> {
     use tar::EntryType as T;
+    let not_tar = || {
+        anyhow::anyhow!(
+            "not a gzip/xz/zstd tar archive: its first bytes are neither a compressed stream nor a \
+             tar header; check that the source names a .tar, .tar.gz, .tar.xz or .tar.zst"
+        )
+    };
+    let truncated = |at: &str, e: &dyn std::fmt::Display| {
+        anyhow::anyhow!(
+            "the archive is truncated or corrupt ({at}: {e}); nothing was applied. Fetch it again \
+             (remove it from the cache, or replace the local file) and check where it comes from"
+        )
+    };
+    let mut head = [0u8; 512];
+    if let Err(e) = reader.read_exact(&mut head) {
+        return Err(
+            if compressed && e.kind() != std::io::ErrorKind::UnexpectedEof {
+                truncated("in its first block", &e)
+            } else if compressed {
+                truncated("in its first block", &"it ends early")
+            } else {
+                not_tar()
+            },
+        );
+    }
+    if !is_tar_block(&head) {
+        return Err(not_tar());
+    }
     let include = include_set(&sel.include)?;
-    let mut sink = Sink::new(dest);
-    let mut archive = tar::Archive::new(reader);
-    for entry in archive.entries().context("reading the archive")? {
-        let entry = entry.context("reading an archive entry")?;
+    let mut sink = Sink::new(dest)?;
+    let mut archive = tar::Archive::new((&head[..]).chain(reader));
+    let broken = |stream: &StreamState| stream.ended.get() || stream.error.borrow().is_some();
+    let entries = archive
+        .entries()
+        .map_err(|e| truncated("reading the archive", &e))?;
+    for entry in entries {
+        let entry = entry.map_err(|e| truncated("reading the next entry header", &e))?;
         let raw = entry.path_bytes().into_owned();
         let shown = String::from_utf8_lossy(&raw).into_owned();
         let refuse = |e: anyhow::Error| {
-            e.context(format!(
-                "entry `{shown}` is refused: the archive could write outside the tree"
-            ))
+            if e.downcast_ref::<OverLimit>().is_some() {
+                e
+            } else if broken(stream) {
+                let cause = stream
+                    .error
+                    .borrow()
+                    .as_ref()
+                    .map_or_else(|| "it ends early".to_owned(), ToString::to_string);
+                truncated(&format!("inside entry `{shown}`"), &cause)
+            } else {
+                e.context(format!(
+                    "entry `{shown}` is refused: the archive could write outside the tree"
+                ))
+            }
         };
         let kind = entry.header().entry_type();
         if matches!(kind, T::XGlobalHeader | T::XHeader) {
@@ -353,7 +571,7 @@ impl<R: Read> Read for Counting<R> {
 /// Copies a local folder (without `.git` and `.patchkit`).
 pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
     let include = include_set(&sel.include)?;
-    let mut sink = Sink::new(dest);
+    let mut sink = Sink::new(dest)?;
     let mut stack = vec![String::new()];
     while let Some(rel_dir) = stack.pop() {
         let dir = src.join(&rel_dir);
@@ -418,7 +636,7 @@ pub fn git(
         .find_commit(oid)
         .and_then(|c| c.tree())
         .with_context(|| format!("commit {commit} is not in {}", repo.display()))?;
-    let mut sink = Sink::new(dest);
+    let mut sink = Sink::new(dest)?;
     let roots: Vec<String> = if paths.is_empty() {
         vec![String::new()]
     } else {
@@ -512,6 +730,32 @@ mod tests {
         assert_eq!(entry_path(b"linux-6.12/", 1).unwrap(), None);
         assert!(entry_path(b"/etc/passwd", 0).is_err());
         assert!(entry_path(b"a/../../x", 0).is_err());
+    }
+
+    #[test]
+    fn limits_read_sizes_and_stop_the_bomb_of_issue_15() {
+        assert_eq!(parse_size("4096").unwrap(), 4096);
+        assert_eq!(parse_size("512M").unwrap(), 512 << 20);
+        assert_eq!(parse_size("16G").unwrap(), 16 << 30);
+        assert!(parse_size("lots").is_err());
+        // A 3 MB archive wrote 3.1 GiB; the whole Linux source is 1.5 GiB.
+        const {
+            assert!(Limits::DEFAULT.bytes < 3_100 << 20);
+            assert!(Limits::DEFAULT.bytes > 2 * (1_486 << 20));
+        }
+    }
+
+    #[test]
+    fn tar_blocks_are_told_from_garbage() {
+        let mut header = tar::Header::new_gnu();
+        header.set_path("a/b.c").unwrap();
+        header.set_size(0);
+        header.set_cksum();
+        assert!(is_tar_block(header.as_bytes()));
+        assert!(is_tar_block(&[0u8; 512]));
+        let mut garbage = [b'x'; 512];
+        garbage[148..156].copy_from_slice(b"0000000\0");
+        assert!(!is_tar_block(&garbage));
     }
 
     #[test]

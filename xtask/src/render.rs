@@ -116,9 +116,23 @@ pub fn sh_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
 }
 
-/// Text for an RPM spec: `%` starts a macro, so it is doubled.
+/// Text for an RPM spec: `%` starts a macro, so it is doubled; and rpm reads
+/// a line that begins with `%pre`, `%check`, `%pretrans` ... as a new section
+/// *after* expanding `%%` to `%`, so a line whose first visible character is
+/// `%` is indented by one space, which no section header can carry.
 pub fn rpm_escape(value: &str) -> String {
-    value.replace('%', "%%")
+    value
+        .split('\n')
+        .map(|line| {
+            let escaped = line.replace('%', "%%");
+            if line.trim_start().starts_with('%') && !line.starts_with([' ', '\t']) {
+                format!(" {escaped}")
+            } else {
+                escaped
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A Debian extended description: every line indented by one space, empty
@@ -188,5 +202,9 @@ mod tests {
     #[test]
     fn rpm_escape_doubles_percent() {
         assert_eq!(rpm_escape("100% %{_bindir}"), "100%% %%{_bindir}");
+        assert_eq!(
+            rpm_escape("text\n%pre\n  %check\nend"),
+            "text\n %%pre\n  %%check\nend"
+        );
     }
 }

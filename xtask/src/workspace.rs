@@ -1,8 +1,11 @@
 //! Where things live: the project root (recipes, patches, templates), the
 //! cache and the work directory, with the flags and environment variables
-//! that move them.
+//! that move them; and the per-recipe lock over the work directory's state.
 
+use std::fs::File;
 use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
 
 use crate::report::Reporter;
 
@@ -40,6 +43,112 @@ impl Workspace {
             reporter,
         }
     }
+}
+
+/// Held while a recipe's work folder (`<work>/<recipe>/`: pristine and
+/// patched trees, their staging folders, the publication stamp) is read or
+/// changed; released when dropped.
+pub struct WorkLock {
+    _file: File,
+    /// The recipe's work folder.
+    pub dir: PathBuf,
+}
+
+impl Workspace {
+    /// Takes the exclusive lock of `recipe`'s work folder, waiting (and
+    /// saying so) while another run holds it, then removes the staging and
+    /// set-aside folders that killed runs left there.
+    pub fn lock_work(&self, recipe: &str) -> Result<WorkLock> {
+        let dir = self.work_dir.join(recipe);
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the work folder {}", dir.display()))?;
+        let path = self.work_dir.join(format!("{recipe}.lock"));
+        let file = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .with_context(|| format!("opening the work lock {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                self.reporter.step(format!(
+                    "waiting for another run of {recipe} to finish with {} (lock {})",
+                    dir.display(),
+                    path.display()
+                ));
+                file.lock()
+                    .with_context(|| format!("locking {}", path.display()))?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()))
+            }
+        }
+        remove_stale(&dir, None, |_| true)?;
+        Ok(WorkLock { _file: file, dir })
+    }
+}
+
+/// The pid in a leftover's name: `<name>.staging-<pid>`, `<name>.old-<pid>`.
+fn leftover_pid(name: &str) -> Option<u32> {
+    let (_, tail) = name.rsplit_once('.')?;
+    tail.strip_prefix("staging-")
+        .or_else(|| tail.strip_prefix("old-"))?
+        .parse()
+        .ok()
+}
+
+/// Removes the `<name>.staging-<pid>` and `<name>.old-<pid>` leftovers in
+/// `parent` of processes that are gone: the staging folders of an `apply
+/// --into` killed mid-way.
+pub fn remove_stale_of(parent: &Path, name: &str) -> Result<()> {
+    remove_stale(parent, Some(name), pid_gone)
+}
+
+/// Removes the `*.staging-<pid>` and `*.old-<pid>` folders and files in
+/// `dir` (only those of `<name>.` when `name` is given) that belong to
+/// another process for which `stale(pid)` holds. Under a lock every other
+/// process's leftover is stale; without one, only those of processes that
+/// are gone ([`pid_gone`]).
+pub fn remove_stale(
+    dir: &Path,
+    name_filter: Option<&str>,
+    stale: impl Fn(u32) -> bool,
+) -> Result<()> {
+    let entries = match std::fs::read_dir(dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("listing {}", dir.display())),
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if let Some(only) = name_filter {
+            if name.rsplit_once('.').is_none_or(|(head, _)| head != only) {
+                continue;
+            }
+        }
+        let Some(pid) = leftover_pid(&name) else {
+            continue;
+        };
+        if pid == std::process::id() || !stale(pid) {
+            continue;
+        }
+        let path = entry.path();
+        let removed = if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        removed
+            .with_context(|| format!("removing the leftover {} of a killed run", path.display()))?;
+    }
+    Ok(())
+}
+
+/// Whether process `pid` no longer runs.
+pub fn pid_gone(pid: u32) -> bool {
+    !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The repository this binary was built from, or `$PATCHKIT_ROOT`.

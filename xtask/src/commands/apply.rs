@@ -16,7 +16,9 @@ pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
     pub recipe: String,
     /// Where the patched tree goes; replaced only when the whole series
-    /// applied [default: target/patchkit/work/<recipe>/tree]
+    /// applied, and only if DIR is new, empty or a tree apply made (with its
+    /// .patchkit/state.json): a folder of your own files is refused
+    /// [default: target/patchkit/work/<recipe>/tree]
     #[arg(long, value_name = "DIR")]
     pub into: Option<PathBuf>,
     #[command(flatten)]
@@ -29,6 +31,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .into
         .clone()
         .unwrap_or_else(|| default_tree(ws, &recipe.name));
+    stage::check_replaceable(&dest)?;
     let opts = FetchOptions {
         offline: args.series.offline,
         ..Default::default()
@@ -36,6 +39,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let fetched = fetch::fetch(ws, &recipe, &opts)
         .with_context(|| format!("fetching the inputs of {}", recipe.name))?;
     let tol = args.series.tolerance();
+    let _lock = ws.lock_work(&recipe.name)?;
     let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
     println!(
         "applied {} patches of {} to {} ({} files); record in {}",

@@ -103,7 +103,7 @@ fn meta() -> PackageMeta {
                       Made by cargo xtask bench package; not for installation."
             .into(),
         license: "GPL-2.0-only".into(),
-        homepage: "https://example.org/rocm-patchkit".into(),
+        homepage: Some("https://example.org/rocm-patchkit".into()),
         maintainer: "rocm-patchkit <dev@rocm-patchkit.invalid>".into(),
         depends: vec!["dkms".into()],
         changes: vec!["Benchmark package.".into()],

@@ -41,7 +41,9 @@ pub struct Args {
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
     #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch,tar")]
     pub formats: Option<Vec<Format>>,
-    /// Where to publish [default: dist/<recipe>]
+    /// Where to publish; DIR must be new, empty or an earlier publication
+    /// (with its manifest.json), as the whole folder is replaced
+    /// [default: dist/<recipe>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Open no network connection: every input must be in the cache

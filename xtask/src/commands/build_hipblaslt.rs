@@ -39,7 +39,8 @@ pub struct Args {
     /// Parallel compile jobs [default: the number of CPUs]
     #[arg(long, short, value_name = "N")]
     pub jobs: Option<usize>,
-    /// The output folder [default: dist/<recipe>]
+    /// The output folder; new, empty or an earlier publication (with its
+    /// manifest.json), as the whole folder is replaced [default: dist/<recipe>]
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
     /// Use only inputs already in the cache (no network)

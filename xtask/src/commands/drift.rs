@@ -36,7 +36,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .map_err(|e| crate::diag::UsageError(format!("--against: {e:#}")))?;
     let series = patch::recipe_series(ws, &recipe, args.series.offline)?;
     let tol = args.series.tolerance();
-    let scratch = ws.work_dir.join(&recipe.name);
+    let lock = ws.lock_work(&recipe.name)?;
+    let scratch = lock.dir.clone();
     let report = drift::drift(&recipe, &series, &against, &scratch, tol, &ws.reporter)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);

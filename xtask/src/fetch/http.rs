@@ -171,6 +171,26 @@ impl Http {
             .map_err(|_| timed_out())?
             .map_err(classify)?;
         let status = response.status();
+        if status.is_redirection() {
+            // reqwest hands back, unfollowed, a redirect to a URL it cannot
+            // fetch (file://, data:, ...): say so rather than "client error".
+            let to = response
+                .headers()
+                .get(reqwest::header::LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .unwrap_or("")
+                .to_owned();
+            let scheme = response
+                .url()
+                .join(&to)
+                .map(|u| u.scheme().to_owned())
+                .unwrap_or_else(|_| "an invalid".to_owned());
+            return Err(Failure::Fatal(format!(
+                "redirect to a {scheme}:// URL refused ({status} to `{to}`): only http and https \
+                 redirects are followed; ask the server's owner, or point the recipe at the final \
+                 http(s) URL"
+            )));
+        }
         if status.is_server_error() {
             return Err(Failure::Retry(format!("the server answered {status}")));
         }

@@ -304,9 +304,13 @@ fn blob(
     sha256: &Option<String>,
     tally: &mut Tally,
 ) -> Result<(PathBuf, String)> {
-    if let Some(path) = sha256.as_deref().and_then(|s| cache.blob(s)) {
+    let cached = match sha256.as_deref() {
+        Some(s) => cache.verified_blob(s, reporter)?,
+        None => None,
+    };
+    if let Some(path) = cached {
         tally.cached += 1;
-        reporter.step(format!("{input}: {url}: cached"));
+        reporter.step(format!("{input}: {url}: cached, verified"));
         return Ok((path, sha256.clone().expect("checked above")));
     }
     let got = net
@@ -353,7 +357,11 @@ fn fetch_patch(
             commit,
             sha256,
         } => {
-            if let Some(path) = sha256.as_deref().and_then(|s| cache.blob(s)) {
+            let cached = match sha256.as_deref() {
+                Some(s) => cache.verified_blob(s, reporter)?,
+                None => None,
+            };
+            if let Some(path) = cached {
                 tally.cached += 1;
                 reporter.step(format!("{input}: git {url} @ {commit}: cached"));
                 return Ok((path, sha256.clone().expect("checked above")));

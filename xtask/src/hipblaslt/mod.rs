@@ -137,10 +137,12 @@ pub fn build(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Outcome>
     }
     let epoch = crate::target::source_date_epoch(&ws.root)?;
     let plan = crate::plan::plan(recipe)?;
+    crate::dist::check_replaceable(&opts.out)?;
     let fetched = fetch::fetch(ws, recipe, &opts.fetch)
         .with_context(|| format!("fetching the inputs of {}", recipe.name))?;
 
-    let work = ws.work_dir.join(&recipe.name);
+    let lock = ws.lock_work(&recipe.name)?;
+    let work = lock.dir.clone();
     let tree = work.join("tree");
     stage::apply_recipe(recipe, &fetched, &tree, Tolerance::strict(), reporter)?;
     let check = crate::verify::tree(&tree, reporter)?;

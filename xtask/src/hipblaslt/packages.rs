@@ -39,10 +39,11 @@ pub fn meta(recipe: &Recipe) -> PackageMeta {
             install_prefix(recipe)
         ),
         license: p.license.clone(),
-        homepage: p
-            .homepage
-            .clone()
-            .unwrap_or_else(|| "https://github.com/ROCm/rocm-libraries".to_owned()),
+        homepage: Some(
+            p.homepage
+                .clone()
+                .unwrap_or_else(|| "https://github.com/ROCm/rocm-libraries".to_owned()),
+        ),
         maintainer: p.maintainer.clone(),
         depends: Vec::new(),
         changes: vec![format!(

@@ -60,7 +60,7 @@ pub fn write(
         &pristine,
         reporter,
     )
-    .with_context(|| format!("extracting the pristine source of {}", recipe.name))?;
+    .with_context(|| format!("extracting {}", recipe.source_origin()))?;
     let orig = FileTree::from_dir(&pristine, &top)?;
     compress(&orig, epoch, &dir, &orig_name(recipe), reporter)?;
 

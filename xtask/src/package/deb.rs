@@ -201,9 +201,12 @@ pub fn control_for(
         c.push_str(&format!("Depends: {}\n", meta.depends.join(", ")));
     }
     c.push_str(&format!(
-        "Section: {}\nPriority: optional\nHomepage: {}\nDescription: {}\n",
+        "Section: {}\nPriority: optional\n{}Description: {}\n",
         machine.section().0,
-        meta.homepage,
+        meta.homepage
+            .as_ref()
+            .map(|h| format!("Homepage: {h}\n"))
+            .unwrap_or_default(),
         meta.summary.trim()
     ));
     c.push_str(&extended_description(&meta.description));
@@ -322,7 +325,7 @@ pub fn copyright(meta: &PackageMeta) -> Result<String> {
     Ok(format!(
         "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
          Upstream-Name: {name}\n\
-         Source: {url}\n\
+         {url}\
          \n\
          Files: *\n\
          Copyright: {holders}\n\
@@ -330,7 +333,11 @@ pub fn copyright(meta: &PackageMeta) -> Result<String> {
          \n\
          License: {short}\n{text}",
         name = source_name(meta),
-        url = meta.homepage,
+        url = meta
+            .homepage
+            .as_ref()
+            .map(|h| format!("Source: {h}\n"))
+            .unwrap_or_default(),
     ))
 }
 

@@ -24,8 +24,8 @@ pub struct PackageMeta {
     pub description: String,
     /// SPDX identifier (`GPL-2.0-only`).
     pub license: String,
-    /// `https://...`
-    pub homepage: String,
+    /// `https://...`, when the recipe names one.
+    pub homepage: Option<String>,
     /// `Name <address>`
     pub maintainer: String,
     /// Names of packages this one needs (`dkms`), without versions.
@@ -175,15 +175,14 @@ impl PackageMeta {
                 self.license
             ),
         );
-        check(
-            one_line(&self.homepage)
-                && (self.homepage.starts_with("https://") || self.homepage.starts_with("http://"))
-                && !self.homepage.contains(char::is_whitespace),
-            format!(
-                "homepage {:?} must be an http(s) URL without spaces",
-                self.homepage
-            ),
-        );
+        if let Some(homepage) = &self.homepage {
+            check(
+                one_line(homepage)
+                    && (homepage.starts_with("https://") || homepage.starts_with("http://"))
+                    && !homepage.contains(char::is_whitespace),
+                format!("homepage {homepage:?} must be an http(s) URL without spaces"),
+            );
+        }
         check(
             maintainer_ok(&self.maintainer),
             format!(
@@ -353,7 +352,7 @@ pub(crate) mod tests {
             summary: "hello module for patchkit tests (DKMS source)".into(),
             description: "A tiny module.\n\nIt says `hello` and $(nothing) else.".into(),
             license: "GPL-2.0-only".into(),
-            homepage: "https://example.org/patchkit".into(),
+            homepage: Some("https://example.org/patchkit".into()),
             maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
             depends: vec!["dkms".into()],
             changes: vec!["Initial package.".into()],

@@ -269,7 +269,6 @@ fn main_header(
         .str(tag::BUILDHOST, BUILDHOST)
         .str(tag::LICENSE, &meta.license)
         .str(tag::PACKAGER, &meta.maintainer)
-        .str(tag::URL, &meta.homepage)
         .str(tag::OS, "linux")
         .str(
             tag::SOURCERPM,
@@ -278,6 +277,9 @@ fn main_header(
         .str(tag::RPMVERSION, "4.18.0")
         .str(tag::ENCODING, "utf-8")
         .str(tag::PAYLOADFORMAT, "cpio");
+    if let Some(homepage) = &meta.homepage {
+        h.str(tag::URL, homepage);
+    }
     let (compressor, level) = match compression {
         Compression::Zstd(l) => ("zstd", l.to_string()),
         Compression::Xz(l) => ("xz", l.to_string()),

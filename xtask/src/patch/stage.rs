@@ -57,8 +57,10 @@ pub fn apply_recipe(
         .with_context(|| format!("{} names no folder", dest.display()))?
         .to_string_lossy()
         .into_owned();
+    check_replaceable(&dest)?;
     let parent = dest.parent().unwrap_or(Path::new("/"));
     std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    crate::workspace::remove_stale_of(parent, &name)?;
     let staging = parent.join(format!("{name}.staging-{}", std::process::id()));
     if staging.exists() {
         std::fs::remove_dir_all(&staging)
@@ -73,7 +75,8 @@ pub fn apply_recipe(
         staging.display()
     ));
     let selection = Selection::of(&recipe.source);
-    let mut manifest = extract::extract(&fetched.source, &selection, &staging, reporter)?;
+    let mut manifest = extract::extract(&fetched.source, &selection, &staging, reporter)
+        .with_context(|| format!("extracting {}", recipe.source_origin()))?;
 
     let mut tree = Tree::writing(&staging);
     let records = apply::series(&mut tree, &patches, tol).map_err(|e| {
@@ -180,6 +183,36 @@ pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
         selected,
         strip: sel.strip,
     }
+}
+
+/// Refuses a destination that holds anything but a tree of ours (with its
+/// state record) or nothing: replacing it would delete the user's files.
+pub fn check_replaceable(dest: &Path) -> Result<()> {
+    let meta = match std::fs::symlink_metadata(dest) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", dest.display())),
+    };
+    let empty = meta.is_dir()
+        && std::fs::read_dir(dest)
+            .with_context(|| format!("listing {}", dest.display()))?
+            .next()
+            .is_none();
+    if empty || (meta.is_dir() && state::state_path(dest).is_file()) {
+        return Ok(());
+    }
+    Err(crate::diag::UsageError(format!(
+        "{} {}; apply replaces the whole folder, so it only replaces an empty folder or a tree it \
+         made (with {}): give `--into` a new or empty folder, or move the files away first",
+        dest.display(),
+        if meta.is_dir() {
+            "holds files that are not a tree applied by rocm-patchkit"
+        } else {
+            "is not a folder"
+        },
+        state::state_path(Path::new("")).display()
+    ))
+    .into())
 }
 
 /// Moves `staging` to `dest`; an existing `dest` is moved aside first and

@@ -72,7 +72,27 @@ pub(super) fn check_tree_path(value: &str) -> Result<(), String> {
             "`{value}` must be a relative path inside the source tree, without `..`"
         ))
     } else {
+        check_no_control(value, false)
+    }
+}
+
+/// A folder of the tree that packaging files name in shell lines (the
+/// spec's `cp -a`, the PKGBUILD, dkms.conf): a relative path of plain
+/// names, or `.`.
+pub(super) fn check_shell_path(value: &str) -> Result<(), String> {
+    if value == "." {
+        return Ok(());
+    }
+    check_tree_path(value)?;
+    if value
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b"/._+-".contains(&b))
+    {
         Ok(())
+    } else {
+        Err(format!(
+            "`{value}` reaches shell lines of the packaging files: use letters, digits, `/`, `.`, `_`, `+` and `-`"
+        ))
     }
 }
 
@@ -121,10 +141,95 @@ pub(super) fn check_release(value: &str) -> Result<(), String> {
 }
 
 pub(super) fn check_one_line(value: &str) -> Result<(), String> {
-    if value.contains(['\n', '\r']) {
-        Err("must be a single line".to_owned())
-    } else {
+    if value.contains('\n') {
+        return Err("must be a single line".to_owned());
+    }
+    check_no_control(value, false)
+}
+
+/// Free text that reaches package metadata and packaging files: no control
+/// characters (CR, TAB, ESC, NUL, ...), newlines only where `newlines`.
+pub(super) fn check_no_control(value: &str, newlines: bool) -> Result<(), String> {
+    match value
+        .chars()
+        .enumerate()
+        .find(|(_, c)| c.is_control() && !(newlines && *c == '\n'))
+    {
+        Some((i, c)) => Err(format!(
+            "holds the control character U+{:04X} at character {}; write plain text (spaces, {}no tabs, no escapes)",
+            c as u32,
+            i + 1,
+            if newlines { "newlines, " } else { "" }
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A package summary: one line of plain text, at most 80 characters (the
+/// longest Debian, rpm and Arch take without complaint).
+pub(super) fn check_summary(value: &str) -> Result<(), String> {
+    check_one_line(value)?;
+    let n = value.trim().chars().count();
+    if n > 80 {
+        return Err(format!(
+            "is {n} characters long; write at most 80 and put the rest in `description`"
+        ));
+    }
+    Ok(())
+}
+
+/// A package description: plain text, newlines allowed.
+pub(super) fn check_description(value: &str) -> Result<(), String> {
+    check_no_control(value, true)?;
+    match spec_directive_line(value) {
+        Some((n, line)) => Err(format!(
+            "line {n} (`{}`) starts with `%`, which rpm reads as a spec section or conditional \
+             (`%pre`, `%check`, `%if`) even when escaped or indented; reword the line so that it \
+             does not start with `%`",
+            line.trim()
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The first line (1-based) of `text` whose first visible character is `%`.
+pub(super) fn spec_directive_line(text: &str) -> Option<(usize, &str)> {
+    text.lines()
+        .enumerate()
+        .find(|(_, l)| l.trim_start().starts_with('%'))
+        .map(|(i, l)| (i + 1, l))
+}
+
+/// A recipe file's name and path reach comments of dkms.conf, the spec and
+/// the PKGBUILD and name `patches/<stem>/`: a plain file name, and no control
+/// character anywhere in the path.
+pub fn check_recipe_path(path: &Path) -> Result<(), String> {
+    let shown = path.to_string_lossy();
+    if let Some(c) = shown.chars().find(|c| c.is_control()) {
+        return Err(format!(
+            "the recipe path {:?} holds the control character U+{:04X}; rename the file or folder \
+             (letters, digits, `.`, `_`, `+`, `-`)",
+            shown, c as u32
+        ));
+    }
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy())
+        .unwrap_or_default();
+    let ok = stem
+        .bytes()
+        .next()
+        .is_some_and(|b| b.is_ascii_alphanumeric())
+        && stem
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b));
+    if ok {
         Ok(())
+    } else {
+        Err(format!(
+            "the recipe name {stem:?} (the file stem) must start with a letter or digit and hold \
+             only letters, digits, `.`, `_`, `+` and `-`; rename the file"
+        ))
     }
 }
 

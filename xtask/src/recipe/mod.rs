@@ -250,6 +250,30 @@ impl Recipe {
         missing
     }
 
+    /// The recipe key and value that name the source, and the recipe file:
+    /// `` `source.tarball` = https://... of recipes/x.toml ``, for messages
+    /// about what was fetched from there.
+    pub fn source_origin(&self) -> String {
+        let (key, value) = match &self.source {
+            Source::Git { url, commit, .. } => (
+                "source.git",
+                format!(
+                    "{url} at {}",
+                    commit.as_deref().unwrap_or("an unpinned commit")
+                ),
+            ),
+            Source::Tarball { url, .. } => ("source.tarball", url.clone()),
+            Source::Local { path, .. } => (
+                "source.local",
+                crate::diag::display_path(path).display().to_string(),
+            ),
+        };
+        format!(
+            "`{key}` = {value} of {}",
+            crate::diag::display_path(&self.path).display()
+        )
+    }
+
     /// `patches/<name>/` for this recipe.
     pub fn patches_dir(&self) -> PathBuf {
         self.root.join("patches").join(&self.name)

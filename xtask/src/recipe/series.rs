@@ -40,13 +40,31 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
                 file.map(|f| {
                     let at = at(&p.file).unwrap_or(table_at);
                     files_in_recipe.push((f.clone(), at));
-                    if !dir.join(&f).is_file() {
+                    let full = dir.join(&f);
+                    if !full.is_file() {
                         c.err(
                             at,
                             format!(
-                                "`{}`: patch file {} is missing",
+                                "`{}`: patch file {} is missing (curated patches live in \
+                                 `patches/<recipe>/` below the project root {}; a recipe outside \
+                                 a `recipes/` folder uses the root of PATCHKIT_ROOT or of this \
+                                 checkout)",
                                 key("file"),
-                                crate::diag::display_path(&dir.join(&f)).display()
+                                crate::diag::display_path(&full).display(),
+                                dir.parent()
+                                    .and_then(Path::parent)
+                                    .map(|r| r.display().to_string())
+                                    .unwrap_or_default()
+                            ),
+                        );
+                    } else if std::fs::metadata(&full).is_ok_and(|m| m.len() == 0) {
+                        c.err(
+                            at,
+                            format!(
+                                "`{}`: patch file {} is empty: write the patch into it, or remove \
+                                 the entry and its line in the series",
+                                key("file"),
+                                crate::diag::display_path(&full).display()
                             ),
                         );
                     }

@@ -8,8 +8,9 @@ use toml::Spanned;
 
 pub(super) use super::grammar::check_tree_path;
 use super::grammar::{
-    check_commit, check_dest, check_git_url, check_http_url, check_make, check_module_name,
-    check_one_line, check_package_name, check_release, check_sha256, check_version,
+    check_commit, check_description, check_dest, check_git_url, check_http_url, check_make,
+    check_module_name, check_one_line, check_package_name, check_recipe_path, check_release,
+    check_sha256, check_shell_path, check_summary, check_version,
 };
 use super::raw::{self, RawRecipe, RawSource, Str, StrList};
 use super::{Format, KernelRange, Kind, Package, Recipe, Source, Target};
@@ -97,6 +98,9 @@ pub fn validate(path: &Path, root: &Path, text: &str) -> Result<Recipe> {
         diags: Vec::new(),
         refused: Vec::new(),
     };
+    if let Err(why) = check_recipe_path(path) {
+        c.err(0, why);
+    }
     let (raw, problems) = raw::deserialize_all(text);
     for problem in problems {
         c.err(problem.offset, problem.message);
@@ -219,8 +223,29 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
     let maintainer = c.required(&p.maintainer, table_at, "package.maintainer");
     c.checked(&p.name, "package.name", check_package_name);
     c.checked(&p.version, "package.version", check_version);
-    c.checked(&p.summary, "package.summary", check_one_line);
-    c.checked(&p.license, "package.license", check_one_line);
+    c.checked(&p.summary, "package.summary", check_summary);
+    if let Some(d) = &p.description {
+        // Point at the offending line itself when the text is written
+        // without escapes, else at the value.
+        let at = match super::grammar::spec_directive_line(d.get_ref()) {
+            Some((_, line)) => c.text[d.span()]
+                .find(line)
+                .map_or(d.span().start, |i| d.span().start + i),
+            None => d.span().start,
+        };
+        if let Err(why) = check_description(d.get_ref()) {
+            c.err(at, format!("`package.description`: {why}"));
+        }
+    }
+    c.checked(&p.license, "package.license", |l| {
+        check_one_line(l)?;
+        if l.contains(['<', '>']) {
+            return Err(format!(
+                "`{l}` must be one SPDX expression such as `GPL-2.0-only`"
+            ));
+        }
+        Ok(())
+    });
     c.checked(&p.maintainer, "package.maintainer", |m| {
         check_one_line(m)?;
         let ok = m
@@ -235,7 +260,13 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
     let release = c
         .checked(&p.release, "package.release", check_release)
         .unwrap_or_else(|| "1".to_owned());
-    let homepage = c.checked(&p.homepage, "package.homepage", check_http_url);
+    let homepage = c.checked(&p.homepage, "package.homepage", |h| {
+        check_one_line(h)?;
+        if h.contains(char::is_whitespace) {
+            return Err(format!("`{h}` must be a URL without spaces"));
+        }
+        check_http_url(h)
+    });
     Package {
         name,
         version,
@@ -360,13 +391,7 @@ fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Sourc
 
 fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
     let tree = c
-        .checked(&d.tree, "dkms.tree", |t| {
-            if t == "." {
-                Ok(())
-            } else {
-                check_tree_path(t)
-            }
-        })
+        .checked(&d.tree, "dkms.tree", check_shell_path)
         .unwrap_or_else(|| ".".to_owned());
     let make = c.checked(&d.make, "dkms.make", check_make);
     let clean = c.checked(&d.clean, "dkms.clean", check_make);
@@ -383,13 +408,7 @@ fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
         let name = c.required(&m.name, at, &key("name"));
         c.checked(&m.name, &key("name"), check_module_name);
         let location = c
-            .checked(&m.location, &key("location"), |l| {
-                if l == "." {
-                    Ok(())
-                } else {
-                    check_tree_path(l)
-                }
-            })
+            .checked(&m.location, &key("location"), check_shell_path)
             .unwrap_or_else(|| ".".to_owned());
         let dest = c
             .checked(&m.dest, &key("dest"), check_dest)

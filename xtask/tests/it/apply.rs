@@ -142,7 +142,9 @@ fn apply_failed_series_leaves_the_target_untouched() {
     );
     let work = project.root().join("work");
     let dest = work.join("tree");
-    std::fs::create_dir_all(&dest).unwrap();
+    // A previous tree of ours (it has a state record): the one thing apply replaces.
+    std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
+    std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
     std::fs::write(dest.join("keep.txt"), "the previous tree\n").unwrap();
     let err = stage::apply_recipe(
         &recipe,
@@ -167,7 +169,7 @@ fn apply_failed_series_leaves_the_target_untouched() {
         vec!["tree"],
         "no staging folder is left"
     );
-    assert_eq!(ps::entries(&dest), vec!["keep.txt"]);
+    assert_eq!(ps::entries(&dest), vec![".patchkit", "keep.txt"]);
     let fresh = work.join("fresh");
     stage::apply_recipe(
         &recipe,
@@ -192,7 +194,8 @@ fn apply_replaces_an_existing_tree_only_on_success() {
         ps::fetched_patches(&project.root().join("p"), &s.patches),
     );
     let dest = project.root().join("work/tree");
-    std::fs::create_dir_all(&dest).unwrap();
+    std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
+    std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
     std::fs::write(dest.join("old.txt"), "x").unwrap();
     stage::apply_recipe(
         &recipe,

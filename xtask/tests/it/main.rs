@@ -19,6 +19,8 @@ mod fetch;
 mod fetch_http;
 mod hipblaslt;
 mod hipblaslt_support;
+mod hostile;
+mod hostile_work;
 mod lock;
 mod package;
 mod package_support;

@@ -91,7 +91,7 @@ pub fn meta() -> PackageMeta {
                       must come through as plain text in every format."
             .into(),
         license: "GPL-2.0-only".into(),
-        homepage: "https://example.org/rocm-patchkit".into(),
+        homepage: Some("https://example.org/rocm-patchkit".into()),
         maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
         depends: vec!["dkms".into()],
         changes: vec!["Initial package of the test module.".into()],

@@ -65,7 +65,7 @@ summary = "it's $(touch CANARY) `touch CANARY` \"quoted\" 100% %{_bindir}"
 description = """
 Line one with $(touch CANARY) and `touch CANARY`.
 
-%files
+See %files
 /etc/shadow
 Depends: rootkit
 """
@@ -157,10 +157,10 @@ fn hostile_recipe_text_stays_inert() {
     // RPM: `%` cannot start a macro or a section.
     let spec = &files["rpm/evil-dkms.spec"];
     assert!(spec.contains("100%% %%{_bindir}"), "{spec}");
-    assert!(spec.contains("\n%%files\n/etc/shadow"), "{spec}");
+    assert!(spec.contains("\nSee %%files\n/etc/shadow"), "{spec}");
     assert_eq!(spec.matches("\n%files\n").count(), 1);
     // Debian control: the description cannot start a field of its own.
     let control = &files["debian/control"];
     assert!(control.contains("\n Depends: rootkit\n"), "{control}");
-    assert!(control.contains("\n .\n %files\n"), "{control}");
+    assert!(control.contains("\n .\n See %files\n"), "{control}");
 }

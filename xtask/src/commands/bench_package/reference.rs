@@ -319,14 +319,18 @@ fn spec_text(copy: &Path, scripts: &Scripts) -> Result<String> {
     let p: Vec<&str> = date.split([' ', ',']).filter(|s| !s.is_empty()).collect();
     let mut s = format!(
         "Name: {name}\nVersion: {VERSION}\nRelease: {rel}\nSummary: {summary}\nLicense: {license}\n\
-         URL: {url}\nBuildArch: noarch\nRequires: dkms\nAutoReqProv: no\n\n\
+         {url}BuildArch: noarch\nRequires: dkms\nAutoReqProv: no\n\n\
          %description\n{desc}\n\n\
          %install\nmkdir -p %{{buildroot}}/usr/src\ncp -al '{copy}' %{{buildroot}}/{dir}\n\n",
         name = meta.name,
         rel = meta.release,
         summary = meta.summary,
         license = meta.license,
-        url = meta.homepage,
+        url = meta
+            .homepage
+            .as_ref()
+            .map(|h| format!("URL: {h}\n"))
+            .unwrap_or_default(),
         desc = meta.description,
         dir = dkms::source_dir(MODULE, VERSION),
     );
