@@ -61,7 +61,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let mut build = BTreeMap::new();
     build.insert("kernel".to_owned(), kernel.clone());
     build.insert("formats".to_owned(), publish::formats_line(&formats));
-    let manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
+    let mut manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
     let work = ws.work_dir.join(&recipe.name);
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
     if stamp.up_to_date(&out, &manifest) {
@@ -69,6 +69,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     }
 
     let tree = patched_tree(ws, &recipe, &fetched, &work.join("tree"))?;
+    manifest.record_placement(&tree)?;
     let pristine = pristine_tree(ws, &recipe, &fetched, &work.join("pristine"))?;
 
     let epoch_u = u64::try_from(epoch).context("SOURCE_DATE_EPOCH is negative")?;
