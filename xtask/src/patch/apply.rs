@@ -23,7 +23,7 @@ pub struct FileFailure {
     /// What was wrong when it was not the hunks (missing file, path refused).
     pub problem: Option<String>,
     /// What the file's git blob id says, when the patch carries `index` ids.
-    pub blob: Option<BlobNote>,
+    pub blob: Option<Box<BlobNote>>,
     pub hunks: Vec<HunkFailure>,
 }
 
@@ -90,18 +90,18 @@ pub fn blob_id(data: &[u8]) -> String {
 
 /// What the blob id of `data` says against the patch's `index` ids; `None`
 /// when the patch has none, or the file is the pre-image it was written for.
-fn blob_note(fp: &FilePatch, data: &[u8]) -> Option<BlobNote> {
+fn blob_note(fp: &FilePatch, data: &[u8]) -> Option<Box<BlobNote>> {
     let (pre, post) = fp.index.as_ref()?;
     let found = blob_id(data);
     let file = short_path(fp.display_path());
     if found.starts_with(post.as_str()) && !found.starts_with(pre.as_str()) {
-        Some(BlobNote::AlreadyApplied { file, post: found })
+        Some(Box::new(BlobNote::AlreadyApplied { file, post: found }))
     } else if !found.starts_with(pre.as_str()) {
-        Some(BlobNote::OtherVersion {
+        Some(Box::new(BlobNote::OtherVersion {
             file,
             expected: pre.clone(),
             found,
-        })
+        }))
     } else {
         None
     }

@@ -197,3 +197,36 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
     let checks = check(&tree, &first_patch(&s), Tolerance::strict()).unwrap();
     assert_eq!(checks[0].verdict, Verdict::Applied);
 }
+
+#[test]
+fn patch_placement_an_offset_is_reported_and_goes_into_the_build_manifest() {
+    let p = crate::build_dkms::demo_project();
+    // Two lines on top of the demo module: both hunks of its patch land two
+    // lines lower than they say.
+    let c = p.root().join("examples/demo-hello/patchkit_hello.c");
+    let text = std::fs::read_to_string(&c).unwrap();
+    std::fs::write(&c, format!("/* one */\n/* two */\n{text}")).unwrap();
+    crate::build_dkms::build(&p, &["--formats", "tar"])
+        .success()
+        .stderr_has("hunk #1 at line 10 (offset +2)");
+    let dist = crate::build_dkms::dist(&p);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap();
+    let placement = &manifest["patches"][0]["placement"];
+    let lines: Vec<(u64, u64, i64)> = placement
+        .as_array()
+        .unwrap_or_else(|| panic!("no placement in {manifest}"))
+        .iter()
+        .map(|h| {
+            assert_eq!(h["file"], "patchkit_hello.c");
+            assert_eq!(h["fuzz"], 0);
+            (
+                h["hunk"].as_u64().unwrap(),
+                h["line"].as_u64().unwrap(),
+                h["offset"].as_i64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(lines, [(1, 10, 2), (2, 24, 2)]);
+    p.xtask(&["verify", dist.to_str().unwrap()]).success();
+}
