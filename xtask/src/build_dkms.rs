@@ -62,7 +62,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let mut build = BTreeMap::new();
     build.insert("kernel".to_owned(), kernel.clone());
     build.insert("formats".to_owned(), publish::formats_line(&formats));
-    let manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
+    let mut manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
     let lock = ws.lock_work(&recipe.name)?;
     let work = lock.dir.clone();
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
@@ -71,6 +71,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     }
 
     let tree = patched_tree(ws, &recipe, &fetched, &work.join("tree"))?;
+    manifest.record_placement(&tree)?;
     let pristine = pristine_tree(ws, &recipe, &fetched, &work.join("pristine"))?;
 
     let epoch_u = u64::try_from(epoch).context("SOURCE_DATE_EPOCH is negative")?;

@@ -153,7 +153,21 @@ pub fn checks_to_text(checks: &[Check]) -> String {
     let mut out = String::new();
     for check in checks {
         out.push_str(&format!("{:<12} {}\n", check.verdict.as_str(), check.patch));
+        for h in &check.placements {
+            let fuzz = if h.fuzz == 0 {
+                String::new()
+            } else {
+                format!(" with fuzz {}", h.fuzz)
+            };
+            out.push_str(&format!(
+                "    {}: hunk #{} lands at line {} (offset {:+}){fuzz}\n",
+                h.file, h.hunk, h.line, h.offset
+            ));
+        }
         for file in &check.failures {
+            if let Some(blob) = &file.blob {
+                out.push_str(&format!("    {}: {blob}\n", file.file));
+            }
             match &file.problem {
                 Some(p) => out.push_str(&format!("    {}: {p}\n", file.file)),
                 None => {

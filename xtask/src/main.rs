@@ -48,7 +48,6 @@ enum Command {
     Plan(commands::plan::Args),
     Fetch(commands::fetch::Args),
     Lock(commands::lock::Args),
-    /// Extract the pinned source and apply the series atomically, with a state record
     Apply(commands::apply::Args),
     /// Check a patched tree against its record, a tree against a series, or a dist/ folder
     Verify(commands::verify::Args),

@@ -54,6 +54,10 @@ pub struct PatchRef {
     pub name: String,
     pub origin: String,
     pub sha256: String,
+    /// Hunks that landed away from their stated line (or with fuzz), from
+    /// the state record of the applied tree; absent when all landed in place.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub placement: Vec<crate::state::HunkRecord>,
 }
 
 impl Manifest {
@@ -83,6 +87,7 @@ impl Manifest {
                 name: got.name.clone(),
                 origin: patch_origin(&planned.origin),
                 sha256: got.sha256.clone(),
+                placement: Vec::new(),
             })
             .collect();
         let mut manifest = Manifest {
@@ -116,6 +121,24 @@ impl Manifest {
         }
         manifest.inputs_digest = hex::encode(hasher.finalize());
         Ok(manifest)
+    }
+
+    /// Copies where each patch's hunks landed from the state record of the
+    /// applied `tree`. Placement follows from the inputs, so it is not part
+    /// of `inputs_digest`.
+    pub fn record_placement(&mut self, tree: &std::path::Path) -> Result<()> {
+        let Some((state, _)) = crate::state::read(tree)? else {
+            anyhow::bail!(
+                "{} has no state record: apply the recipe again",
+                tree.display()
+            );
+        };
+        for patch in &mut self.patches {
+            if let Some(record) = state.patches.iter().find(|r| r.name == patch.name) {
+                patch.placement = record.hunks.clone();
+            }
+        }
+        Ok(())
     }
 
     /// The manifest of a published folder, if it has a readable one.

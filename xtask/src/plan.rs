@@ -44,6 +44,13 @@ pub struct PlannedPatch {
     pub origin: PatchOrigin,
     /// sha256 of the patch bytes: computed for files, pinned for the others.
     pub sha256: Option<String>,
+    /// The fuzz the recipe allows this patch (absent when none).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub fuzz: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -79,6 +86,7 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
             name: patch.name.clone(),
             origin,
             sha256,
+            fuzz: patch.fuzz,
         });
     }
     let source = match &recipe.source {

@@ -15,7 +15,7 @@ pub const DIR: &str = ".patchkit";
 pub const STATE_FILE: &str = "state.json";
 pub const MANIFEST_FILE: &str = "manifest";
 /// Version of the record's layout.
-pub const FORMAT: u32 = 1;
+pub const FORMAT: u32 = 2;
 
 pub use crate::hash::sha256_hex;
 
@@ -30,7 +30,8 @@ pub struct State {
     pub patches: Vec<PatchRecord>,
     pub recipe: RecipeRef,
     pub source: SourcePin,
-    /// The tolerance the series was applied with (strict unless asked).
+    /// The fuzz the series was applied with (0 unless asked; exact context
+    /// at any offset is the rule). Per-hunk placement is in `patches`.
     pub tolerance: ToleranceRecord,
     pub tool: ToolRef,
 }
@@ -59,7 +60,6 @@ pub struct SourcePin {
 #[serde(deny_unknown_fields)]
 pub struct ToleranceRecord {
     pub fuzz: usize,
-    pub offset: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,7 +83,8 @@ impl ToolRef {
 pub struct PatchRecord {
     /// Every file the patch created, changed, renamed or deleted.
     pub files: Vec<FileChange>,
-    /// Hunks that did not land where they said (only with a tolerance).
+    /// Hunks that did not land at their stated line: where they went, and
+    /// with which fuzz.
     pub hunks: Vec<HunkRecord>,
     pub name: String,
     pub sha256: String,
@@ -104,7 +105,10 @@ pub struct FileChange {
 pub struct HunkRecord {
     pub file: String,
     pub fuzz: usize,
+    /// 1-based hunk number within its file.
     pub hunk: usize,
+    /// 1-based line of the file, before the patch, where the hunk landed.
+    pub line: usize,
     pub offset: isize,
 }
 

@@ -11,7 +11,18 @@ use crate::patch::stage;
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
+/// Extract the pinned source and apply the series atomically, with a state record
+///
+/// Where a hunk lands: its whole context must match exactly, at its stated
+/// line or at the one other line it matches (as `git apply` does); a
+/// context that matches at several other places is refused, naming them.
+/// Each hunk that moved is reported and recorded in .patchkit/state.json
+/// (line, offset, fuzz). A hunk that does not land is named with its file
+/// and line, and, when the patch has git `index` lines, with what the file's
+/// blob id says: another version of the file (a backport is needed, not an
+/// offset) or the patch's post-image (the change is already there).
 #[derive(Debug, clap::Args)]
+#[command(verbatim_doc_comment)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
     pub recipe: String,

@@ -21,19 +21,19 @@ pub struct SeriesArgs {
     /// Use only inputs already in the cache (no network)
     #[arg(long)]
     pub offline: bool,
-    /// Let a hunk land away from its stated line (reported, and recorded by apply)
+    /// Accepted and changes nothing: a hunk whose whole context matches at
+    /// one other line lands there by default (reported, and recorded by apply)
     #[arg(long)]
     pub offset: bool,
-    /// Ignore up to N context lines at each end of a hunk (reported, and recorded by apply)
+    /// Also let a hunk ignore up to N context lines at each end (opt-in, as
+    /// a patch's `fuzz = N` in the recipe; reported, and recorded hunk by
+    /// hunk by apply). Better: refresh the patch against the tree
     #[arg(long, value_name = "N", default_value_t = 0)]
     pub fuzz: usize,
 }
 
 impl SeriesArgs {
     pub fn tolerance(&self) -> crate::patch::Tolerance {
-        crate::patch::Tolerance {
-            offset: self.offset,
-            fuzz: self.fuzz,
-        }
+        crate::patch::Tolerance::fuzz(self.fuzz)
     }
 }

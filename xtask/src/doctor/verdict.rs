@@ -416,6 +416,16 @@ fn fix_steps(fault: &Fault, m: &Machine) -> Vec<String> {
 /// Fixes, then the stop-gap or the workaround.
 fn next_steps(fault: &Fault, m: &Machine) -> Vec<String> {
     let mut next = fix_steps(fault, m);
+    let kernel = m
+        .kernel_release
+        .as_deref()
+        .and_then(KernelVersion::from_release);
+    if let (Some(facts), Some(kv)) = (&fault.kernel, kernel) {
+        if facts.retired.as_ref().is_some_and(|r| r.matches(kv)) {
+            let why = facts.retired_why.as_deref().unwrap_or("");
+            next.insert(0, format!("no package of ours for this kernel: {why}"));
+        }
+    }
     if let Some(stopgap) = &fault.stopgap {
         next.push(format!(
             "stop-gap now: cargo xtask build-config {stopgap}, then install it from dist/{stopgap}/"

@@ -70,6 +70,24 @@ fn rdna4_on_6_14_is_affected_and_named_its_recipe() {
 }
 
 #[test]
+fn a_6_11_kernel_is_affected_and_told_to_move_to_6_12_64() {
+    let v = assess(&fault(CWSR), &machine(120001, "6.11.11", "7.1.1"));
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(
+        v.next[0].starts_with("no package of ours for this kernel: 6.11")
+            && v.next[0].contains("6.12.64 or later"),
+        "{v:?}"
+    );
+    assert!(!v
+        .next
+        .iter()
+        .any(|s| s.contains("amdgpu-expert-sched-6.11")));
+    // 6.12 kernels are not retired: their recipe comes first.
+    let v = assess(&fault(CWSR), &machine(120001, "6.12.63", "7.1.1"));
+    assert!(v.next[0].ends_with("amdgpu-expert-sched-6.12"), "{v:?}");
+}
+
+#[test]
 fn the_stable_fix_is_fixed_and_6_12_63_is_not() {
     let f = fault(CWSR);
     let v = assess(&f, &machine(120000, "6.12.117+deb12-amd64", "7.1.1"));

@@ -100,6 +100,10 @@ pub struct KernelFacts {
     pub fixed: Option<KernelRange>,
     pub unsupported: Option<KernelRange>,
     pub unsupported_why: Option<String>,
+    /// Affected kernels we build no fix for any more (a retired recipe),
+    /// and what their users do instead.
+    pub retired: Option<KernelRange>,
+    pub retired_why: Option<String>,
 }
 
 /// What makes the fault harmless without fixing it.

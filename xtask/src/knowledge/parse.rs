@@ -56,6 +56,8 @@ struct RawKernel {
     fixed: Option<Text>,
     unsupported: Option<Text>,
     unsupported_why: Option<Text>,
+    retired: Option<Text>,
+    retired_why: Option<Text>,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -195,10 +197,17 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
             fixed: c.kernel_range(&k.fixed, "kernel.fixed"),
             unsupported: c.kernel_range(&k.unsupported, "kernel.unsupported"),
             unsupported_why: k.unsupported_why.as_ref().map(|w| w.get_ref().clone()),
+            retired: c.kernel_range(&k.retired, "kernel.retired"),
+            retired_why: k.retired_why.as_ref().map(|w| w.get_ref().clone()),
         };
         match (&k.unsupported, &k.unsupported_why) {
             (Some(u), None) => c.err_at(u, "`kernel.unsupported` needs `unsupported_why`"),
             (None, Some(w)) => c.err_at(w, "`kernel.unsupported_why` without `unsupported`"),
+            _ => {}
+        }
+        match (&k.retired, &k.retired_why) {
+            (Some(r), None) => c.err_at(r, "`kernel.retired` needs `retired_why`"),
+            (None, Some(w)) => c.err_at(w, "`kernel.retired_why` without `retired`"),
             _ => {}
         }
         Some(facts)

@@ -1,6 +1,9 @@
 //! Applying patches to a [`Tree`]: one patch all or nothing, a series in
 //! order, and the three verdicts (applied, not applied, conflicts) of a
-//! series checked against a tree without writing to it.
+//! series checked against a tree without writing to it. A file whose hunks
+//! do not land is compared by git blob id with the patch's `index` line, to
+//! say whether the patch was written for another version of the file or is
+//! already in it.
 
 use std::collections::BTreeMap;
 
@@ -19,17 +22,98 @@ pub struct FileFailure {
     pub file: String,
     /// What was wrong when it was not the hunks (missing file, path refused).
     pub problem: Option<String>,
+    /// What the file's git blob id says, when the patch carries `index` ids.
+    pub blob: Option<Box<BlobNote>>,
     pub hunks: Vec<HunkFailure>,
 }
 
 impl std::fmt::Display for FileFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "file `{}`: ", self.file)?;
+        if let Some(blob) = &self.blob {
+            write!(f, "{blob}; ")?;
+        }
         match (&self.problem, self.hunks.first()) {
             (Some(p), _) => write!(f, "{p}"),
             (None, Some(h)) => write!(f, "{h}"),
             (None, None) => write!(f, "does not apply"),
         }
+    }
+}
+
+/// Why a file's hunks do not land, read from git blob ids: the patch's
+/// `index <pre>..<post>` line against the blob id of the file in the tree.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "kebab-case")]
+pub enum BlobNote {
+    /// The file is neither the patch's pre-image nor its post-image.
+    OtherVersion {
+        file: String,
+        expected: String,
+        found: String,
+    },
+    /// The file is the patch's post-image: the change is already there.
+    AlreadyApplied { file: String, post: String },
+}
+
+impl std::fmt::Display for BlobNote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let short = |id: &str| format!("{}…", &id[..id.len().min(12)]);
+        match self {
+            BlobNote::OtherVersion {
+                file,
+                expected,
+                found,
+            } => write!(
+                f,
+                "this patch was written for another version of {file} (expected blob {}, \
+                 the tree has {}): it needs a backport for this series, not an offset",
+                short(expected),
+                short(found)
+            ),
+            BlobNote::AlreadyApplied { file, post } => write!(
+                f,
+                "the change is already there: {file} is the patch's post-image (blob {}); \
+                 drop the patch from this series",
+                short(post)
+            ),
+        }
+    }
+}
+
+/// The git blob id (`git hash-object`) of `data`.
+pub fn blob_id(data: &[u8]) -> String {
+    git2::Oid::hash_object(git2::ObjectType::Blob, data)
+        .map(|oid| oid.to_string())
+        .unwrap_or_default()
+}
+
+/// What the blob id of `data` says against the patch's `index` ids; `None`
+/// when the patch has none, or the file is the pre-image it was written for.
+fn blob_note(fp: &FilePatch, data: &[u8]) -> Option<Box<BlobNote>> {
+    let (pre, post) = fp.index.as_ref()?;
+    let found = blob_id(data);
+    let file = short_path(fp.display_path());
+    if found.starts_with(post.as_str()) && !found.starts_with(pre.as_str()) {
+        Some(Box::new(BlobNote::AlreadyApplied { file, post: found }))
+    } else if !found.starts_with(pre.as_str()) {
+        Some(Box::new(BlobNote::OtherVersion {
+            file,
+            expected: pre.clone(),
+            found,
+        }))
+    } else {
+        None
+    }
+}
+
+/// The last two components of a path (`amdkfd/cwsr_trap_handler.h`), as
+/// people name a kernel file.
+fn short_path(path: &str) -> String {
+    let parts: Vec<&str> = path.rsplitn(3, '/').collect();
+    match parts.as_slice() {
+        [name, dir, _] | [name, dir] => format!("{dir}/{name}"),
+        _ => path.to_owned(),
     }
 }
 
@@ -53,6 +137,7 @@ pub fn patch(tree: &Tree, files: &[FilePatch], tol: Tolerance) -> Result<Applied
         let fail = |problem: String| FileFailure {
             file: fp.display_path().to_owned(),
             problem: Some(problem),
+            blob: None,
             hunks: Vec::new(),
         };
         for p in [&fp.old, &fp.new].into_iter().flatten() {
@@ -89,11 +174,13 @@ pub fn patch(tree: &Tree, files: &[FilePatch], tol: Tolerance) -> Result<Applied
             hunk::apply(old_data, &fp.hunks, tol).map_err(|hunks| FileFailure {
                 file: fp.display_path().to_owned(),
                 problem: None,
+                blob: old_entry.as_ref().and_then(|e| blob_note(fp, &e.data)),
                 hunks,
             })?;
         notes.extend(file_notes.into_iter().map(|n: HunkNote| HunkRecord {
             file: fp.display_path().to_owned(),
             hunk: n.hunk,
+            line: n.line,
             offset: n.offset,
             fuzz: n.fuzz,
         }));
@@ -155,6 +242,7 @@ pub fn series(tree: &mut Tree, patches: &[PatchInput], tol: Tolerance) -> Result
     let mut records = Vec::new();
     for input in patches {
         let files = input.parse()?;
+        let tol = tol.with_fuzz_at_least(input.fuzz);
         let applied = patch(tree, &files, tol).map_err(|failure| SeriesError {
             patch: input.name.clone(),
             failure,
@@ -198,6 +286,9 @@ pub struct Check {
     pub verdict: Verdict,
     /// Forward failures, when the verdict is `conflicts`.
     pub failures: Vec<FileFailure>,
+    /// Hunks that would land away from their stated line (or with fuzz),
+    /// when the verdict is `not applied`.
+    pub placements: Vec<HunkRecord>,
 }
 
 /// Checks each patch of a series against the tree at `root` without writing:
@@ -207,16 +298,17 @@ pub fn check(root: &std::path::Path, patches: &[PatchInput], tol: Tolerance) -> 
     let mut checks = Vec::new();
     for input in patches {
         let files = input.parse()?;
-        let (verdict, failures) = match patch(&tree, &files, tol) {
+        let tol = tol.with_fuzz_at_least(input.fuzz);
+        let (verdict, failures, placements) = match patch(&tree, &files, tol) {
             Ok(applied) => {
                 tree.commit(applied.changes)?;
-                (Verdict::NotApplied, Vec::new())
+                (Verdict::NotApplied, Vec::new(), applied.notes)
             }
             Err(forward) => {
                 let reversed: Vec<FilePatch> = files.iter().rev().map(|f| f.reversed()).collect();
                 match patch(&tree, &reversed, tol) {
-                    Ok(_) => (Verdict::Applied, Vec::new()),
-                    Err(_) => (Verdict::Conflicts, vec![forward]),
+                    Ok(_) => (Verdict::Applied, Vec::new(), Vec::new()),
+                    Err(_) => (Verdict::Conflicts, vec![forward], Vec::new()),
                 }
             }
         };
@@ -224,6 +316,7 @@ pub fn check(root: &std::path::Path, patches: &[PatchInput], tol: Tolerance) -> 
             patch: input.name.clone(),
             verdict,
             failures,
+            placements,
         });
     }
     Ok(checks)

@@ -1,35 +1,50 @@
-//! Hunk matching: places the hunks of one file change on the file's lines,
-//! strictly (exactly where the hunk says, as dpkg-source does) or, opt-in,
-//! with an offset search and fuzz, and says hunk by hunk what it did.
+//! Hunk matching: places the hunks of one file change on the file's lines.
+//! A hunk's whole context must match exactly; it lands at its stated line or,
+//! when the file moved, at the one other place it matches (as `git apply`,
+//! GNU `patch -F0` and `dpkg-source` take it, but a context that matches at
+//! two places is refused instead of taking the nearest). Fuzz, ignoring
+//! context lines at a hunk's ends, is opt-in. Every hunk that did not land at
+//! its stated line is reported with where it went.
 
 use serde::Serialize;
 
 use super::parse::{Hunk, HunkLine};
 
-/// How far a hunk may move from where it says it belongs.
+/// How far a hunk's context may differ from the file: exact context at any
+/// offset always, plus opt-in fuzz.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Tolerance {
-    /// Search for the hunk's context above and below its stated line.
-    pub offset: bool,
     /// Ignore up to this many context lines at each end of a hunk.
     pub fuzz: usize,
 }
 
 impl Tolerance {
+    /// Exact context (at any offset), no fuzz: the default.
     pub fn strict() -> Tolerance {
         Tolerance::default()
     }
 
-    pub fn is_strict(&self) -> bool {
-        !self.offset && self.fuzz == 0
+    /// Exact context plus up to `fuzz` ignored context lines at each end.
+    pub fn fuzz(fuzz: usize) -> Tolerance {
+        Tolerance { fuzz }
+    }
+
+    /// This tolerance, with at least the fuzz a recipe allows one patch.
+    pub fn with_fuzz_at_least(self, fuzz: usize) -> Tolerance {
+        Tolerance {
+            fuzz: self.fuzz.max(fuzz),
+        }
     }
 }
 
-/// A hunk that did not land exactly where it said (only with a tolerance).
+/// A hunk that did not land exactly at its stated line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HunkNote {
     /// 1-based hunk number within its file.
     pub hunk: usize,
+    /// 1-based line of the file (before the patch) where the hunk's first
+    /// compared line landed.
+    pub line: usize,
     pub offset: isize,
     pub fuzz: usize,
 }
@@ -46,12 +61,28 @@ pub struct HunkFailure {
     pub expected: String,
     /// What the file holds there (`None` past the end of the file).
     pub found: Option<String>,
-    /// Where the hunk would land with `--offset`, if anywhere.
-    pub would_apply_at_offset: Option<isize>,
+    /// 1-based lines where the whole context matches, when it matches at
+    /// more than one place and none is the stated line: refused as ambiguous.
+    pub ambiguous: Vec<usize>,
+    /// The fuzz that would let the hunk land (and the offset it would land
+    /// at), when only fuzz would.
+    pub would_apply_with_fuzz: Option<(usize, isize)>,
 }
 
 impl std::fmt::Display for HunkFailure {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if let [first, rest @ ..] = self.ambiguous.as_slice() {
+            let others: Vec<String> = rest.iter().map(|l| l.to_string()).collect();
+            return write!(
+                f,
+                "hunk #{} `{}`: its context matches at line {first} and at line {}, \
+                 not at its stated line: refused as ambiguous; add context to the hunk \
+                 so that it matches at one place",
+                self.hunk,
+                self.header,
+                others.join(" and at line ")
+            );
+        }
         write!(
             f,
             "hunk #{} `{}`: line {} should be `{}` but is {}",
@@ -64,8 +95,15 @@ impl std::fmt::Display for HunkFailure {
                 None => "past the end of the file".to_owned(),
             }
         )?;
-        if let Some(off) = self.would_apply_at_offset {
-            write!(f, " (the hunk matches at offset {off:+})")?;
+        if let Some((fuzz, off)) = self.would_apply_with_fuzz {
+            write!(
+                f,
+                " (its context matches nowhere exactly; with fuzz {fuzz} it lands at offset \
+                 {off:+}: pass `--fuzz {fuzz}` or set `fuzz = {fuzz}` on the patch in the \
+                 recipe to accept that, or better refresh the patch against this tree)"
+            )?;
+        } else {
+            write!(f, " (its context matches nowhere in the file)")?;
         }
         Ok(())
     }
@@ -123,16 +161,36 @@ pub fn apply(
             hunk.old_start.saturating_sub(1)
         } as isize;
         let edges = context_edges(hunk);
-        let Some((at, lead, trail, fuzz)) =
-            place(content, &lines, pos, stated + carried, &old, edges, tol)
-        else {
-            failures.push(failure(content, &lines, pos, stated, n + 1, hunk, &old));
-            continue;
+        let placed = (0..=tol.fuzz).find_map(|fuzz| {
+            place(content, &lines, pos, stated + carried, &old, edges, fuzz).transpose()
+        });
+        let (at, lead, trail, fuzz) = match placed {
+            Some(Ok(p)) => p,
+            Some(Err(ambiguous)) => {
+                let mut f = failure(content, &lines, stated + carried, n + 1, hunk, &old);
+                f.ambiguous = ambiguous.iter().map(|l| l + 1).collect();
+                failures.push(f);
+                continue;
+            }
+            None => {
+                let mut f = failure(content, &lines, stated + carried, n + 1, hunk, &old);
+                f.would_apply_with_fuzz = (tol.fuzz + 1..=edges.0.max(edges.1)).find_map(|fz| {
+                    match place(content, &lines, pos, stated + carried, &old, edges, fz) {
+                        Ok(Some((at, lead, _, _))) => {
+                            Some((fz, at as isize - lead as isize - stated))
+                        }
+                        _ => None,
+                    }
+                });
+                failures.push(f);
+                continue;
+            }
         };
         let offset = at as isize - lead as isize - stated;
         if offset != 0 || fuzz != 0 {
             notes.push(HunkNote {
                 hunk: n + 1,
+                line: at - lead + 1,
                 offset,
                 fuzz,
             });
@@ -166,8 +224,14 @@ fn push_line(out: &mut Vec<u8>, content: &[u8], line: Line) {
     }
 }
 
-/// Where `old` (less `lead`/`trail` context lines of fuzz) matches: the line
-/// index of the first compared line, the lines dropped at each end and the fuzz.
+/// A place found for a hunk: the line index of the first compared line, the
+/// context lines dropped at each end, and the fuzz.
+type Placement = (usize, usize, usize, usize);
+
+/// Where `old`, less `fuzz` context lines at each end, matches at or after
+/// `pos`: at `want` if it matches there, else at the one other place it
+/// matches. `Ok(None)` when it matches nowhere, `Err(lines)` (0-based) when
+/// it matches at several places and none is `want`.
 fn place(
     content: &[u8],
     lines: &[Line],
@@ -175,36 +239,30 @@ fn place(
     want: isize,
     old: &[&HunkLine],
     (leading, trailing): (usize, usize),
-    tol: Tolerance,
-) -> Option<(usize, usize, usize, usize)> {
-    for fuzz in 0..=tol.fuzz {
-        let lead = fuzz.min(leading);
-        let trail = fuzz.min(trailing);
-        if fuzz > 0 && lead + trail == 0 || lead + trail > old.len() {
-            break;
-        }
-        let part = &old[lead..old.len() - trail];
-        let first = want + lead as isize;
-        let fits = |at: isize| {
-            at >= pos as isize
-                && (at as usize + part.len()) <= lines.len()
-                && mismatch(content, lines, at as usize, part).is_none()
-        };
-        if fits(first) {
-            return Some((first as usize, lead, trail, fuzz));
-        }
-        if tol.offset {
-            let span = lines.len() as isize + 1;
-            for d in 1..=span {
-                for at in [first + d, first - d] {
-                    if fits(at) {
-                        return Some((at as usize, lead, trail, fuzz));
-                    }
-                }
-            }
-        }
+    fuzz: usize,
+) -> Result<Option<Placement>, Vec<usize>> {
+    let lead = fuzz.min(leading);
+    let trail = fuzz.min(trailing);
+    if fuzz > 0 && lead + trail == 0 || lead + trail > old.len() {
+        return Ok(None);
     }
-    None
+    let part = &old[lead..old.len() - trail];
+    let first = want + lead as isize;
+    let fits =
+        |at: usize| at + part.len() <= lines.len() && mismatch(content, lines, at, part).is_none();
+    if first >= pos as isize && fits(first as usize) {
+        return Ok(Some((first as usize, lead, trail, fuzz)));
+    }
+    if part.is_empty() {
+        // A pure insertion with no context (a new file's hunk) has only its line.
+        return Ok(None);
+    }
+    let found: Vec<usize> = (pos..lines.len()).filter(|&at| fits(at)).take(3).collect();
+    match found.as_slice() {
+        [] => Ok(None),
+        [at] => Ok(Some((*at, lead, trail, fuzz))),
+        _ => Err(found.iter().map(|at| at - lead).collect()),
+    }
 }
 
 /// Context lines before the first and after the last change of a hunk.
@@ -233,7 +291,6 @@ fn mismatch(content: &[u8], lines: &[Line], at: usize, old: &[&HunkLine]) -> Opt
 fn failure(
     content: &[u8],
     lines: &[Line],
-    pos: usize,
     stated: isize,
     number: usize,
     hunk: &Hunk,
@@ -242,19 +299,14 @@ fn failure(
     let at = stated.max(0) as usize;
     let j = mismatch(content, lines, at, old).unwrap_or(0);
     let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-    let offset = Tolerance {
-        offset: true,
-        fuzz: 0,
-    };
     HunkFailure {
         hunk: number,
         header: hunk.header.clone(),
         line: at + j + 1,
         expected: old.get(j).map(|l| text(&l.text)).unwrap_or_default(),
         found: lines.get(at + j).map(|l| text(&content[l.start..l.end])),
-        would_apply_at_offset: place(content, lines, pos, stated, old, (0, 0), offset)
-            .map(|(p, _, _, _)| p as isize - stated)
-            .filter(|o| *o != 0),
+        ambiguous: Vec::new(),
+        would_apply_with_fuzz: None,
     }
 }
 
@@ -270,35 +322,56 @@ mod tests {
     const P: &str = "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n d\n";
 
     #[test]
-    fn strict_applies_in_place() {
+    fn applies_in_place_without_a_note() {
         let (out, notes) = apply(b"a\nb\nc\nd\ne\n", &hunks(P), Tolerance::strict()).unwrap();
         assert_eq!(out, b"a\nb\nC\nd\ne\n");
         assert!(notes.is_empty());
     }
 
     #[test]
-    fn strict_refuses_an_offset_that_the_tolerance_accepts() {
+    fn exact_context_lands_at_an_offset_and_says_where() {
         let moved = b"x\na\nb\nc\nd\ne\n";
-        let err = apply(moved, &hunks(P), Tolerance::strict()).unwrap_err();
-        assert_eq!(err[0].line, 2);
-        assert_eq!(err[0].expected, "b");
-        assert_eq!(err[0].would_apply_at_offset, Some(1));
-        let tol = Tolerance {
-            offset: true,
-            fuzz: 0,
-        };
-        let (out, notes) = apply(moved, &hunks(P), tol).unwrap();
+        let (out, notes) = apply(moved, &hunks(P), Tolerance::strict()).unwrap();
         assert_eq!(out, b"x\na\nb\nC\nd\ne\n");
-        assert_eq!(notes[0].offset, 1);
+        assert_eq!(
+            notes,
+            vec![HunkNote {
+                hunk: 1,
+                line: 3,
+                offset: 1,
+                fuzz: 0
+            }]
+        );
     }
 
     #[test]
-    fn fuzz_ignores_edge_context() {
-        let tol = Tolerance {
-            offset: false,
-            fuzz: 1,
-        };
-        let (out, notes) = apply(b"a\nB\nc\nD\ne\n", &hunks(P), tol).unwrap();
+    fn a_context_matching_twice_elsewhere_is_refused_naming_both_lines() {
+        let twice = b"x\ny\nb\nc\nd\nb\nc\nd\n";
+        let err = apply(twice, &hunks(P), Tolerance::strict()).unwrap_err();
+        assert_eq!(err[0].ambiguous, vec![3, 6]);
+        let text = err[0].to_string();
+        assert!(text.contains("line 3 and at line 6"), "{text}");
+    }
+
+    #[test]
+    fn the_stated_line_wins_over_a_second_match() {
+        let twice = b"a\nb\nc\nd\nb\nc\nd\n";
+        let (out, notes) = apply(twice, &hunks(P), Tolerance::strict()).unwrap();
+        assert_eq!(out, b"a\nb\nC\nd\nb\nc\nd\n");
+        assert!(notes.is_empty());
+    }
+
+    #[test]
+    fn fuzz_only_when_asked_and_the_refusal_names_it() {
+        let changed = b"a\nB\nc\nD\ne\n";
+        let err = apply(changed, &hunks(P), Tolerance::strict()).unwrap_err();
+        assert_eq!(err[0].would_apply_with_fuzz, Some((1, 0)));
+        let text = err[0].to_string();
+        assert!(
+            text.contains("--fuzz 1") && text.contains("fuzz = 1"),
+            "{text}"
+        );
+        let (out, notes) = apply(changed, &hunks(P), Tolerance::fuzz(1)).unwrap();
         assert_eq!(out, b"a\nB\nC\nD\ne\n");
         assert_eq!(notes[0].fuzz, 1);
     }

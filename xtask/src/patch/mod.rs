@@ -26,6 +26,8 @@ pub struct PatchInput {
     pub name: String,
     pub bytes: Vec<u8>,
     pub sha256: String,
+    /// The fuzz the recipe allows this patch (0: exact context).
+    pub fuzz: usize,
 }
 
 impl PatchInput {
@@ -34,7 +36,16 @@ impl PatchInput {
             name: name.into(),
             sha256: sha256_hex(&bytes),
             bytes,
+            fuzz: 0,
         }
+    }
+
+    /// The same patch with the fuzz `recipe` allows it (by name).
+    pub fn with_recipe_fuzz(mut self, recipe: &Recipe) -> PatchInput {
+        if let Some(p) = recipe.patches.iter().find(|p| p.name == self.name) {
+            self.fuzz = p.fuzz;
+        }
+        self
     }
 
     /// Reads a patch file.
@@ -71,7 +82,9 @@ pub fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
     let mut inputs = Vec::new();
     for patch in &recipe.patches {
         match &patch.origin {
-            PatchOrigin::File { path } => inputs.push(PatchInput::read(&patch.name, path)?),
+            PatchOrigin::File { path } => {
+                inputs.push(PatchInput::read(&patch.name, path)?.with_recipe_fuzz(recipe))
+            }
             _ => return Ok(None),
         }
     }
@@ -94,5 +107,9 @@ pub fn recipe_series(
     };
     let fetched = crate::fetch::fetch(ws, recipe, &opts)
         .with_context(|| format!("fetching the patches of {}", recipe.name))?;
-    fetched.patches.iter().map(PatchInput::fetched).collect()
+    fetched
+        .patches
+        .iter()
+        .map(|p| Ok(PatchInput::fetched(p)?.with_recipe_fuzz(recipe)))
+        .collect()
 }

@@ -76,6 +76,9 @@ pub struct FilePatch {
     pub copy: bool,
     pub old_mode: Option<u32>,
     pub new_mode: Option<u32>,
+    /// The git blob ids (abbreviated, as in `index <pre>..<post>`) of the
+    /// file the patch was written against and of the file it leaves.
+    pub index: Option<(String, String)>,
     pub hunks: Vec<Hunk>,
 }
 
@@ -93,6 +96,10 @@ impl FilePatch {
             copy: false,
             old_mode: self.new_mode,
             new_mode: self.old_mode,
+            index: self
+                .index
+                .as_ref()
+                .map(|(pre, post)| (post.clone(), pre.clone())),
             hunks: self.hunks.iter().map(Hunk::reversed).collect(),
         }
     }
@@ -129,6 +136,14 @@ pub fn parse(bytes: &[u8]) -> Result<Vec<FilePatch>> {
     Ok(files)
 }
 
+/// `<pre>..<post>` of an `index <pre>..<post> [<mode>]` line, when both are hex.
+fn index_ids(value: &str) -> Option<(String, String)> {
+    let ids = value.split(' ').next()?;
+    let (pre, post) = ids.split_once("..")?;
+    let hex = |s: &str| s.len() >= 7 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    (hex(pre) && hex(post)).then(|| (pre.to_ascii_lowercase(), post.to_ascii_lowercase()))
+}
+
 fn split_lines(bytes: &[u8]) -> Vec<&[u8]> {
     let mut lines: Vec<&[u8]> = bytes.split(|&b| b == b'\n').collect();
     if bytes.ends_with(b"\n") {
@@ -147,6 +162,7 @@ fn parse_git(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)> {
         copy: false,
         old_mode: None,
         new_mode: None,
+        index: None,
         hunks: Vec::new(),
     };
     let (mut created, mut deleted) = (false, false);
@@ -177,8 +193,9 @@ fn parse_git(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)> {
             new = unquote(&value("copy to "))?;
         } else if line.starts_with("GIT binary patch") || line.starts_with("Binary files ") {
             bail!("binary diff for `{new}`: binary patches are not supported");
-        } else if !(line.starts_with("index ")
-            || line.starts_with("similarity index ")
+        } else if line.starts_with("index ") {
+            file.index = index_ids(&value("index "));
+        } else if !(line.starts_with("similarity index ")
             || line.starts_with("dissimilarity index "))
         {
             break;
@@ -290,6 +307,7 @@ fn parse_unified(lines: &[&[u8]], start: usize) -> Result<(FilePatch, usize)> {
             copy: false,
             old_mode: None,
             new_mode: None,
+            index: None,
             hunks,
         },
         next,

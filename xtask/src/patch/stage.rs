@@ -48,7 +48,7 @@ pub fn apply_recipe(
     let patches: Vec<PatchInput> = fetched
         .patches
         .iter()
-        .map(PatchInput::fetched)
+        .map(|p| Ok(PatchInput::fetched(p)?.with_recipe_fuzz(recipe)))
         .collect::<Result<_>>()?;
     let dest =
         std::path::absolute(dest).with_context(|| format!("resolving {}", dest.display()))?;
@@ -97,10 +97,18 @@ pub fn apply_recipe(
             record.files.len()
         ));
         for h in &record.hunks {
-            reporter.warn(format!(
-                "{}: {} hunk #{} applied at offset {:+} with fuzz {}",
-                record.name, h.file, h.hunk, h.offset, h.fuzz
-            ));
+            let at = format!(
+                "{}: {} hunk #{} at line {} (offset {:+})",
+                record.name, h.file, h.hunk, h.line, h.offset
+            );
+            if h.fuzz == 0 {
+                reporter.step(format!("apply: {at}"));
+            } else {
+                reporter.warn(format!(
+                    "{at} with fuzz {}: refresh the patch so it needs none",
+                    h.fuzz
+                ));
+            }
         }
     }
     update_manifest(&staging, &mut manifest, &records)?;
@@ -113,10 +121,7 @@ pub fn apply_recipe(
             version: recipe.package.version.clone(),
         },
         source: source_pin(&fetched.source, &selection),
-        tolerance: state::ToleranceRecord {
-            fuzz: tol.fuzz,
-            offset: tol.offset,
-        },
+        tolerance: state::ToleranceRecord { fuzz: tol.fuzz },
         tool: state::ToolRef::current(),
     };
     state::write(&staging, &state, &manifest)?;

@@ -142,6 +142,9 @@ pub struct Patch {
     /// The file name the patch has in the series (`0001-foo.patch`).
     pub name: String,
     pub origin: PatchOrigin,
+    /// Context lines a hunk may ignore at each end (`fuzz = N`, opt-in; 0
+    /// means the whole context must match, at any offset).
+    pub fuzz: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -57,6 +57,7 @@ pub struct RawPatch {
     pub git: Str,
     pub commit: Str,
     pub sha256: Str,
+    pub fuzz: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

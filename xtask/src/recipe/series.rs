@@ -135,7 +135,18 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
             continue;
         }
         seen.insert(name.clone(), i);
-        patches.push(Patch { name, origin });
+        let fuzz = match &p.fuzz {
+            Some(v) if !(0..=3).contains(v.get_ref()) => {
+                c.err(
+                    v.span().start,
+                    format!("`{}` must be between 0 and 3 (context lines a hunk may ignore at each end)", key("fuzz")),
+                );
+                0
+            }
+            Some(v) => *v.get_ref() as usize,
+            None => 0,
+        };
+        patches.push(Patch { name, origin, fuzz });
     }
     series(c, dir, &files_in_recipe);
     patches

@@ -102,3 +102,47 @@ fn drift_against_git_archive_and_folder() {
         .fails_with(2)
         .stderr_has("local upstreams only");
 }
+
+#[test]
+fn drift_and_verify_recipe_name_offsets_and_explain_by_blob_id() {
+    let (project, s) = project_with_series();
+    let repo = &s.repo;
+    // Upstream v3: two lines on top of a.c (0001 lands two lines lower) and
+    // a b.c that 0002 was not written for (its changed line is another).
+    let a = format!("/* one */\n/* two */\n{}", ps::c_file("a", 30));
+    repo.write("drivers/amd/a.c", &a);
+    let b = ps::c_file("b", 30).replace("int b_value_19 = 19;", "long b_value_19 = 19;");
+    repo.write("drivers/amd/b.c", &b);
+    repo.commit("upstream v3");
+    let found = xtask::patch::apply::blob_id(b.as_bytes());
+    let v3 = project.root().join("v3");
+    std::fs::create_dir_all(&v3).unwrap();
+    repo.git(&[
+        "--work-tree",
+        v3.to_str().unwrap(),
+        "checkout",
+        "-q",
+        "HEAD",
+        "--",
+        ".",
+    ]);
+    let other_version = format!(
+        "this patch was written for another version of amd/b.c (expected blob {}",
+        &repo.git(&["rev-parse", &format!("{}:drivers/amd/b.c", s.base)])[..7]
+    );
+    let has_found = format!("the tree has {}…", &found[..12]);
+    for args in [
+        vec!["drift", "fix", "--against", v3.to_str().unwrap()],
+        vec!["verify", v3.to_str().unwrap(), "--recipe", "fix"],
+    ] {
+        project
+            .xtask(&args)
+            .fails_with(1)
+            .stdout_has("not applied  0001-a.patch")
+            .stdout_has("drivers/amd/a.c: hunk #1 lands at line 9 (offset +2)")
+            .stdout_has("conflicts    0002-b.patch")
+            .stdout_has(&other_version)
+            .stdout_has(&has_found)
+            .stdout_has("needs a backport for this series, not an offset");
+    }
+}

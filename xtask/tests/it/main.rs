@@ -25,6 +25,7 @@ mod lock;
 mod package;
 mod package_support;
 mod patch;
+mod patch_placement;
 mod patch_support;
 mod rebuild;
 mod recipes;

@@ -1,5 +1,5 @@
 //! The patch engine through the library: every patch format against a real
-//! git-made tree, strictness and opt-in tolerance, and every path trick.
+//! git-made tree, placement rules, and every path trick.
 
 use std::path::Path;
 
@@ -96,13 +96,14 @@ fn patch_plain_unified_diffs_from_diff_urn_apply() {
 }
 
 #[test]
-fn patch_strict_failure_names_patch_file_hunk_and_line() {
+fn patch_failure_names_patch_file_hunk_line_and_blob() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
     checkout(&s.repo, &s.base, &tree);
-    // Two lines inserted at the top move every hunk of 0001 by two lines.
-    let a = format!("/* one */\n/* two */\n{}", ps::c_file("a", 30));
+    // Line 7 is the first context line of 0001's only hunk: changed, the
+    // context matches nowhere, and fuzz 1 would ignore it.
+    let a = ps::replace_line(&ps::c_file("a", 30), 7, "int a_value_6 = 60;");
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
     let err = series(
         &mut Tree::dry(&tree),
@@ -117,20 +118,11 @@ fn patch_strict_failure_names_patch_file_hunk_and_line() {
         "hunk #1",
         "line 7",
         "int a_value_6 = 6;",
-        "offset +2",
+        "written for another version of amd/a.c",
+        "--fuzz 1",
     ] {
         assert!(err.contains(needle), "{needle:?} missing from: {err}");
     }
-    let tol = Tolerance {
-        offset: true,
-        fuzz: 0,
-    };
-    let records = series(&mut Tree::writing(&tree), &inputs(&s.patches[..1]), tol).unwrap();
-    assert_eq!(records[0].hunks.len(), 1);
-    assert_eq!(records[0].hunks[0].offset, 2);
-    assert!(std::fs::read_to_string(tree.join("drivers/amd/a.c"))
-        .unwrap()
-        .contains("1000"));
 }
 
 fn one_file_patch(path: &str) -> PatchInput {

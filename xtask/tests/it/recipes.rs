@@ -267,3 +267,27 @@ fn dkms_modules_are_checked() {
         .stderr_has("`dkms.module[0].name`: `amd gpu` is not a module name")
         .stderr_has("`dkms.module[0].location`: `../x` must be a relative path");
 }
+
+#[test]
+fn a_patch_fuzz_is_planned_and_bounded() {
+    let text = GOOD.replace(
+        "file = \"0001-fix.patch\"\n",
+        "file = \"0001-fix.patch\"\nfuzz = 2\n",
+    );
+    let json = project_with(&text).xtask(&["plan", "demo", "--json"]);
+    let plan: serde_json::Value = serde_json::from_str(&json.success().stdout).unwrap();
+    assert_eq!(plan["patches"][0]["fuzz"], 2);
+    assert!(plan["patches"][1].get("fuzz").is_none(), "{plan}");
+
+    let text = GOOD.replace(
+        "file = \"0001-fix.patch\"\n",
+        "file = \"0001-fix.patch\"\nfuzz = 9\n",
+    );
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has(&format!(
+            "recipes/demo.toml:{}:8: `patch[0].fuzz` must be between 0 and 3",
+            line_of(&text, "fuzz = 9")
+        ));
+}
