@@ -3,6 +3,7 @@
 //! why, and the next command. Reads only; changes nothing on the system.
 
 mod dkms;
+pub mod module;
 pub mod probe;
 pub mod verdict;
 
@@ -155,6 +156,15 @@ impl Report {
             }
         };
         line(&mut out, "amdgpu", amdgpu);
+        if let Some(file) = &m.amdgpu_file {
+            let label = match file.trap_handler {
+                module::TrapHandler::Fixed => "fixed",
+                module::TrapHandler::Unfixed => "unfixed",
+                module::TrapHandler::NoGfx12 => "no gfx12 trap handler",
+                module::TrapHandler::CannotTell => "cannot tell",
+            };
+            line(&mut out, "module", format!("{} ({label})", file.path));
+        }
         let kfd = m.kfd_abi.map_or(
             "not read: judged from the kernel version".to_owned(),
             |(a, b)| format!("{a}.{b} (from /dev/kfd)"),

@@ -32,6 +32,9 @@ pub struct Machine {
     /// The MIOpen library found below /opt/rocm/lib.
     pub miopen: Option<String>,
     pub amdgpu: Option<AmdgpuModule>,
+    /// The amdgpu module file `modprobe` would load for the running kernel,
+    /// and what its gfx12 trap handler says.
+    pub amdgpu_file: Option<super::module::ModuleFile>,
     /// DKMS modules registered in /var/lib/dkms.
     pub dkms: Vec<DkmsPackage>,
     /// The workaround environment variables set for this process.
@@ -125,6 +128,15 @@ impl Probe<'_> {
                 "sys/module/amdgpu",
                 "does not exist: the amdgpu module is not loaded",
             ));
+        }
+        if let Some(release) = m.kernel_release.clone() {
+            match super::module::find(self.root, &release) {
+                Some(rel) => m.amdgpu_file = Some(super::module::read(self.root, &rel)),
+                None => m.unread.push(self.unread(
+                    &format!("lib/modules/{release}"),
+                    "no amdgpu.ko, .ko.xz or .ko.zst (modules.dep, updates/, extra/, kernel/)",
+                )),
+            }
         }
         m.kfd_abi = self.kfd_abi(&mut m.unread);
         let rocm = self.rocm_dir();

@@ -100,6 +100,9 @@ pub struct KernelFacts {
     pub fixed: Option<KernelRange>,
     pub unsupported: Option<KernelRange>,
     pub unsupported_why: Option<String>,
+    /// Judge by the gfx12 CWSR trap handler of the amdgpu module modprobe
+    /// would load: its content wins over the ranges.
+    pub trap_handler: bool,
 }
 
 /// What makes the fault harmless without fixing it.

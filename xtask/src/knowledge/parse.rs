@@ -56,6 +56,8 @@ struct RawKernel {
     fixed: Option<Text>,
     unsupported: Option<Text>,
     unsupported_why: Option<Text>,
+    #[serde(default)]
+    trap_handler: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -195,6 +197,7 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
             fixed: c.kernel_range(&k.fixed, "kernel.fixed"),
             unsupported: c.kernel_range(&k.unsupported, "kernel.unsupported"),
             unsupported_why: k.unsupported_why.as_ref().map(|w| w.get_ref().clone()),
+            trap_handler: k.trap_handler,
         };
         match (&k.unsupported, &k.unsupported_why) {
             (Some(u), None) => c.err_at(u, "`kernel.unsupported` needs `unsupported_why`"),

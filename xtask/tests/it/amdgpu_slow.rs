@@ -1,6 +1,7 @@
 //! The real thing, slow: amdgpu from Debian's `/usr/src/linux-source-6.12.tar.xz`
 //! through build-dkms, `dpkg -i`, and DKMS building amdgpu.ko for the
-//! installed 6.12 headers (about 7 minutes on 2 cores). Runs in CI
+//! installed 6.12 headers (about 7 minutes on 2 cores), then Debian's 6.12
+//! kernel booted under qemu loading that very module. Runs in CI
 //! (`CI=true`) or when `PATCHKIT_SLOW_TESTS=1`.
 
 use std::path::Path;
@@ -19,7 +20,7 @@ fn enabled() -> bool {
 }
 
 /// The newest installed kernel release of the 6.12 series that has headers.
-fn debian_612_headers() -> Option<String> {
+pub fn debian_612_headers() -> Option<String> {
     let mut releases: Vec<(xtask::recipe::KernelVersion, String)> =
         std::fs::read_dir("/lib/modules")
             .ok()?
@@ -97,6 +98,29 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         "6.12.0.1",
         "the DKMS amdgpu carries the package version"
     );
+    // doctor reads the fix from the module DKMS built.
+    let file = xtask::doctor::module::read(Path::new("/"), module.strip_prefix("/").unwrap());
+    assert_eq!(
+        file.trap_handler,
+        xtask::doctor::module::TrapHandler::Fixed,
+        "{file:?}"
+    );
+    // The running-kernel proof: Debian's 6.12 kernel boots under qemu with
+    // the amdgpu modprobe now resolves (ours), loads it, and reports our
+    // version with no symbol left unresolved.
+    if crate::boot::can_boot(&kernel) {
+        let installed = crate::boot::installed_amdgpu(&kernel);
+        assert_eq!(installed, module, "modprobe would not load ours");
+        let boot = crate::boot::boot_amdgpu(&kernel, &installed, &p.root().join("boot"));
+        boot.assert_loaded();
+        assert_eq!(
+            boot.version.as_deref(),
+            Some("6.12.0.1"),
+            "/sys/module/amdgpu/version in the VM; console log at {}",
+            boot.log.display()
+        );
+        eprintln!("boot: our amdgpu loaded in {:?}", boot.took);
+    }
     Run::of(
         Command::new("dpkg")
             .args(["--purge", "amdgpu-debian-dkms"])
