@@ -146,5 +146,6 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
         depends: Vec::new(),
         changes,
         copyright: vec![format!("{} {}", packaging::year(epoch), p.maintainer)],
+        relations: Default::default(),
     })
 }
