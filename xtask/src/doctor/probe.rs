@@ -35,6 +35,8 @@ pub struct Machine {
     /// The amdgpu module file `modprobe` would load for the running kernel,
     /// and what its gfx12 trap handler says.
     pub amdgpu_file: Option<super::module::ModuleFile>,
+    /// Secure Boot and whether DKMS's signing key is enrolled.
+    pub secure_boot: super::secure_boot::SecureBoot,
     /// DKMS modules registered in /var/lib/dkms.
     pub dkms: Vec<DkmsPackage>,
     /// The workaround environment variables set for this process.
@@ -138,6 +140,7 @@ impl Probe<'_> {
                 )),
             }
         }
+        m.secure_boot = super::secure_boot::read(self.root);
         m.kfd_abi = self.kfd_abi(&mut m.unread);
         let rocm = self.rocm_dir();
         m.rocm_version = self

@@ -268,3 +268,33 @@ fn modprobe_order_puts_updates_before_the_kernels_own() {
     assert_eq!(report["machine"]["amdgpu_file"]["trap_handler"], "fixed");
     assert_eq!(fault(&report, "cwsr-expert-sched")["status"], "fixed");
 }
+
+#[test]
+fn secure_boot_on_with_the_dkms_key_not_enrolled_says_what_to_do() {
+    let m = FakeMachine::new();
+    m.gpu(1, 120001, 0x7551).kernel("6.14.0-36-generic");
+    let vars = m.root().join("sys/firmware/efi/efivars");
+    std::fs::create_dir_all(&vars).unwrap();
+    std::fs::write(
+        vars.join("SecureBoot-8be4df61-93ca-11d2-aa0d-e0800e4c9796"),
+        [6, 0, 0, 0, 1],
+    )
+    .unwrap();
+    std::fs::write(
+        vars.join("MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23"),
+        b"\x07\0\0\0someone else's key",
+    )
+    .unwrap();
+    m.file("var/lib/dkms/mok.pub", "0\u{82} our DER key");
+    let (_, report) = m.report();
+    let sb = &report["machine"]["secure_boot"];
+    assert_eq!(sb["enabled"], true, "{sb:#}");
+    assert_eq!(sb["key_enrolled"], false, "{sb:#}");
+    let text = m.doctor(&[]).stdout;
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        words.contains("on; DKMS key /var/lib/dkms/mok.pub NOT enrolled")
+            && words.contains("sudo mokutil --import /var/lib/dkms/mok.pub, reboot"),
+        "{text}"
+    );
+}

@@ -22,6 +22,7 @@ mod fetch;
 mod fetch_http;
 mod hipblaslt;
 mod hipblaslt_support;
+mod initramfs;
 mod lock;
 mod package;
 mod package_support;
