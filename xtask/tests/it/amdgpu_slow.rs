@@ -78,13 +78,39 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         .root()
         .join("dist/amdgpu-debian-6.12/amdgpu-debian-dkms_6.12.0.1-1_all.deb");
     let _cleanup = Cleanup;
-    Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap()).success();
+    // amdgpu listed for the initramfs, as early-KMS setups have it: the
+    // package must put its own build there, and purge the kernel's back.
+    let initramfs =
+        have_tool("lsinitramfs") && Path::new(&format!("/boot/initrd.img-{kernel}")).is_file();
+    let _modules = initramfs.then(|| crate::initramfs::ListedForInitramfs::add("amdgpu", &kernel));
+    let install = Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap());
+    install.success();
     let status = install_for("amdgpu-debian", "6.12.0.1", &kernel);
     assert!(
         status.contains(&format!("amdgpu-debian/6.12.0.1, {kernel}"))
             && status.contains("installed"),
         "{status}"
     );
+    let ours = format!("lib/modules/{kernel}/updates/dkms/amdgpu.ko");
+    let own = format!("lib/modules/{kernel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko");
+    if initramfs {
+        if !install.stdout.contains("regenerating") {
+            // The postinst built for other kernels only: configure again.
+            Run::of(
+                Command::new("dpkg-reconfigure")
+                    .arg("amdgpu-debian-dkms")
+                    .output()
+                    .unwrap(),
+            )
+            .success();
+        }
+        let listing = crate::initramfs::lsinitramfs(&kernel);
+        assert!(
+            listing.lines().any(|l| l.contains(&ours)),
+            "the initramfs of {kernel} lacks {ours}:\n{}",
+            install.stdout
+        );
+    }
     let module = built_module(&kernel, "amdgpu");
     let version = Run::of(
         Command::new("modinfo")
@@ -129,6 +155,14 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
     )
     .success();
     assert!(!module.exists(), "purge left {}", module.display());
+    if initramfs {
+        let listing = crate::initramfs::lsinitramfs(&kernel);
+        assert!(
+            !listing.lines().any(|l| l.contains(&ours))
+                && listing.lines().any(|l| l.contains(&own)),
+            "after purge the initramfs of {kernel} should hold {own}, not {ours}"
+        );
+    }
 }
 
 struct Cleanup;

@@ -21,11 +21,47 @@ fn sh(cmd: &mut Command) -> Run {
     Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
 }
 
-fn lsinitramfs(kernel: &str) -> String {
+pub fn lsinitramfs(kernel: &str) -> String {
     sh(Command::new("lsinitramfs").arg(format!("/boot/initrd.img-{kernel}")))
         .success()
         .stdout
         .clone()
+}
+
+/// A module added to /etc/initramfs-tools/modules for the life of this
+/// value; the file and the initramfs of `kernel` are put back on drop.
+pub struct ListedForInitramfs {
+    before: Option<String>,
+    kernel: String,
+}
+
+impl ListedForInitramfs {
+    pub fn add(module: &str, kernel: &str) -> ListedForInitramfs {
+        let before = std::fs::read_to_string(MODULES).ok();
+        let mut listed = before.clone().unwrap_or_default();
+        listed.push_str(&format!("{module}\n"));
+        std::fs::write(MODULES, listed).unwrap();
+        ListedForInitramfs {
+            before,
+            kernel: kernel.to_owned(),
+        }
+    }
+}
+
+impl Drop for ListedForInitramfs {
+    fn drop(&mut self) {
+        match &self.before {
+            Some(text) => {
+                let _ = std::fs::write(MODULES, text);
+            }
+            None => {
+                let _ = std::fs::remove_file(MODULES);
+            }
+        }
+        let _ = Command::new("update-initramfs")
+            .args(["-u", "-k", &self.kernel])
+            .output();
+    }
 }
 
 /// Puts /etc/initramfs-tools/modules back, purges the demo and rebuilds
