@@ -142,5 +142,6 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
         depends: Vec::new(),
         changes,
         copyright: vec![format!("{} {}", packaging::year(epoch), p.maintainer)],
+        relations: Default::default(),
     })
 }

@@ -157,6 +157,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let scripts_of = |post: &str, pre: &str| package::Scripts {
         post_install: Some(rendered[post].clone()),
         pre_remove: Some(rendered[pre].clone()),
+        arch_install: None,
     };
     for format in &formats {
         let task = reporter.task(format!("writing the {} package", format.as_str()));
@@ -180,7 +181,10 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
                 package::arch::write(
                     &meta,
                     &dkms_tree,
-                    &package::Scripts::default(),
+                    &package::Scripts {
+                        arch_install: Some(rendered["scripts/arch-install"].clone()),
+                        ..package::Scripts::default()
+                    },
                     Some(pkgbuild),
                     epoch_u,
                     &dir,
@@ -320,6 +324,9 @@ fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta>
             packaging::year(epoch),
             p.name
         )],
+        relations: package::Relations::for_dkms_modules(
+            dkms_of(recipe)?.modules.iter().map(|m| m.name.as_str()),
+        ),
     })
 }
 

@@ -55,8 +55,13 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
     if let Some(sha256) = &inputs.dkms_conf_sha256 {
         sources.push(json!({ "file": "dkms.conf", "sha256": sha256 }));
     }
+    let relations =
+        crate::package::Relations::for_dkms_modules(dkms.modules.iter().map(|m| m.name.as_str()));
     Ok(json!({
         "recipe_file": plan.recipe_file,
+        "provides": relations.provides,
+        "conflicts": relations.conflicts,
+        "replaces": relations.replaces,
         "name": p.name,
         "version": p.version,
         "release": p.release,
@@ -89,14 +94,20 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     let pkgname = values["pkgname"].as_str().unwrap_or_default().to_owned();
     let mut out = BTreeMap::new();
     for name in [
+        "scripts/initramfs",
         "scripts/postinst",
         "scripts/prerm",
         "scripts/rpm-post",
         "scripts/rpm-preun",
+        "scripts/arch-install",
         "dkms.conf",
     ] {
         out.insert(name.to_owned(), renderer.render(name, &values)?);
     }
+    out.insert(
+        format!("arch/{pkgname}.install"),
+        out["scripts/arch-install"].clone(),
+    );
     values["post_script"] = Value::from(out["scripts/rpm-post"].trim_end());
     values["preun_script"] = Value::from(out["scripts/rpm-preun"].trim_end());
     for name in renderer.names_under("debian/") {
@@ -128,6 +139,7 @@ pub fn dkms_scripts(
         Ok(Scripts {
             post_install: Some(renderer.render(&format!("scripts/{post}"), &values)?),
             pre_remove: Some(renderer.render(&format!("scripts/{pre}"), &values)?),
+            ..Scripts::default()
         })
     };
     Ok((pair("postinst", "prerm")?, pair("rpm-post", "rpm-preun")?))

@@ -108,6 +108,7 @@ fn meta() -> PackageMeta {
         depends: vec!["dkms".into()],
         changes: vec!["Benchmark package.".into()],
         copyright: vec!["The Linux kernel authors".into()],
+        relations: Default::default(),
     }
 }
 

@@ -21,6 +21,14 @@ use crate::workspace::Workspace;
 /// (/opt/rocm/.info/version), hipBLASLt's version, MIOpen, the loaded amdgpu
 /// and our DKMS packages (/var/lib/dkms, /sys/module/amdgpu/version).
 ///
+/// For the RDNA4 trap-handler fault it reads the fix from the module itself:
+/// the amdgpu modprobe would load for the running kernel (modules.dep, else
+/// updates/ before extra/ before kernel/; .ko, .ko.xz, .ko.zst) and the gfx12
+/// CWSR trap handler in it. What the module carries wins over the kernel
+/// version; a module it cannot read falls back to the version, saying why.
+/// It also says whether Secure Boot is on and whether DKMS's signing key
+/// (/var/lib/dkms/mok.pub) is enrolled, and what to do when it is not.
+///
 /// For each fault of knowledge/faults.toml, it says affected, not affected,
 /// mitigated, fixed or cannot tell, why, and the next command (the recipe to
 /// build, or the stop-gap), then lists what it could not read. It never needs

@@ -3,7 +3,9 @@
 //! why, and the next command. Reads only; changes nothing on the system.
 
 mod dkms;
+pub mod module;
 pub mod probe;
+pub mod secure_boot;
 pub mod verdict;
 
 use std::collections::BTreeSet;
@@ -155,6 +157,16 @@ impl Report {
             }
         };
         line(&mut out, "amdgpu", amdgpu);
+        if let Some(file) = &m.amdgpu_file {
+            let label = match file.trap_handler {
+                module::TrapHandler::Fixed => "fixed",
+                module::TrapHandler::Unfixed => "unfixed",
+                module::TrapHandler::NoGfx12 => "no gfx12 trap handler",
+                module::TrapHandler::CannotTell => "cannot tell",
+            };
+            line(&mut out, "module", format!("{} ({label})", file.path));
+        }
+        line(&mut out, "SecureBoot", m.secure_boot.describe());
         let kfd = m.kfd_abi.map_or(
             "not read: judged from the kernel version".to_owned(),
             |(a, b)| format!("{a}.{b} (from /dev/kfd)"),
@@ -226,6 +238,10 @@ impl Report {
                     out.push_str(&format!("  {key:<6}{link}\n"));
                 }
             }
+        }
+        if let Some(advice) = m.secure_boot.advice() {
+            out.push('\n');
+            out.push_str(&wrapped("note", &advice));
         }
         if !m.unread.is_empty() {
             out.push_str("\ncould not read\n");

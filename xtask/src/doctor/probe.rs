@@ -32,6 +32,11 @@ pub struct Machine {
     /// The MIOpen library found below /opt/rocm/lib.
     pub miopen: Option<String>,
     pub amdgpu: Option<AmdgpuModule>,
+    /// The amdgpu module file `modprobe` would load for the running kernel,
+    /// and what its gfx12 trap handler says.
+    pub amdgpu_file: Option<super::module::ModuleFile>,
+    /// Secure Boot and whether DKMS's signing key is enrolled.
+    pub secure_boot: super::secure_boot::SecureBoot,
     /// DKMS modules registered in /var/lib/dkms.
     pub dkms: Vec<DkmsPackage>,
     /// The workaround environment variables set for this process.
@@ -126,6 +131,16 @@ impl Probe<'_> {
                 "does not exist: the amdgpu module is not loaded",
             ));
         }
+        if let Some(release) = m.kernel_release.clone() {
+            match super::module::find(self.root, &release) {
+                Some(rel) => m.amdgpu_file = Some(super::module::read(self.root, &rel)),
+                None => m.unread.push(self.unread(
+                    &format!("lib/modules/{release}"),
+                    "no amdgpu.ko, .ko.xz or .ko.zst (modules.dep, updates/, extra/, kernel/)",
+                )),
+            }
+        }
+        m.secure_boot = super::secure_boot::read(self.root);
         m.kfd_abi = self.kfd_abi(&mut m.unread);
         let rocm = self.rocm_dir();
         m.rocm_version = self

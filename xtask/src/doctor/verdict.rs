@@ -4,6 +4,7 @@
 
 use serde::Serialize;
 
+use super::module::{ModuleFile, TrapHandler};
 use super::probe::Machine;
 use crate::knowledge::{Build, Fault, Library, Severity, Version};
 use crate::recipe::KernelVersion;
@@ -266,44 +267,69 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
         why.push(format!("the kernel release `{release}` has no version"));
         return Some(verdict(Status::CannotTell, why.join("; "), Vec::new()));
     };
-    if facts.unsupported.as_ref().is_some_and(|r| r.matches(kv)) {
+    let cwsr_off = cwsr_off(m);
+    // The module's own trap handler, when the fault is judged by it: what
+    // it carries wins over what the version range says.
+    let mut content = None;
+    if let Some(file) = m.amdgpu_file.as_ref().filter(|_| facts.trap_handler) {
+        match module_content(file, m) {
+            Ok(TrapHandler::Fixed) => {
+                why.push(file.why.clone());
+                return Some(verdict(
+                    Status::Fixed,
+                    why.join("; "),
+                    fixed_next(fault, cwsr_off),
+                ));
+            }
+            Ok(TrapHandler::NoGfx12) => {
+                why.push(format!("{}; use a kernel 6.12.64 or later", file.why));
+                return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+            }
+            Ok(TrapHandler::Unfixed) => content = Some(file.why.clone()),
+            Ok(TrapHandler::CannotTell) | Err(_) => {}
+        }
+        if let Err(reason) = module_content(file, m) {
+            why.push(format!(
+                "cannot tell from the module ({reason}): judged by the kernel version"
+            ));
+        }
+    }
+    if let Some(unfixed) = &content {
+        why.push(format!("kernel {release}: {unfixed}"));
+    } else if facts.unsupported.as_ref().is_some_and(|r| r.matches(kv)) {
         why.push(format!(
             "kernel {release}: {}",
             facts.unsupported_why.as_deref().unwrap_or("not supported")
         ));
         return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
-    }
-    let cwsr_off = cwsr_off(m);
-    if facts.fixed.as_ref().is_some_and(|r| r.matches(kv)) {
+    } else if facts.fixed.as_ref().is_some_and(|r| r.matches(kv)) {
         let range = facts.fixed.as_ref().map_or("", |r| r.as_str());
         why.push(format!("kernel {release} carries the fix ({range})"));
-        let next = match cwsr_off {
-            Some(_) if fault.mitigation.cwsr_off => vec![
-                "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back".to_owned(),
-            ],
-            _ => Vec::new(),
-        };
-        return Some(verdict(Status::Fixed, why.join("; "), next));
-    }
-    if !facts.affected.matches(kv) {
+        return Some(verdict(
+            Status::Fixed,
+            why.join("; "),
+            fixed_next(fault, cwsr_off),
+        ));
+    } else if !facts.affected.matches(kv) {
         why.push(format!(
             "kernel {release} is outside the affected range {}",
             facts.affected.as_str()
         ));
         return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
-    }
-    let judged = if m.kfd_abi.is_none() && fault.kfd_fixed.is_some() {
-        " (KFD ABI judged from the kernel version)"
     } else {
-        ""
-    };
-    why.push(format!(
-        "kernel {release} is in the affected range {}{judged}",
-        facts.affected.as_str()
-    ));
+        let judged = if m.kfd_abi.is_none() && fault.kfd_fixed.is_some() {
+            " (KFD ABI judged from the kernel version)"
+        } else {
+            ""
+        };
+        why.push(format!(
+            "kernel {release} is in the affected range {}{judged}",
+            facts.affected.as_str()
+        ));
+    }
     let ours_loaded = m.dkms.iter().find(|p| p.loaded);
     if let Some(p) = ours_loaded {
-        if fault.fixed_by_packages.contains(&p.name) {
+        if fault.fixed_by_packages.contains(&p.name) && content.is_none() {
             why.push(format!(
                 "but the loaded amdgpu is our DKMS package {} {}, which carries the fix",
                 p.name, p.version
@@ -348,6 +374,32 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
         }
     }
     None
+}
+
+/// Next steps once fixed: drop the stop-gap when it is still set.
+fn fixed_next(fault: &Fault, cwsr_off: Option<&str>) -> Vec<String> {
+    match cwsr_off {
+        Some(_) if fault.mitigation.cwsr_off => vec![
+            "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back".to_owned(),
+        ],
+        _ => Vec::new(),
+    }
+}
+
+/// What the module file says, when it tells and it is the module that is
+/// loaded (or none is): `Err` is why it cannot be used.
+fn module_content(file: &ModuleFile, m: &Machine) -> Result<TrapHandler, String> {
+    if file.trap_handler == TrapHandler::CannotTell {
+        return Err(file.why.clone());
+    }
+    let loaded = m.amdgpu.as_ref().and_then(|a| a.srcversion.as_deref());
+    match (loaded, file.srcversion.as_deref()) {
+        (Some(loaded), Some(on_disk)) if loaded != on_disk => Err(format!(
+            "the loaded amdgpu (srcversion {loaded}) is not {} (srcversion {on_disk}): reboot to load it",
+            file.path
+        )),
+        _ => Ok(file.trap_handler),
+    }
 }
 
 /// How CWSR is known to be off, if it is.

@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use super::*;
+use crate::doctor::module::{ModuleFile, TrapHandler};
 use crate::doctor::probe::{AmdgpuModule, DkmsPackage, Gpu};
 use crate::knowledge::{self, Knowledge};
 
@@ -282,4 +283,82 @@ fn our_patched_hipblaslt_counts_only_on_the_library_path() {
         "/opt/rocm-patchkit/hipblaslt-7.1.1/lib".into(),
     );
     assert_eq!(assess(&fault(CWSR), &m).status, Status::Mitigated);
+}
+
+fn with_module(mut m: Machine, trap_handler: TrapHandler, srcversion: &str) -> Machine {
+    m.amdgpu_file = Some(ModuleFile {
+        path: "/lib/modules/k/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko.xz".into(),
+        sha256: Some("0".repeat(64)),
+        trap_handler,
+        why: format!("the module reads {trap_handler:?}"),
+        srcversion: Some(srcversion.into()),
+    });
+    m
+}
+
+const LOADED: &str = "ABCDEF0123456789ABCDEF0";
+
+#[test]
+fn a_fixed_module_wins_over_an_affected_version() {
+    // Ubuntu's 6.14.0-NN with the fix backported.
+    let m = with_module(
+        machine(120001, "6.14.0-36-generic", "7.1.1"),
+        TrapHandler::Fixed,
+        LOADED,
+    );
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::Fixed, "{v:?}");
+    assert!(v.why.contains("the module reads Fixed"), "{v:?}");
+}
+
+#[test]
+fn an_unfixed_module_wins_over_a_fixed_version() {
+    let m = with_module(
+        machine(120001, "6.12.117+deb12-amd64", "7.1.1"),
+        TrapHandler::Unfixed,
+        LOADED,
+    );
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.why.contains("the module reads Unfixed"), "{v:?}");
+    assert!(v.next[0].ends_with("amdgpu-debian-6.12"), "{v:?}");
+}
+
+#[test]
+fn a_module_that_cannot_tell_falls_back_to_the_range_and_says_so() {
+    let m = with_module(
+        machine(120001, "6.14.0-36-generic", "7.1.1"),
+        TrapHandler::CannotTell,
+        LOADED,
+    );
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(
+        v.why.contains("cannot tell from the module")
+            && v.why.contains("judged by the kernel version"),
+        "{v:?}"
+    );
+}
+
+#[test]
+fn a_fixed_file_that_is_not_the_loaded_module_is_not_trusted() {
+    let m = with_module(
+        machine(120001, "6.14.0-36-generic", "7.1.1"),
+        TrapHandler::Fixed,
+        "0000000000000000000000",
+    );
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::Affected, "{v:?}");
+    assert!(v.why.contains("reboot to load it"), "{v:?}");
+}
+
+#[test]
+fn no_gfx12_handler_is_not_affected() {
+    let m = with_module(
+        machine(120001, "6.1.0-56-amd64", "7.1.1"),
+        TrapHandler::NoGfx12,
+        LOADED,
+    );
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::NotAffected, "{v:?}");
 }

@@ -56,6 +56,7 @@ pub fn meta(recipe: &Recipe) -> PackageMeta {
             }
         )],
         copyright: vec!["Advanced Micro Devices, Inc.".to_owned()],
+        relations: Default::default(),
     }
 }
 

@@ -104,6 +104,9 @@ pub struct KernelFacts {
     /// and what their users do instead.
     pub retired: Option<KernelRange>,
     pub retired_why: Option<String>,
+    /// Judge by the gfx12 CWSR trap handler of the amdgpu module modprobe
+    /// would load: its content wins over the ranges.
+    pub trap_handler: bool,
 }
 
 /// What makes the fault harmless without fixing it.

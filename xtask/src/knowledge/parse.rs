@@ -58,6 +58,8 @@ struct RawKernel {
     unsupported_why: Option<Text>,
     retired: Option<Text>,
     retired_why: Option<Text>,
+    #[serde(default)]
+    trap_handler: bool,
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -199,6 +201,7 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
             unsupported_why: k.unsupported_why.as_ref().map(|w| w.get_ref().clone()),
             retired: c.kernel_range(&k.retired, "kernel.retired"),
             retired_why: k.retired_why.as_ref().map(|w| w.get_ref().clone()),
+            trap_handler: k.trap_handler,
         };
         match (&k.unsupported, &k.unsupported_why) {
             (Some(u), None) => c.err_at(u, "`kernel.unsupported` needs `unsupported_why`"),

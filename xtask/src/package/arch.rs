@@ -160,6 +160,14 @@ fn pkginfo_for(meta: &PackageMeta, machine: Machine, tree: &FileTree, epoch: u64
     for dep in &meta.depends {
         let _ = writeln!(p, "depend = {dep}");
     }
+    let r = &meta.relations;
+    // No `replaces`: pacman's names a real package to swap on upgrade, and a
+    // conflict with the virtual name already lets pacman remove the other.
+    for (key, names) in [("conflict", &r.conflicts), ("provides", &r.provides)] {
+        for name in names {
+            let _ = writeln!(p, "{key} = {name}");
+        }
+    }
     for entry in tree.config_files() {
         let _ = writeln!(p, "backup = {}", entry.path);
     }
@@ -201,6 +209,9 @@ fn buildinfo_for(
 }
 
 fn install(scripts: &Scripts) -> Option<String> {
+    if let Some(whole) = &scripts.arch_install {
+        return Some(whole.clone());
+    }
     if scripts.post_install.is_none() && scripts.pre_remove.is_none() {
         return None;
     }

@@ -200,6 +200,16 @@ pub fn control_for(
     if !meta.depends.is_empty() {
         c.push_str(&format!("Depends: {}\n", meta.depends.join(", ")));
     }
+    let r = &meta.relations;
+    for (field, names) in [
+        ("Conflicts", &r.conflicts),
+        ("Replaces", &r.replaces),
+        ("Provides", &r.provides),
+    ] {
+        if !names.is_empty() {
+            c.push_str(&format!("{field}: {}\n", names.join(", ")));
+        }
+    }
     c.push_str(&format!(
         "Section: {}\nPriority: optional\n{}Description: {}\n",
         machine.section().0,

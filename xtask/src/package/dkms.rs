@@ -1,8 +1,8 @@
 //! DKMS naming shared by every package format, and the scripts a package
 //! runs. The scripts themselves are rendered from `templates/scripts/`
 //! (what dh_dkms generates for Debian, the `%post`/`%preun` pair of
-//! Fedora-style DKMS packages); Arch needs none, because the `dkms`
-//! package's alpm hooks act on any `usr/src/*/dkms.conf`.
+//! Fedora-style DKMS packages, and Arch's install script, which also
+//! regenerates the initramfs the `dkms` package's alpm hooks leave alone).
 
 /// Scripts run by the package manager; each is complete text for its
 /// format (a deb script with its `#!`, an rpm scriptlet body).
@@ -12,6 +12,9 @@ pub struct Scripts {
     pub post_install: Option<String>,
     /// deb `prerm`, rpm `%preun`, Arch `pre_remove`.
     pub pre_remove: Option<String>,
+    /// Arch only: a whole install script (`.INSTALL`) with its own
+    /// functions, used as it is instead of the two above.
+    pub arch_install: Option<String>,
 }
 
 /// `<module>-dkms`, the package name every format uses.

@@ -34,6 +34,48 @@ pub struct PackageMeta {
     pub changes: Vec<String>,
     /// Copyright holders, one per line (`2025 The rocm-patchkit authors`).
     pub copyright: Vec<String>,
+    /// What this package stands in for and what it cannot live beside.
+    pub relations: Relations,
+}
+
+/// Package relations beyond `depends`, names without versions: each format
+/// writes them in its own terms (deb `Provides`/`Conflicts`/`Replaces`,
+/// rpm `Provides`/`Conflicts`, Arch `provides`/`conflicts`/`replaces`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Relations {
+    /// Virtual names this package provides.
+    pub provides: Vec<String>,
+    /// Packages (real or virtual) that must not be installed beside it.
+    pub conflicts: Vec<String>,
+    /// Packages whose files this one may take over (deb `Replaces`; rpm and
+    /// Arch leave it to the conflict).
+    pub replaces: Vec<String>,
+}
+
+/// The virtual package every amdgpu DKMS package of ours provides and
+/// conflicts with, so that one series at a time is installed.
+pub const AMDGPU_VIRTUAL: &str = "amdgpu-patchkit-dkms";
+/// AMD's own DKMS package of amdgpu, which installs the same module to the
+/// same place.
+pub const AMD_AMDGPU_DKMS: &str = "amdgpu-dkms";
+
+impl Relations {
+    /// The relations of a DKMS package that builds these modules: one that
+    /// builds amdgpu excludes AMD's amdgpu-dkms and every other of ours.
+    pub fn for_dkms_modules<'a>(modules: impl IntoIterator<Item = &'a str>) -> Relations {
+        if !modules.into_iter().any(|m| m == "amdgpu") {
+            return Relations::default();
+        }
+        Relations {
+            provides: vec![AMDGPU_VIRTUAL.to_owned()],
+            conflicts: vec![AMD_AMDGPU_DKMS.to_owned(), AMDGPU_VIRTUAL.to_owned()],
+            replaces: vec![AMDGPU_VIRTUAL.to_owned()],
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.provides.is_empty() && self.conflicts.is_empty() && self.replaces.is_empty()
+    }
 }
 
 /// What a package's files run on, in each format's words.
@@ -128,7 +170,13 @@ impl PackageMeta {
                 ),
             );
         }
-        for dep in &self.depends {
+        let relations = self
+            .relations
+            .provides
+            .iter()
+            .chain(&self.relations.conflicts)
+            .chain(&self.relations.replaces);
+        for dep in self.depends.iter().chain(relations) {
             check(
                 name_ok(dep, format),
                 format!(
@@ -357,6 +405,7 @@ pub(crate) mod tests {
             depends: vec!["dkms".into()],
             changes: vec!["Initial package.".into()],
             copyright: vec!["2025 The rocm-patchkit authors".into()],
+            relations: Relations::default(),
         }
     }
 

@@ -30,7 +30,7 @@ use anyhow::{Context, Result};
 
 pub use compress::Compression;
 pub use dkms::Scripts;
-pub use meta::{Format, Machine, PackageMeta};
+pub use meta::{Format, Machine, PackageMeta, Relations};
 pub use tree::FileTree;
 
 /// A written package file.

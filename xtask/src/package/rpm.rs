@@ -68,6 +68,9 @@ mod tag {
     pub const FILEDEVICES: u32 = 1095;
     pub const FILEINODES: u32 = 1096;
     pub const FILELANGS: u32 = 1097;
+    pub const CONFLICTFLAGS: u32 = 1053;
+    pub const CONFLICTNAME: u32 = 1054;
+    pub const CONFLICTVERSION: u32 = 1055;
     pub const PROVIDEFLAGS: u32 = 1112;
     pub const PROVIDEVERSION: u32 = 1113;
     pub const DIRINDEXES: u32 = 1116;
@@ -455,13 +458,29 @@ fn main_header(
     .add(
         tag::REQUIREVERSION,
         Value::StrArray(requires.iter().map(|r| r.2.clone()).collect()),
-    )
-    .add(tag::PROVIDENAME, Value::StrArray(vec![meta.name.clone()]))
-    .add(tag::PROVIDEFLAGS, Value::Int32(vec![sense::EQUAL]))
-    .add(
-        tag::PROVIDEVERSION,
-        Value::StrArray(vec![meta.full_version()]),
     );
+    // The package itself at its version, then the virtual names it stands
+    // for (versionless); a conflict with one of those is rpm's way to keep
+    // one package of the kind installed (rpm ignores a self-conflict).
+    let provides = &meta.relations.provides;
+    let mut names = vec![meta.name.clone()];
+    names.extend(provides.iter().cloned());
+    let mut flags = vec![sense::EQUAL];
+    flags.extend(provides.iter().map(|_| 0));
+    let mut versions = vec![meta.full_version()];
+    versions.extend(provides.iter().map(|_| String::new()));
+    h.add(tag::PROVIDENAME, Value::StrArray(names))
+        .add(tag::PROVIDEFLAGS, Value::Int32(flags))
+        .add(tag::PROVIDEVERSION, Value::StrArray(versions));
+    let conflicts = &meta.relations.conflicts;
+    if !conflicts.is_empty() {
+        h.add(tag::CONFLICTNAME, Value::StrArray(conflicts.clone()))
+            .add(tag::CONFLICTFLAGS, Value::Int32(vec![0; conflicts.len()]))
+            .add(
+                tag::CONFLICTVERSION,
+                Value::StrArray(vec![String::new(); conflicts.len()]),
+            );
+    }
     Ok(h)
 }
 

@@ -1,6 +1,7 @@
 //! The real thing, slow: amdgpu from Debian's `/usr/src/linux-source-6.12.tar.xz`
 //! through build-dkms, `dpkg -i`, and DKMS building amdgpu.ko for the
-//! installed 6.12 headers (about 7 minutes on 2 cores). Runs in CI
+//! installed 6.12 headers (about 7 minutes on 2 cores), then Debian's 6.12
+//! kernel booted under qemu loading that very module. Runs in CI
 //! (`CI=true`) or when `PATCHKIT_SLOW_TESTS=1`.
 
 use std::path::Path;
@@ -19,7 +20,7 @@ fn enabled() -> bool {
 }
 
 /// The newest installed kernel release of the 6.12 series that has headers.
-fn debian_612_headers() -> Option<String> {
+pub fn debian_612_headers() -> Option<String> {
     let mut releases: Vec<(xtask::recipe::KernelVersion, String)> =
         std::fs::read_dir("/lib/modules")
             .ok()?
@@ -77,13 +78,39 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         .root()
         .join("dist/amdgpu-debian-6.12/amdgpu-debian-dkms_6.12.0.1-1_all.deb");
     let _cleanup = Cleanup;
-    Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap()).success();
+    // amdgpu listed for the initramfs, as early-KMS setups have it: the
+    // package must put its own build there, and purge the kernel's back.
+    let initramfs =
+        have_tool("lsinitramfs") && Path::new(&format!("/boot/initrd.img-{kernel}")).is_file();
+    let _modules = initramfs.then(|| crate::initramfs::ListedForInitramfs::add("amdgpu", &kernel));
+    let install = Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap());
+    install.success();
     let status = install_for("amdgpu-debian", "6.12.0.1", &kernel);
     assert!(
         status.contains(&format!("amdgpu-debian/6.12.0.1, {kernel}"))
             && status.contains("installed"),
         "{status}"
     );
+    let ours = format!("lib/modules/{kernel}/updates/dkms/amdgpu.ko");
+    let own = format!("lib/modules/{kernel}/kernel/drivers/gpu/drm/amd/amdgpu/amdgpu.ko");
+    if initramfs {
+        if !install.stdout.contains("regenerating") {
+            // The postinst built for other kernels only: configure again.
+            Run::of(
+                Command::new("dpkg-reconfigure")
+                    .arg("amdgpu-debian-dkms")
+                    .output()
+                    .unwrap(),
+            )
+            .success();
+        }
+        let listing = crate::initramfs::lsinitramfs(&kernel);
+        assert!(
+            listing.lines().any(|l| l.contains(&ours)),
+            "the initramfs of {kernel} lacks {ours}:\n{}",
+            install.stdout
+        );
+    }
     let module = built_module(&kernel, "amdgpu");
     let version = Run::of(
         Command::new("modinfo")
@@ -97,6 +124,29 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         "6.12.0.1",
         "the DKMS amdgpu carries the package version"
     );
+    // doctor reads the fix from the module DKMS built.
+    let file = xtask::doctor::module::read(Path::new("/"), module.strip_prefix("/").unwrap());
+    assert_eq!(
+        file.trap_handler,
+        xtask::doctor::module::TrapHandler::Fixed,
+        "{file:?}"
+    );
+    // The running-kernel proof: Debian's 6.12 kernel boots under qemu with
+    // the amdgpu modprobe now resolves (ours), loads it, and reports our
+    // version with no symbol left unresolved.
+    if crate::boot::can_boot(&kernel) {
+        let installed = crate::boot::installed_amdgpu(&kernel);
+        assert_eq!(installed, module, "modprobe would not load ours");
+        let boot = crate::boot::boot_amdgpu(&kernel, &installed, &p.root().join("boot"));
+        boot.assert_loaded();
+        assert_eq!(
+            boot.version.as_deref(),
+            Some("6.12.0.1"),
+            "/sys/module/amdgpu/version in the VM; console log at {}",
+            boot.log.display()
+        );
+        eprintln!("boot: our amdgpu loaded in {:?}", boot.took);
+    }
     Run::of(
         Command::new("dpkg")
             .args(["--purge", "amdgpu-debian-dkms"])
@@ -105,6 +155,14 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
     )
     .success();
     assert!(!module.exists(), "purge left {}", module.display());
+    if initramfs {
+        let listing = crate::initramfs::lsinitramfs(&kernel);
+        assert!(
+            !listing.lines().any(|l| l.contains(&ours))
+                && listing.lines().any(|l| l.contains(&own)),
+            "after purge the initramfs of {kernel} should hold {own}, not {ours}"
+        );
+    }
 }
 
 struct Cleanup;

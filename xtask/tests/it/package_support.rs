@@ -96,6 +96,7 @@ pub fn meta() -> PackageMeta {
         depends: vec!["dkms".into()],
         changes: vec!["Initial package of the test module.".into()],
         copyright: vec!["2025 The rocm-patchkit authors".into()],
+        relations: Default::default(),
     }
 }
 

@@ -305,6 +305,7 @@ fn makepkg_rebuilds_our_arch_package_from_the_pkgbuild() {
     let work = outside.path().join("arch");
     let mut files = vec![
         dist.join("packaging/arch/PKGBUILD"),
+        dist.join(format!("packaging/arch/{PKGNAME}.install")),
         dist.join("packaging/dkms.conf"),
         dist.join("source").join(ORIG),
     ];

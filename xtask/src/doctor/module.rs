@@ -1,0 +1,317 @@
+//! The amdgpu module `modprobe` would load for a kernel, read for what it
+//! carries: found as modules.dep resolves it (else updates/ before extra/
+//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`), and judged by
+//! its gfx12 CWSR trap handler, the u32 array the module holds. Reads only;
+//! a module that cannot be read is a verdict with its reason, never a panic.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+/// What the gfx12 CWSR trap handler of a module says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TrapHandler {
+    /// Saves and restores SCHED_MODE (the expert-scheduling fix).
+    Fixed,
+    /// The gfx12 handler from before the fix.
+    Unfixed,
+    /// No gfx12 trap handler at all: RDNA4 compute is unsupported.
+    NoGfx12,
+    /// The module could not be read, or holds a gfx12 handler doctor does
+    /// not know; `why` says which.
+    CannotTell,
+}
+
+/// The module file and what doctor read in it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ModuleFile {
+    /// Its path from `/` (`/lib/modules/<kver>/updates/dkms/amdgpu.ko.xz`).
+    pub path: String,
+    /// sha256 of the file as it is on disk (compressed or not).
+    pub sha256: Option<String>,
+    pub trap_handler: TrapHandler,
+    pub why: String,
+    /// The module's own `srcversion`, to compare with the loaded one.
+    pub srcversion: Option<String>,
+}
+
+/// The fixed gfx12 handler's first words: `s_getreg_b32` of hwreg 26
+/// (SCHED_MODE) is the save the fix adds.
+pub const FIXED: [u32; 4] = [0xbfa00001, 0xbfa002b2, 0xb0804009, 0xb8eef81a];
+/// The unfixed gfx12 handler's words at the same place.
+pub const UNFIXED: [u32; 3] = [0xbfa002a2, 0xb0804009, 0xb8f8f804];
+
+/// The largest decompressed module doctor reads (amdgpu is ~30 MiB).
+const MAX_SIZE: u64 = 1 << 30;
+
+/// The amdgpu module file modprobe would load for `kernel`, below `root`
+/// (a path from `root`, such as `lib/modules/<kver>/kernel/...`).
+pub fn find(root: &Path, kernel: &str) -> Option<PathBuf> {
+    let dir = Path::new("lib/modules").join(kernel);
+    if let Ok(dep) = std::fs::read_to_string(root.join(&dir).join("modules.dep")) {
+        let from_dep = dep.lines().find_map(|line| {
+            let file = line.split(':').next()?.trim();
+            let name = Path::new(file).file_name()?.to_str()?;
+            is_amdgpu(name).then(|| dir.join(file))
+        });
+        if let Some(rel) = from_dep.filter(|rel| root.join(rel).is_file()) {
+            return Some(rel);
+        }
+    }
+    ["updates", "extra", "kernel"]
+        .iter()
+        .find_map(|top| search(root, &dir.join(top)))
+}
+
+fn is_amdgpu(name: &str) -> bool {
+    matches!(name, "amdgpu.ko" | "amdgpu.ko.xz" | "amdgpu.ko.zst")
+}
+
+/// The first `amdgpu.ko*` below `rel`, folders in sorted order.
+fn search(root: &Path, rel: &Path) -> Option<PathBuf> {
+    let mut entries: Vec<_> = std::fs::read_dir(root.join(rel))
+        .ok()?
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    entries.sort();
+    for name in &entries {
+        if name.to_str().is_some_and(is_amdgpu) && root.join(rel).join(name).is_file() {
+            return Some(rel.join(name));
+        }
+    }
+    entries
+        .iter()
+        .filter(|n| root.join(rel).join(n).is_dir())
+        .find_map(|n| search(root, &rel.join(n)))
+}
+
+/// Reads and judges the module at `rel` below `root`.
+pub fn read(root: &Path, rel: &Path) -> ModuleFile {
+    let path = format!("/{}", rel.display());
+    let cannot = |why: String, sha256: Option<String>| ModuleFile {
+        path: path.clone(),
+        sha256,
+        trap_handler: TrapHandler::CannotTell,
+        why,
+        srcversion: None,
+    };
+    let raw = match std::fs::read(root.join(rel)) {
+        Ok(raw) => raw,
+        Err(err) => return cannot(format!("cannot read {path}: {err}"), None),
+    };
+    let sha256 = Some(crate::hash::sha256_hex(&raw));
+    let elf = match decompress(&raw, &path) {
+        Ok(elf) => elf,
+        Err(why) => return cannot(why, sha256),
+    };
+    if let Err(why) = check_elf(&elf) {
+        return cannot(
+            format!("{path} is not a whole kernel module: {why}"),
+            sha256,
+        );
+    }
+    let (trap_handler, why) = judge(&elf);
+    ModuleFile {
+        path: path.clone(),
+        sha256,
+        trap_handler,
+        why: format!("{path}: {why}"),
+        srcversion: modinfo(&elf, "srcversion"),
+    }
+}
+
+/// The ELF bytes of a module file, decompressed by its magic; the name's
+/// extension must agree with it.
+pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
+    const XZ: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
+    const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+    let named = if path.ends_with(".xz") {
+        "xz"
+    } else if path.ends_with(".zst") {
+        "zstd"
+    } else {
+        "none"
+    };
+    let found = if raw.starts_with(XZ) {
+        "xz"
+    } else if raw.starts_with(ZSTD) {
+        "zstd"
+    } else {
+        "none"
+    };
+    if named != found {
+        return Err(format!(
+            "{path} is named for {named} compression but its bytes are {}",
+            if found == "none" {
+                "not compressed"
+            } else {
+                found
+            }
+        ));
+    }
+    let mut out = Vec::new();
+    let result = match found {
+        "xz" => xz2::read::XzDecoder::new(raw)
+            .take(MAX_SIZE)
+            .read_to_end(&mut out),
+        "zstd" => zstd::stream::read::Decoder::new(raw)
+            .and_then(|d| d.take(MAX_SIZE).read_to_end(&mut out)),
+        _ => return Ok(raw.to_vec()),
+    };
+    result
+        .map(|_| out)
+        .map_err(|e| format!("{path} does not decompress as {found}: {e}"))
+}
+
+/// A 64-bit little-endian ELF whose section headers lie inside the file.
+pub fn check_elf(elf: &[u8]) -> Result<(), String> {
+    if elf.len() < 64 || !elf.starts_with(b"\x7fELF") {
+        return Err("no ELF header".to_owned());
+    }
+    if elf[4] != 2 || elf[5] != 1 {
+        return Err("not a 64-bit little-endian ELF".to_owned());
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().expect("8 bytes"));
+    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().expect("2 bytes"));
+    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a) as u64, u16_at(0x3c) as u64);
+    let end = shoff.saturating_add(shentsize.saturating_mul(shnum));
+    if shnum == 0 || end > elf.len() as u64 {
+        return Err(format!(
+            "its section headers end at byte {end} of {} (truncated?)",
+            elf.len()
+        ));
+    }
+    Ok(())
+}
+
+/// The verdict on an ELF module's gfx12 CWSR trap handler.
+pub fn judge(elf: &[u8]) -> (TrapHandler, String) {
+    let fixed = contains_words(elf, &FIXED);
+    let unfixed = contains_words(elf, &UNFIXED);
+    let vermagic = modinfo(elf, "vermagic");
+    let release = vermagic
+        .as_deref()
+        .and_then(|v| v.split_whitespace().next())
+        .map(str::to_owned);
+    match (fixed, unfixed) {
+        (true, false) => (
+            TrapHandler::Fixed,
+            "its gfx12 CWSR trap handler saves and restores SCHED_MODE (expert scheduling): the fix is in".to_owned(),
+        ),
+        (false, true) => (
+            TrapHandler::Unfixed,
+            "its gfx12 CWSR trap handler does not save SCHED_MODE (expert scheduling): the fix is not in".to_owned(),
+        ),
+        (true, true) => (
+            TrapHandler::CannotTell,
+            "it holds both the fixed and the unfixed gfx12 trap handler".to_owned(),
+        ),
+        (false, false) => {
+            let before_gfx12 = release
+                .as_deref()
+                .and_then(crate::recipe::KernelVersion::from_release)
+                .is_some_and(|kv| kv < crate::recipe::KernelVersion(6, 11, 0));
+            match (before_gfx12, &release) {
+                (true, Some(r)) => (
+                    TrapHandler::NoGfx12,
+                    format!("built for {r}, it has no gfx12 CWSR trap handler: RDNA4 compute is unsupported there"),
+                ),
+                (_, Some(r)) => (
+                    TrapHandler::CannotTell,
+                    format!("built for {r}, it holds no gfx12 CWSR trap handler doctor knows"),
+                ),
+                (_, None) => (
+                    TrapHandler::CannotTell,
+                    "it has no vermagic and no gfx12 CWSR trap handler doctor knows".to_owned(),
+                ),
+            }
+        }
+    }
+}
+
+/// Whether `words` (as little-endian u32s) occur in `bytes`, 4-byte aligned
+/// (arrays of u32 are).
+fn contains_words(bytes: &[u8], words: &[u32]) -> bool {
+    let needle: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+    let first = &needle[..4];
+    (0..bytes.len().saturating_sub(needle.len() - 1))
+        .step_by(4)
+        .any(|i| &bytes[i..i + 4] == first && bytes[i..].starts_with(&needle))
+}
+
+/// A `key=value` of the module's `.modinfo` strings.
+fn modinfo(elf: &[u8], key: &str) -> Option<String> {
+    let prefix = format!("{key}=");
+    elf.split(|b| *b == 0)
+        .find_map(|s| s.strip_prefix(prefix.as_bytes()))
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn elf_with(words: &[u32], vermagic: &str) -> Vec<u8> {
+        let mut elf = vec![0u8; 64];
+        elf[..6].copy_from_slice(b"\x7fELF\x02\x01");
+        for w in words {
+            elf.extend(w.to_le_bytes());
+        }
+        elf.extend(format!("\0vermagic={vermagic} SMP mod_unload \0").as_bytes());
+        while !elf.len().is_multiple_of(8) {
+            elf.push(0);
+        }
+        let shoff = elf.len() as u64;
+        elf[0x28..0x30].copy_from_slice(&shoff.to_le_bytes());
+        elf[0x3a..0x3c].copy_from_slice(&64u16.to_le_bytes());
+        elf[0x3c..0x3e].copy_from_slice(&1u16.to_le_bytes());
+        elf.extend([0u8; 64]);
+        elf
+    }
+
+    #[test]
+    fn the_signatures_decide() {
+        let fixed = elf_with(&FIXED, "6.14.0-36-generic");
+        assert_eq!(judge(&fixed).0, TrapHandler::Fixed);
+        let mut words = vec![0xbfa00001];
+        words.extend(UNFIXED);
+        assert_eq!(judge(&elf_with(&words, "6.14.0")).0, TrapHandler::Unfixed);
+        assert_eq!(
+            judge(&elf_with(&[1, 2], "6.1.0-56-amd64")).0,
+            TrapHandler::NoGfx12
+        );
+        let (verdict, why) = judge(&elf_with(&[1, 2], "6.19.0"));
+        assert_eq!(verdict, TrapHandler::CannotTell);
+        assert!(why.contains("6.19.0"), "{why}");
+    }
+
+    #[test]
+    fn misaligned_words_do_not_count() {
+        let mut elf = elf_with(&[], "6.14.0");
+        let mut words = vec![0u8];
+        words.extend(FIXED.iter().flat_map(|w| w.to_le_bytes()));
+        elf.splice(64..64, words);
+        assert_ne!(judge(&elf).0, TrapHandler::Fixed);
+    }
+
+    #[test]
+    fn truncation_and_wrong_compression_are_reasons() {
+        let elf = elf_with(&FIXED, "6.14.0");
+        assert!(check_elf(&elf).is_ok());
+        let err = check_elf(&elf[..elf.len() - 10]).unwrap_err();
+        assert!(err.contains("truncated"), "{err}");
+        assert!(check_elf(b"not an elf at all, just text that is long enough to look at").is_err());
+        let err = decompress(&elf, "/x/amdgpu.ko.xz").unwrap_err();
+        assert!(
+            err.contains("named for xz") && err.contains("not compressed"),
+            "{err}"
+        );
+        let mut bad = vec![0xfd, b'7', b'z', b'X', b'Z', 0];
+        bad.extend([0x55; 40]);
+        let err = decompress(&bad, "/x/amdgpu.ko.xz").unwrap_err();
+        assert!(err.contains("does not decompress as xz"), "{err}");
+    }
+}
