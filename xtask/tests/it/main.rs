@@ -13,6 +13,7 @@ mod debian_source;
 mod dist;
 mod dkms_install;
 mod doctor;
+mod doctor_hipblaslt;
 mod doctor_support;
 mod drift;
 mod fetch;
