@@ -399,3 +399,24 @@ fn the_workflow_parses_and_names_only_existing_xtask_commands() {
         .collect();
     assert_eq!(matrix, recipes);
 }
+
+#[test]
+fn ci_builds_pinned_recipes_only_and_an_unpinned_one_names_the_lock_command() {
+    let text =
+        std::fs::read_to_string(repo_root().join(".github/workflows/hipblaslt.yml")).unwrap();
+    assert!(
+        !text.contains("run: cargo xtask lock"),
+        "CI must not pin what it builds"
+    );
+    assert!(text.contains("cargo xtask plan ${{ matrix.recipe }} --require-pinned"));
+
+    let mono = Monorepo::new();
+    let p = Project::new();
+    p.recipe("hip", &mono.recipe(&[&mono.fix]));
+    run(&p, &["plan", "hip", "--require-pinned"], &[])
+        .fails_with(2)
+        .stderr_has("recipe `hip` is not pinned (")
+        .stderr_has("run `cargo xtask lock hip` on a maintainer's machine");
+    run(&p, &["lock", "hip"], &[]).success();
+    run(&p, &["plan", "hip", "--require-pinned"], &[]).success();
+}
