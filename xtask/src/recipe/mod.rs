@@ -218,6 +218,25 @@ pub struct Target {
     pub kernel: Option<KernelRange>,
     pub kernel_regex: Option<String>,
     pub formats: Vec<Format>,
+    /// hipblaslt: what the built gfx12 kernels must show about expert
+    /// scheduling, or the build is refused.
+    pub expert_sched: Option<ExpertSched>,
+}
+
+/// The expert-scheduling verdict a hipblaslt recipe requires of its build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertSched {
+    Off,
+    On,
+}
+
+impl ExpertSched {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpertSched::Off => "off",
+            ExpertSched::On => "on",
+        }
+    }
 }
 
 impl Recipe {

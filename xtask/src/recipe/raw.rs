@@ -66,6 +66,8 @@ pub struct RawTarget {
     pub kernel: Str,
     pub kernel_regex: Str,
     pub formats: StrList,
+    /// hipblaslt: the gfx12 expert-scheduling verdict the built kernels must show.
+    pub expert_sched: Str,
 }
 
 /// A key serde refused (unknown, or of the wrong type), blanked before the

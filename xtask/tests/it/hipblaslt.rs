@@ -420,3 +420,86 @@ fn ci_builds_pinned_recipes_only_and_an_unpinned_one_names_the_lock_command() {
     run(&p, &["lock", "hip"], &[]).success();
     run(&p, &["plan", "hip", "--require-pinned"], &[]).success();
 }
+
+/// A recipe of `mono` named `name` with `patches`, requiring `expert_sched`.
+fn requiring(p: &Project, mono: &Monorepo, name: &str, patches: &[&str], expert_sched: &str) {
+    let text = mono.recipe(patches).replace(
+        "formats = [\"deb\", \"rpm\", \"arch\"]\n",
+        &format!("formats = [\"deb\", \"rpm\", \"arch\"]\nexpert_sched = \"{expert_sched}\"\n"),
+    );
+    p.recipe(name, &text);
+    run(p, &["lock", name], &[]).success();
+}
+
+fn build_always(p: &Project, name: &str) -> crate::support::Run {
+    let rocm = fake_rocm(p.root(), "7.1.1-0");
+    run(
+        p,
+        &[
+            "build-hipblaslt",
+            name,
+            "--rocm",
+            rocm.to_str().unwrap(),
+            "--build",
+            "always",
+        ],
+        &[],
+    )
+}
+
+#[test]
+fn the_built_kernels_must_show_the_fix_or_nothing_is_published() {
+    if !have_build_tools() {
+        return;
+    }
+    let mono = Monorepo::with_kernels();
+    let p = Project::new();
+
+    // with the fix: the staged gfx12 kernels keep expert scheduling off
+    requiring(&p, &mono, "fixed", &[&mono.fix], "off");
+    build_always(&p, "fixed")
+        .success()
+        .stderr_has("gfx12 kernels: expert scheduling off (1 gfx12 kernel files read");
+    let dist = p.root().join("dist/fixed");
+    let params = &manifest(&dist)["build"];
+    assert!(
+        params["gfx12_expert_sched"]
+            .as_str()
+            .unwrap()
+            .starts_with("expert scheduling off"),
+        "{params:#}"
+    );
+    let deb = std::fs::read_dir(&dist)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .unwrap();
+    let listing = output("dpkg-deb", &["-c", deb.to_str().unwrap()]);
+    assert!(
+        listing.contains("/lib/hipblaslt/library/TensileLibrary_HH_gfx1201.co"),
+        "{listing}"
+    );
+
+    // without it: the kernels switch it on, the build is refused, dist/ untouched
+    requiring(&p, &mono, "unfixed", &[], "off");
+    build_always(&p, "unfixed")
+        .fails_with(1)
+        .stderr_has("recipe unfixed requires gfx12 expert scheduling `off` (target.expert_sched)")
+        .stderr_has("expert scheduling on for gfx12 (gfx1200 s_setreg of SCHED_MODE = 2")
+        .stderr_has("TensileLibrary_HH_gfx1201.co")
+        .stderr_has("nothing was published");
+    assert!(!p.root().join("dist/unfixed").exists());
+
+    // a recipe that requires a verdict other than off or on is refused at once
+    p.recipe(
+        "typo",
+        &mono.recipe(&[]).replace(
+            "kind = \"hipblaslt\"\n",
+            "kind = \"hipblaslt\"\nexpert_sched = \"of\"\n",
+        ),
+    );
+    run(&p, &["plan", "typo"], &[])
+        .fails_with(2)
+        .stderr_has("`target.expert_sched`: `of` is not `off` or `on`");
+}
