@@ -245,7 +245,7 @@ fn build_always_without_a_toolchain_fails_at_once_naming_what_is_missing() {
         .stderr_has("--build always needs a ROCm toolchain")
         .stderr_has("(from --rocm)")
         .stderr_has("neither bin/amdclang++ nor bin/hipcc")
-        .stderr_has("lib/cmake/hip is missing");
+        .stderr_has("neither lib/cmake/hip nor lib/<triplet>/cmake/hip exists");
     assert!(
         !p.root().join("target/patchkit/work/hip").exists(),
         "work started before the toolchain check"
@@ -502,4 +502,48 @@ fn the_built_kernels_must_show_the_fix_or_nothing_is_published() {
     run(&p, &["plan", "typo"], &[])
         .fails_with(2)
         .stderr_has("`target.expert_sched`: `of` is not `off` or `on`");
+}
+
+#[test]
+fn a_toolchain_in_a_distribution_layout_builds_too() {
+    if !have_build_tools() {
+        return;
+    }
+    // Debian's layout: /usr/bin/hipcc, /usr/lib/<triplet>/cmake/hip, no .info/version
+    let p = Project::new();
+    let usr = p.root().join("usr");
+    std::fs::create_dir_all(usr.join("bin")).unwrap();
+    let cmake = usr.join("lib/x86_64-linux-gnu/cmake/hip");
+    std::fs::create_dir_all(&cmake).unwrap();
+    std::fs::write(cmake.join("hip-config.cmake"), "# the distribution's HIP\n").unwrap();
+    std::fs::write(
+        cmake.join("hip-config-version.cmake"),
+        "set(PACKAGE_VERSION \"7.1.1\")\n",
+    )
+    .unwrap();
+    let hipcc = usr.join("bin/hipcc");
+    std::fs::write(&hipcc, "#!/bin/sh\nexec c++ \"$@\"\n").unwrap();
+    std::fs::set_permissions(&hipcc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mono = Monorepo::new();
+    mono.locked_recipe(&p, "hip", &[&mono.fix]);
+    run(
+        &p,
+        &[
+            "build-hipblaslt",
+            "hip",
+            "--rocm",
+            usr.to_str().unwrap(),
+            "--build",
+            "always",
+        ],
+        &[],
+    )
+    .success()
+    .stdout_has("built hip for gfx1200;gfx1201: 3 package(s)");
+    let m = manifest(&p.root().join("dist/hip"));
+    assert_eq!(
+        m["build"]["rocm_version"], "7.1.1",
+        "read from the HIP CMake package"
+    );
+    assert_eq!(m["build"]["rocm_path"], usr.to_str().unwrap());
 }
