@@ -26,6 +26,37 @@ pub struct PatchInput {
     pub name: String,
     pub bytes: Vec<u8>,
     pub sha256: String,
+    pub place: Placement,
+}
+
+/// Where a patch's paths land in the tree: `strip` leading folders dropped
+/// (after `a/` and `b/`), then put under `directory`; as `patch -p<1+strip>`
+/// and `git am --directory` do. A monorepo commit (`projects/hipblaslt/...`)
+/// applies to a standalone tree with `strip = 2`; a standalone patch to the
+/// monorepo with `directory = "projects/hipblaslt"`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Placement {
+    pub strip: usize,
+    pub directory: Option<String>,
+}
+
+impl Placement {
+    /// `path` placed; `None` when it has no more than `strip` folders.
+    pub fn place(&self, path: &str) -> Option<String> {
+        let mut parts = path.split('/').filter(|p| !p.is_empty());
+        for _ in 0..self.strip {
+            parts.next()?;
+        }
+        let rest: Vec<&str> = parts.collect();
+        if rest.is_empty() {
+            return None;
+        }
+        let rest = rest.join("/");
+        Some(match &self.directory {
+            Some(dir) => format!("{dir}/{rest}"),
+            None => rest,
+        })
+    }
 }
 
 impl PatchInput {
@@ -34,7 +65,14 @@ impl PatchInput {
             name: name.into(),
             sha256: sha256_hex(&bytes),
             bytes,
+            place: Placement::default(),
         }
+    }
+
+    /// The same patch, its paths placed by `place`.
+    pub fn placed(mut self, place: &Placement) -> PatchInput {
+        self.place = place.clone();
+        self
     }
 
     /// Reads a patch file.
@@ -59,9 +97,23 @@ impl PatchInput {
         Ok(input)
     }
 
-    /// The file changes the patch makes.
+    /// The file changes the patch makes, at the paths its placement gives.
     pub fn parse(&self) -> Result<Vec<parse::FilePatch>> {
-        apply::parse_named(&self.name, &self.bytes)
+        let mut files = apply::parse_named(&self.name, &self.bytes)?;
+        if self.place == Placement::default() {
+            return Ok(files);
+        }
+        for file in &mut files {
+            for path in [&mut file.old, &mut file.new].into_iter().flatten() {
+                *path = self.place.place(path).with_context(|| {
+                    format!(
+                        "patch {}: `{path}` has no more than {} leading folders to drop (strip = {}); lower `strip` in the recipe's [[patch]] entry",
+                        self.name, self.place.strip, self.place.strip
+                    )
+                })?;
+            }
+        }
+        Ok(files)
     }
 }
 
@@ -71,7 +123,9 @@ pub fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
     let mut inputs = Vec::new();
     for patch in &recipe.patches {
         match &patch.origin {
-            PatchOrigin::File { path } => inputs.push(PatchInput::read(&patch.name, path)?),
+            PatchOrigin::File { path } => {
+                inputs.push(PatchInput::read(&patch.name, path)?.placed(&patch.place))
+            }
             _ => return Ok(None),
         }
     }

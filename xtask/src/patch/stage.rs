@@ -48,7 +48,15 @@ pub fn apply_recipe(
     let patches: Vec<PatchInput> = fetched
         .patches
         .iter()
-        .map(PatchInput::fetched)
+        .map(|p| {
+            let place = recipe
+                .patches
+                .iter()
+                .find(|r| r.name == p.name)
+                .map(|r| r.place.clone())
+                .unwrap_or_default();
+            PatchInput::fetched(p).map(|input| input.placed(&place))
+        })
         .collect::<Result<_>>()?;
     let dest =
         std::path::absolute(dest).with_context(|| format!("resolving {}", dest.display()))?;

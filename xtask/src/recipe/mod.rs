@@ -142,6 +142,8 @@ pub struct Patch {
     /// The file name the patch has in the series (`0001-foo.patch`).
     pub name: String,
     pub origin: PatchOrigin,
+    /// Where its paths land in the tree.
+    pub place: crate::patch::Placement,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -57,6 +57,11 @@ pub struct RawPatch {
     pub git: Str,
     pub commit: Str,
     pub sha256: Str,
+    /// Leading path components to drop from every path of the patch (after
+    /// `a/` / `b/`), as `patch -p` counts them beyond the first.
+    pub strip: Option<Spanned<i64>>,
+    /// The folder of the tree the patch applies under (`git am --directory`).
+    pub directory: Str,
 }
 
 #[derive(Debug, Deserialize)]

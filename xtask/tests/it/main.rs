@@ -24,6 +24,7 @@ mod lock;
 mod package;
 mod package_support;
 mod patch;
+mod patch_place;
 mod patch_support;
 mod rebuild;
 mod recipes;
