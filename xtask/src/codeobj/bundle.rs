@@ -15,9 +15,25 @@ pub const ELF: &[u8; 4] = b"\x7fELF";
 const ZLIB: u16 = 0;
 const ZSTD: u16 = 1;
 
-/// The bytes inside a `CCOB` wrapper, decompressed into `out` (cleared
-/// first; its memory is reused from file to file).
-pub fn decompress(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
+/// What decompressing reuses from file to file: the output buffer and the
+/// zstd context (its window buffers), so a library costs no fresh memory per file.
+pub struct Scratch {
+    pub out: Vec<u8>,
+    dctx: zstd::zstd_safe::DCtx<'static>,
+}
+
+impl Default for Scratch {
+    fn default() -> Self {
+        Scratch {
+            out: Vec::new(),
+            dctx: zstd::zstd_safe::DCtx::create(),
+        }
+    }
+}
+
+/// The bytes inside a `CCOB` wrapper, decompressed into `scratch.out`.
+pub fn decompress(bytes: &[u8], scratch: &mut Scratch) -> Result<(), String> {
+    let Scratch { out, dctx } = scratch;
     let u16_at = |at: usize| {
         bytes
             .get(at..at + 2)
@@ -70,8 +86,10 @@ pub fn decompress(bytes: &[u8], out: &mut Vec<u8>) -> Result<(), String> {
     out.reserve(size as usize);
     match method {
         ZSTD => {
-            zstd::stream::read::Decoder::with_buffer(payload)
-                .and_then(|mut d| d.read_to_end(out))
+            dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
+                .map_err(|code| format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))?;
+            zstd::stream::read::Decoder::with_context(payload, dctx)
+                .read_to_end(out)
                 .map_err(|e| format!("zstd frame: {e}"))?;
         }
         ZLIB => {

@@ -30,14 +30,14 @@ pub enum FileVerdict {
 
 /// Judges the bytes of one kernel file.
 pub fn judge_bytes(bytes: &[u8]) -> FileVerdict {
-    judge_bytes_with(bytes, &mut Vec::new())
+    judge_bytes_with(bytes, &mut bundle::Scratch::default())
 }
 
-/// [`judge_bytes`] decompressing into `scratch`, whose memory is reused.
-fn judge_bytes_with(bytes: &[u8], scratch: &mut Vec<u8>) -> FileVerdict {
+/// [`judge_bytes`] decompressing with `scratch`, whose memory is reused.
+fn judge_bytes_with(bytes: &[u8], scratch: &mut bundle::Scratch) -> FileVerdict {
     if bytes.starts_with(bundle::CCOB) {
         return match bundle::decompress(bytes, scratch) {
-            Ok(()) => judge_uncompressed(scratch),
+            Ok(()) => judge_uncompressed(&scratch.out),
             Err(why) => FileVerdict::Unreadable(why),
         };
     }
@@ -45,7 +45,7 @@ fn judge_bytes_with(bytes: &[u8], scratch: &mut Vec<u8>) -> FileVerdict {
 }
 
 /// Reads `path` into `buf` (reused) and judges it.
-fn judge_file(path: &Path, buf: &mut Vec<u8>, scratch: &mut Vec<u8>) -> FileVerdict {
+fn judge_file(path: &Path, buf: &mut Vec<u8>, scratch: &mut bundle::Scratch) -> FileVerdict {
     use std::io::Read;
     buf.clear();
     let read = std::fs::File::open(path).and_then(|mut f| f.read_to_end(buf));
@@ -205,7 +205,7 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
     std::thread::scope(|s| {
         for _ in 0..threads.clamp(1, files.len()) {
             s.spawn(|| {
-                let (mut buf, mut scratch) = (Vec::new(), Vec::new());
+                let (mut buf, mut scratch) = (Vec::new(), bundle::Scratch::default());
                 loop {
                     if stop.load(Ordering::Relaxed) {
                         break;

@@ -32,8 +32,8 @@ pub fn run(args: &Args) -> Result<()> {
         .threads
         .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
     println!(
-        "{:<60} {:>9} {:>9} {:>7}  verdict",
-        "kernel library", "cold s", "warm s", "files"
+        "{:<60} {:>9} {:>9} {:>9} {:>7}  verdict",
+        "kernel library", "cold s", "cold cpu", "warm s", "files"
     );
     for dir in &args.dirs {
         let library = if dir.join("hipblaslt/library").is_dir() {
@@ -46,18 +46,23 @@ pub fn run(args: &Args) -> Result<()> {
             .unwrap_or(0);
         let scratch = tempfile::tempdir()?;
         let mut colds = Vec::new();
+        let mut cpus = Vec::new();
         let mut verdict = None;
         for rep in 0..args.reps {
             let path = scratch.path().join(format!("cache-{rep}.json"));
             let mut cache = Cache::load(path.clone());
             let start = Instant::now();
+            let cpu = cpu_seconds();
             let v = codeobj::judge_library(&library, &mut cache, threads);
             colds.push(start.elapsed().as_secs_f64());
+            cpus.push(cpu_seconds() - cpu);
             cache.save()?;
             verdict = Some(v);
         }
         colds.sort_by(f64::total_cmp);
+        cpus.sort_by(f64::total_cmp);
         let cold = colds[colds.len() / 2];
+        let cpu = cpus[cpus.len() / 2];
         let mut cache = Cache::load(scratch.path().join("cache-0.json"));
         let start = Instant::now();
         let warm_verdict = codeobj::judge_library(&library, &mut cache, threads);
@@ -69,14 +74,26 @@ pub fn run(args: &Args) -> Result<()> {
             library.display()
         );
         println!(
-            "{:<60} {cold:>9.3} {warm:>9.3} {files:>7}  {}",
+            "{:<60} {cold:>9.3} {cpu:>9.3} {warm:>9.3} {files:>7}  {}",
             library.display(),
             verdict.describe()
         );
     }
     println!(
-        "({threads} threads; cold: median of {} runs with an empty verdict cache)",
+        "({threads} threads; cold: median of {} runs with an empty verdict cache; cold cpu: \
+         user + system seconds of all threads, which other load on the machine does not inflate)",
         args.reps
     );
     Ok(())
+}
+
+/// User + system CPU seconds of this process so far.
+fn cpu_seconds() -> f64 {
+    // SAFETY: getrusage fills the struct it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return 0.0;
+    }
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
