@@ -148,5 +148,21 @@ pub fn recipe_series(
     };
     let fetched = crate::fetch::fetch(ws, recipe, &opts)
         .with_context(|| format!("fetching the patches of {}", recipe.name))?;
-    fetched.patches.iter().map(PatchInput::fetched).collect()
+    placed(recipe, &fetched.patches)
+}
+
+/// The fetched patches of `recipe`, each with its entry's placement.
+pub fn placed(recipe: &Recipe, fetched: &[FetchedPatch]) -> Result<Vec<PatchInput>> {
+    fetched
+        .iter()
+        .map(|p| {
+            let place = recipe
+                .patches
+                .iter()
+                .find(|r| r.name == p.name)
+                .map(|r| r.place.clone())
+                .unwrap_or_default();
+            PatchInput::fetched(p).map(|input| input.placed(&place))
+        })
+        .collect()
 }

@@ -45,19 +45,7 @@ pub fn apply_recipe(
     tol: Tolerance,
     reporter: &Reporter,
 ) -> Result<Report> {
-    let patches: Vec<PatchInput> = fetched
-        .patches
-        .iter()
-        .map(|p| {
-            let place = recipe
-                .patches
-                .iter()
-                .find(|r| r.name == p.name)
-                .map(|r| r.place.clone())
-                .unwrap_or_default();
-            PatchInput::fetched(p).map(|input| input.placed(&place))
-        })
-        .collect::<Result<_>>()?;
+    let patches: Vec<PatchInput> = super::placed(recipe, &fetched.patches)?;
     let dest =
         std::path::absolute(dest).with_context(|| format!("resolving {}", dest.display()))?;
     let name = dest

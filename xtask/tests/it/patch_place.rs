@@ -52,6 +52,9 @@ fn a_monorepo_commit_applies_to_a_standalone_tree_with_strip() {
     xtask(&p, &["apply", "stripped", "--into", "out"], &[]).success();
     let caps = std::fs::read_to_string(p.root().join("out/library/src/caps.hpp")).unwrap();
     assert_eq!(caps, FIXED);
+    // drift places the patch the same way
+    xtask(&p, &["drift", "stripped", "--against", "standalone"], &[]).success();
+    xtask(&p, &["drift", "plain", "--against", "standalone"], &[]).fails_with(1);
 
     // dropping more folders than a path has is refused, naming the patch
     p.recipe(
