@@ -6,6 +6,7 @@
 pub mod build_config;
 pub mod build_dkms;
 pub mod cache;
+pub mod codeobj;
 pub mod commands;
 pub mod diag;
 pub mod dist;

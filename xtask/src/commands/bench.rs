@@ -34,6 +34,12 @@ pub enum What {
     /// no writer at these compressors and levels can be faster, so floor
     /// total / reference total is the best ratio any writer can reach.
     Package(super::bench_package::Args),
+    /// Time judging hipBLASLt kernel libraries (expert scheduling on gfx12)
+    ///
+    /// Cold (an empty verdict cache; the median of --reps runs) and warm (the
+    /// cache of the first run), with the verdict, per library folder. Run the
+    /// release build: `cargo run --release -p xtask -- bench kernels DIR...`.
+    Kernels(super::bench_kernels::Args),
     /// (internal) run one of our package writers and print peak memory
     #[command(hide = true)]
     PackageOne(super::bench_package::OneArgs),
@@ -64,6 +70,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     match &args.what {
         What::Apply(a) => bench_apply(ws, a),
         What::Package(a) => super::bench_package::run(ws, a),
+        What::Kernels(a) => super::bench_kernels::run(a),
         What::PackageOne(a) => super::bench_package::run_one(a),
         What::ApplySeries { tree, patches } => {
             let inputs: Vec<PatchInput> = patches

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
+use crate::codeobj;
 use crate::doctor;
 use crate::knowledge::Knowledge;
 use crate::recipe::{self, Kind, Recipe};
@@ -28,6 +29,13 @@ use crate::workspace::Workspace;
 /// version; a module it cannot read falls back to the version, saying why.
 /// It also says whether Secure Boot is on and whether DKMS's signing key
 /// (/var/lib/dkms/mok.pub) is enrolled, and what to do when it is not.
+/// It finds every hipBLASLt a program can load: /opt/rocm*/lib,
+/// /usr/lib/<triplet>, ours in /opt/rocm-patchkit, and the copies PyTorch
+/// wheels carry (site-packages/torch/lib) in $VIRTUAL_ENV, $CONDA_PREFIX, the
+/// user's and the system's site-packages and every --python DIR. Each is
+/// judged by its gfx12 kernels (hipblaslt/library/*.co, *.hsaco): whether a
+/// code object switches expert scheduling on. "Off" verdicts are cached by
+/// path, size and mtime in $XDG_CACHE_HOME/rocm-patchkit (or ~/.cache/...).
 ///
 /// For each fault of knowledge/faults.toml, it says affected, not affected,
 /// mitigated, fixed or cannot tell, why, and the next command (the recipe to
@@ -46,6 +54,13 @@ pub struct Args {
     /// Print the report as JSON (keys sorted)
     #[arg(long)]
     pub json: bool,
+    /// Also look for PyTorch's hipBLASLt in this Python environment (a venv,
+    /// conda env or site-packages folder; repeatable; taken below --root)
+    #[arg(long, value_name = "DIR")]
+    pub python: Vec<PathBuf>,
+    /// Read every kernel file again instead of trusting cached "off" verdicts
+    #[arg(long)]
+    pub no_cache: bool,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -69,7 +84,16 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         }
         recipes.insert(name);
     }
-    let machine = doctor::probe(&root, &knowledge, &ours);
+    let mut machine = doctor::probe(&root, &knowledge, &ours);
+    let mut cache = match codeobj::default_cache_path() {
+        Some(path) if !args.no_cache => codeobj::Cache::load(path),
+        _ => codeobj::Cache::in_memory(),
+    };
+    let places = doctor::hipblaslt::Places::from_env(&args.python);
+    machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+    if let Err(err) = cache.save() {
+        ws.reporter.warn(format!("{err:#}"));
+    }
     let report = doctor::diagnose(&knowledge, machine, &recipes);
     if args.json {
         println!("{}", report.to_json()?);

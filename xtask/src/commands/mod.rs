@@ -2,6 +2,7 @@
 
 pub mod apply;
 pub mod bench;
+pub mod bench_kernels;
 pub mod bench_package;
 pub mod build_config;
 pub mod build_dkms;

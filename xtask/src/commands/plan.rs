@@ -1,7 +1,8 @@
-//! `cargo xtask plan <recipe> [--json]`: every input with its pin, every
-//! patch with its hash and every output path. No network, no writes.
+//! `cargo xtask plan <recipe> [--json] [--require-pinned]`: every input
+//! with its pin, every patch with its hash and every output path. No
+//! network, no writes.
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 
 use crate::plan;
 use crate::recipe::Recipe;
@@ -14,10 +15,25 @@ pub struct Args {
     /// Print the plan as JSON (keys sorted, stable)
     #[arg(long)]
     pub json: bool,
+    /// Fail (exit status 2) when an input has no pin, naming the `lock`
+    /// command to run on a maintainer's machine; CI builds pinned recipes only
+    #[arg(long)]
+    pub require_pinned: bool,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
+    let unpinned = recipe.unpinned();
+    if args.require_pinned && !unpinned.is_empty() {
+        bail!(crate::diag::UsageError(format!(
+            "recipe `{}` is not pinned ({}): run `cargo xtask lock {}` on a maintainer's machine, \
+             review `git diff {}` and commit it; CI builds pinned recipes only",
+            recipe.name,
+            unpinned.join(", "),
+            recipe.name,
+            crate::diag::display_path(&recipe.path).display()
+        )));
+    }
     let plan = plan::plan(&recipe)?;
     if args.json {
         print!("{}", plan::to_json(&plan)?);

@@ -3,6 +3,8 @@
 //! why, and the next command. Reads only; changes nothing on the system.
 
 mod dkms;
+mod expert_sched;
+pub mod hipblaslt;
 pub mod module;
 pub mod probe;
 pub mod secure_boot;
@@ -178,6 +180,20 @@ impl Report {
             _ => "could not read".to_owned(),
         };
         line(&mut out, "hipBLASLt", hipblaslt);
+        for lib in &m.hipblaslt_libraries {
+            let mut notes = vec![lib.kind.clone()];
+            notes.extend(lib.version.clone());
+            if let Some(prefix) = &lib.ours {
+                notes.push(format!("patched: loads ours from {prefix}"));
+            }
+            line(
+                &mut out,
+                "library",
+                format!("{} ({})", lib.path, notes.join(", ")),
+            );
+            line(&mut out, "", format!("  kernels {}", lib.kernels));
+            line(&mut out, "", format!("  {}", lib.judgement.describe()));
+        }
         for prefix in &m.patched_hipblaslt {
             line(
                 &mut out,

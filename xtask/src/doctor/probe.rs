@@ -27,6 +27,9 @@ pub struct Machine {
     pub hipblaslt_version: Option<String>,
     /// Where the hipBLASLt version was read.
     pub hipblaslt_from: Option<String>,
+    /// Every hipBLASLt found (ROCm, distribution, ours, PyTorch wheels), each
+    /// judged by its kernels; filled by [`super::hipblaslt::find`].
+    pub hipblaslt_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
     /// Patched hipBLASLt builds of ours (`/opt/rocm-patchkit/hipblaslt-7.1.1`).
     pub patched_hipblaslt: Vec<String>,
     /// The MIOpen library found below /opt/rocm/lib.

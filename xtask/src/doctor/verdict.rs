@@ -104,6 +104,20 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if let Some(early) = kernel(fault, m, &mut why) {
         return early;
     }
+    if fault.trigger_expert_sched {
+        if let Some(status) = super::expert_sched::judge(m, &mut why) {
+            let next = match status {
+                Status::Mitigated => vec![
+                    "keep PyTorch loading our patched hipBLASLt (README: \"Using the patched hipBLASLt\"); for the kernel fix itself:".to_owned(),
+                ]
+                .into_iter()
+                .chain(fix_steps(fault, m))
+                .collect(),
+                _ => Vec::new(),
+            };
+            return verdict(status, why.join("; "), next);
+        }
+    }
     let mut lead = Vec::new();
     if let Some((prefix, in_use)) = patched_hipblaslt(fault, m) {
         if in_use {

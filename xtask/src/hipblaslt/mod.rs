@@ -5,6 +5,7 @@
 //! into the output folder at once, or not at all.
 
 pub mod cmake;
+pub mod kernels;
 pub mod packages;
 pub mod source;
 pub mod toolchain;
@@ -166,6 +167,7 @@ pub fn build(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Outcome>
         reporter,
     )?;
 
+    let mut kernel_verdict = None;
     let binary = match &toolchain {
         Ok(tc) => {
             let prefix = packages::install_prefix(recipe);
@@ -188,6 +190,9 @@ pub fn build(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Outcome>
                 );
             }
             cmake::build(&spec, reporter)?;
+            let verdict = kernels::check(recipe, &spec.root, &prefix, &gpu_targets)?;
+            reporter.step(format!("gfx12 kernels: {verdict}"));
+            kernel_verdict = Some(verdict);
             let files = packages::tree(&spec.root, &prefix)?;
             let written = packages::write(recipe, &files, epoch as u64, staging.dir(), reporter)?;
             Ok(written)
@@ -216,6 +221,9 @@ pub fn build(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Outcome>
                 "install_prefix".to_owned(),
                 packages::install_prefix(recipe),
             );
+            if let Some(verdict) = &kernel_verdict {
+                params.insert("gfx12_expert_sched".to_owned(), verdict.clone());
+            }
         }
         (_, Err(why)) | (Err(why), _) => {
             params.insert("binary".to_owned(), format!("skipped: {why}"));

@@ -1,6 +1,8 @@
 //! Finding a ROCm toolchain: the prefix (`--rocm`, else `$ROCM_PATH`, else
-//! `/opt/rocm`), its compiler, its HIP CMake package and its version, plus
-//! `cmake` on PATH; or the list of what is missing.
+//! `/opt/rocm`, else a distribution's `/usr` when `/opt/rocm` is absent and
+//! `/usr/bin/hipcc` is there), its compiler, its HIP CMake package (AMD's
+//! `lib/cmake/hip` or a distribution's `lib/<triplet>/cmake/hip`) and its
+//! version, plus `cmake` on PATH; or the list of what is missing.
 
 use std::path::{Path, PathBuf};
 
@@ -10,6 +12,8 @@ pub enum Origin {
     Flag,
     Env,
     Default,
+    /// `/usr`: a distribution's ROCm (Debian's and Ubuntu's `hipcc`).
+    Distribution,
 }
 
 impl Origin {
@@ -18,6 +22,7 @@ impl Origin {
             Origin::Flag => "--rocm",
             Origin::Env => "ROCM_PATH",
             Origin::Default => "the default /opt/rocm",
+            Origin::Distribution => "the distribution's /usr (no /opt/rocm)",
         }
     }
 }
@@ -66,7 +71,50 @@ pub fn candidate(flag: Option<&Path>) -> (PathBuf, Origin) {
     if let Some(env) = std::env::var_os("ROCM_PATH").filter(|v| !v.is_empty()) {
         return (absolute(Path::new(&env)), Origin::Env);
     }
+    let usr = Path::new("/usr");
+    if !Path::new("/opt/rocm").exists() && is_executable(&usr.join("bin/hipcc")) {
+        return (usr.to_path_buf(), Origin::Distribution);
+    }
     (PathBuf::from("/opt/rocm"), Origin::Default)
+}
+
+/// The HIP CMake package folder: `lib/cmake/hip` (AMD's layout, and some
+/// distributions') or `lib/<triplet>/cmake/hip` (Debian's multiarch layout).
+fn hip_cmake_dir(prefix: &Path) -> Option<PathBuf> {
+    let direct = prefix.join("lib/cmake/hip");
+    if direct.is_dir() {
+        return Some(direct);
+    }
+    let mut triplets: Vec<PathBuf> = std::fs::read_dir(prefix.join("lib"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains("-linux-"))
+        })
+        .map(|p| p.join("cmake/hip"))
+        .filter(|p| p.is_dir())
+        .collect();
+    triplets.sort();
+    triplets.into_iter().next()
+}
+
+/// The ROCm release: `.info/version` (AMD's layout), else the HIP CMake
+/// package's `PACKAGE_VERSION` (a distribution's, whose HIP is its ROCm).
+fn version(prefix: &Path, hip_cmake: &Path) -> Option<String> {
+    let info = std::fs::read_to_string(prefix.join(".info/version"))
+        .ok()
+        .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
+        .filter(|v| !v.is_empty());
+    info.or_else(|| {
+        let text = std::fs::read_to_string(hip_cmake.join("hip-config-version.cmake")).ok()?;
+        text.lines().find_map(|l| {
+            let rest = l.trim().strip_prefix("set(PACKAGE_VERSION")?;
+            let v = rest.trim().trim_end_matches(')').trim().trim_matches('"');
+            (!v.is_empty()).then(|| v.to_owned())
+        })
+    })
 }
 
 /// Looks for a toolchain at the candidate prefix.
@@ -91,17 +139,17 @@ pub fn find(flag: Option<&Path>) -> Result<Toolchain, Missing> {
     if cxx.is_none() {
         problems.push("no compiler: neither bin/amdclang++ nor bin/hipcc is executable".to_owned());
     }
-    let hip_cmake = prefix.join("lib/cmake/hip");
-    if !hip_cmake.is_dir() {
-        problems.push("no HIP CMake package: lib/cmake/hip is missing".to_owned());
+    let hip_cmake = hip_cmake_dir(&prefix);
+    if hip_cmake.is_none() {
+        problems.push(
+            "no HIP CMake package: neither lib/cmake/hip nor lib/<triplet>/cmake/hip exists (Debian: apt-get install libamdhip64-dev)"
+                .to_owned(),
+        );
     }
-    match (cxx, cmake) {
-        (Some(cxx), Some(cmake)) if problems.is_empty() => {
+    match (cxx, cmake, hip_cmake) {
+        (Some(cxx), Some(cmake), Some(hip_cmake)) if problems.is_empty() => {
             let cc = Some(prefix.join("bin/amdclang")).filter(|p| is_executable(p));
-            let version = std::fs::read_to_string(prefix.join(".info/version"))
-                .ok()
-                .and_then(|t| t.lines().next().map(|l| l.trim().to_owned()))
-                .filter(|v| !v.is_empty());
+            let version = version(&prefix, &hip_cmake);
             Ok(Toolchain {
                 prefix,
                 origin,
@@ -168,5 +216,31 @@ mod tests {
         assert_eq!(missing.origin, Origin::Flag);
         let gone = find(Some(&dir.path().join("nope"))).unwrap_err();
         assert!(gone.describe().contains("does not exist"));
+    }
+
+    #[test]
+    fn a_distribution_layout_is_a_toolchain_with_the_hip_version() {
+        use std::os::unix::fs::PermissionsExt;
+        if which("cmake").is_none() {
+            return;
+        }
+        let usr = tempfile::tempdir().unwrap();
+        let hipcc = usr.path().join("bin/hipcc");
+        std::fs::create_dir_all(hipcc.parent().unwrap()).unwrap();
+        std::fs::write(&hipcc, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&hipcc, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let cmake = usr.path().join("lib/x86_64-linux-gnu/cmake/hip");
+        std::fs::create_dir_all(&cmake).unwrap();
+        std::fs::write(
+            cmake.join("hip-config-version.cmake"),
+            "set(PACKAGE_VERSION \"7.0.2\")\n",
+        )
+        .unwrap();
+        let tc = find(Some(usr.path())).unwrap();
+        assert_eq!(tc.cxx, hipcc);
+        assert_eq!(tc.version.as_deref(), Some("7.0.2"));
+        std::fs::remove_dir_all(&cmake).unwrap();
+        let missing = find(Some(usr.path())).unwrap_err().describe();
+        assert!(missing.contains("lib/<triplet>/cmake/hip"), "{missing}");
     }
 }

@@ -85,6 +85,9 @@ pub struct Fault {
     pub hipblaslt: Option<VersionRange>,
     pub hipblaslt_fixed: Option<VersionRange>,
     pub trigger_rocm: Option<VersionRange>,
+    /// Triggered only by hipBLASLt kernels that switch expert scheduling on
+    /// for gfx12: doctor reads the kernels of every hipBLASLt it finds.
+    pub trigger_expert_sched: bool,
     pub needs: Option<Library>,
     pub fixed_by_packages: Vec<String>,
     pub mitigation: Mitigation,

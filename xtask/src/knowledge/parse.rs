@@ -39,6 +39,8 @@ struct RawFault {
     hipblaslt: Option<Text>,
     hipblaslt_fixed: Option<Text>,
     trigger_rocm: Option<Text>,
+    #[serde(default)]
+    trigger_expert_sched: bool,
     needs: Option<Library>,
     #[serde(default)]
     fixed_by_packages: Vec<Text>,
@@ -266,6 +268,7 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
         hipblaslt,
         hipblaslt_fixed: c.version_range(&f.hipblaslt_fixed, "hipblaslt_fixed"),
         trigger_rocm: c.version_range(&f.trigger_rocm, "trigger_rocm"),
+        trigger_expert_sched: f.trigger_expert_sched,
         needs: f.needs,
         fixed_by_packages: f
             .fixed_by_packages

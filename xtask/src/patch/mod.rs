@@ -28,6 +28,38 @@ pub struct PatchInput {
     pub sha256: String,
     /// The fuzz the recipe allows this patch (0: exact context).
     pub fuzz: usize,
+    /// Where its paths land in the tree.
+    pub place: Placement,
+}
+
+/// Where a patch's paths land in the tree: `strip` leading folders dropped
+/// (after `a/` and `b/`), then put under `directory`; as `patch -p<1+strip>`
+/// and `git am --directory` do. A monorepo commit (`projects/hipblaslt/...`)
+/// applies to a standalone tree with `strip = 2`; a standalone patch to the
+/// monorepo with `directory = "projects/hipblaslt"`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Placement {
+    pub strip: usize,
+    pub directory: Option<String>,
+}
+
+impl Placement {
+    /// `path` placed; `None` when it has no more than `strip` folders.
+    pub fn place(&self, path: &str) -> Option<String> {
+        let mut parts = path.split('/').filter(|p| !p.is_empty());
+        for _ in 0..self.strip {
+            parts.next()?;
+        }
+        let rest: Vec<&str> = parts.collect();
+        if rest.is_empty() {
+            return None;
+        }
+        let rest = rest.join("/");
+        Some(match &self.directory {
+            Some(dir) => format!("{dir}/{rest}"),
+            None => rest,
+        })
+    }
 }
 
 impl PatchInput {
@@ -37,13 +69,16 @@ impl PatchInput {
             sha256: sha256_hex(&bytes),
             bytes,
             fuzz: 0,
+            place: Placement::default(),
         }
     }
 
-    /// The same patch with the fuzz `recipe` allows it (by name).
-    pub fn with_recipe_fuzz(mut self, recipe: &Recipe) -> PatchInput {
+    /// The same patch with what its recipe entry (by name) says of it: the
+    /// fuzz it allows and where its paths land.
+    pub fn for_recipe(mut self, recipe: &Recipe) -> PatchInput {
         if let Some(p) = recipe.patches.iter().find(|p| p.name == self.name) {
             self.fuzz = p.fuzz;
+            self.place = p.place.clone();
         }
         self
     }
@@ -70,9 +105,23 @@ impl PatchInput {
         Ok(input)
     }
 
-    /// The file changes the patch makes.
+    /// The file changes the patch makes, at the paths its placement gives.
     pub fn parse(&self) -> Result<Vec<parse::FilePatch>> {
-        apply::parse_named(&self.name, &self.bytes)
+        let mut files = apply::parse_named(&self.name, &self.bytes)?;
+        if self.place == Placement::default() {
+            return Ok(files);
+        }
+        for file in &mut files {
+            for path in [&mut file.old, &mut file.new].into_iter().flatten() {
+                *path = self.place.place(path).with_context(|| {
+                    format!(
+                        "patch {}: `{path}` has no more than {} leading folders to drop (strip = {}); lower `strip` in the recipe's [[patch]] entry",
+                        self.name, self.place.strip, self.place.strip
+                    )
+                })?;
+            }
+        }
+        Ok(files)
     }
 }
 
@@ -83,7 +132,7 @@ pub fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
     for patch in &recipe.patches {
         match &patch.origin {
             PatchOrigin::File { path } => {
-                inputs.push(PatchInput::read(&patch.name, path)?.with_recipe_fuzz(recipe))
+                inputs.push(PatchInput::read(&patch.name, path)?.for_recipe(recipe))
             }
             _ => return Ok(None),
         }
@@ -107,9 +156,13 @@ pub fn recipe_series(
     };
     let fetched = crate::fetch::fetch(ws, recipe, &opts)
         .with_context(|| format!("fetching the patches of {}", recipe.name))?;
+    placed(recipe, &fetched.patches)
+}
+
+/// The fetched patches of `recipe`, each with its entry's fuzz and placement.
+pub fn placed(recipe: &Recipe, fetched: &[FetchedPatch]) -> Result<Vec<PatchInput>> {
     fetched
-        .patches
         .iter()
-        .map(|p| Ok(PatchInput::fetched(p)?.with_recipe_fuzz(recipe)))
+        .map(|p| Ok(PatchInput::fetched(p)?.for_recipe(recipe)))
         .collect()
 }

@@ -45,11 +45,7 @@ pub fn apply_recipe(
     tol: Tolerance,
     reporter: &Reporter,
 ) -> Result<Report> {
-    let patches: Vec<PatchInput> = fetched
-        .patches
-        .iter()
-        .map(|p| Ok(PatchInput::fetched(p)?.with_recipe_fuzz(recipe)))
-        .collect::<Result<_>>()?;
+    let patches: Vec<PatchInput> = super::placed(recipe, &fetched.patches)?;
     let dest =
         std::path::absolute(dest).with_context(|| format!("resolving {}", dest.display()))?;
     let name = dest

@@ -145,6 +145,8 @@ pub struct Patch {
     /// Context lines a hunk may ignore at each end (`fuzz = N`, opt-in; 0
     /// means the whole context must match, at any offset).
     pub fuzz: usize,
+    /// Where its paths land in the tree.
+    pub place: crate::patch::Placement,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -221,6 +223,25 @@ pub struct Target {
     pub kernel: Option<KernelRange>,
     pub kernel_regex: Option<String>,
     pub formats: Vec<Format>,
+    /// hipblaslt: what the built gfx12 kernels must show about expert
+    /// scheduling, or the build is refused.
+    pub expert_sched: Option<ExpertSched>,
+}
+
+/// The expert-scheduling verdict a hipblaslt recipe requires of its build.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertSched {
+    Off,
+    On,
+}
+
+impl ExpertSched {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpertSched::Off => "off",
+            ExpertSched::On => "on",
+        }
+    }
 }
 
 impl Recipe {

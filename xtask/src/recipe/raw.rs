@@ -58,6 +58,11 @@ pub struct RawPatch {
     pub commit: Str,
     pub sha256: Str,
     pub fuzz: Option<Spanned<i64>>,
+    /// Leading path components to drop from every path of the patch (after
+    /// `a/` / `b/`), as `patch -p` counts them beyond the first.
+    pub strip: Option<Spanned<i64>>,
+    /// The folder of the tree the patch applies under (`git am --directory`).
+    pub directory: Str,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +72,8 @@ pub struct RawTarget {
     pub kernel: Str,
     pub kernel_regex: Str,
     pub formats: StrList,
+    /// hipblaslt: the gfx12 expert-scheduling verdict the built kernels must show.
+    pub expert_sched: Str,
 }
 
 /// A key serde refused (unknown, or of the wrong type), blanked before the

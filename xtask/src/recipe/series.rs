@@ -146,10 +146,59 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
             Some(v) => *v.get_ref() as usize,
             None => 0,
         };
-        patches.push(Patch { name, origin, fuzz });
+        let place = placement(c, p, &key);
+        patches.push(Patch {
+            name,
+            origin,
+            fuzz,
+            place,
+        });
     }
     series(c, dir, &files_in_recipe);
     patches
+}
+
+/// `strip` and `directory` of a patch entry: how many leading folders its
+/// paths lose, and the folder they are put under.
+fn placement(
+    c: &mut Checker,
+    p: &RawPatch,
+    key: &dyn Fn(&str) -> String,
+) -> crate::patch::Placement {
+    let strip = match &p.strip {
+        None => 0,
+        Some(n) if (0..=16).contains(n.get_ref()) => *n.get_ref() as usize,
+        Some(n) => {
+            c.err(
+                n.span().start,
+                format!(
+                    "`{}`: {} is not a number of leading folders to drop (0 to 16)",
+                    key("strip"),
+                    n.get_ref()
+                ),
+            );
+            0
+        }
+    };
+    let directory = p.directory.as_ref().and_then(|d| {
+        let dir = d.get_ref().trim_end_matches('/');
+        let bad = dir.is_empty()
+            || dir.starts_with('/')
+            || dir.split('/').any(|part| part.is_empty() || part == "." || part == "..");
+        if bad {
+            c.err(
+                d.span().start,
+                format!(
+                    "`{}`: `{}` is not a folder inside the tree (relative, no `.`, `..` or empty parts, e.g. `projects/hipblaslt`)",
+                    key("directory"),
+                    d.get_ref()
+                ),
+            );
+            return None;
+        }
+        Some(dir.to_owned())
+    });
+    crate::patch::Placement { strip, directory }
 }
 
 /// The `series` file must list exactly the patch files of the folder, in the

@@ -13,7 +13,7 @@ use super::grammar::{
     check_sha256, check_shell_path, check_summary, check_version,
 };
 use super::raw::{self, RawRecipe, RawSource, Str, StrList};
-use super::{Format, KernelRange, Kind, Package, Recipe, Source, Target};
+use super::{ExpertSched, Format, KernelRange, Kind, Package, Recipe, Source, Target};
 use crate::diag::{Diag, InvalidInput};
 
 pub(super) struct Checker<'a> {
@@ -154,6 +154,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
                 kernel: None,
                 kernel_regex: None,
                 formats: Vec::new(),
+                expert_sched: None,
             }
         }
     };
@@ -504,10 +505,28 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
         );
     }
+    let expert_sched = t.expert_sched.as_ref().and_then(|v| match v.get_ref().as_str() {
+        "off" => Some(ExpertSched::Off),
+        "on" => Some(ExpertSched::On),
+        other => {
+            c.err(
+                v.span().start,
+                format!("`target.expert_sched`: `{other}` is not `off` or `on` (the verdict the built gfx12 kernels must show)"),
+            );
+            None
+        }
+    });
+    if kind != Kind::Hipblaslt {
+        c.reject(
+            &[("expert_sched", at(&t.expert_sched))],
+            &format!("{} recipe", kind.as_str()),
+        );
+    }
     Target {
         kind,
         kernel,
         kernel_regex,
         formats,
+        expert_sched,
     }
 }

@@ -139,6 +139,11 @@ impl FakeMachine {
         self
     }
 
+    /// doctor's verdict cache for this machine: the fake user's, in the tree.
+    pub fn cache_home(&self) -> std::path::PathBuf {
+        self.root().join("home/user/.cache")
+    }
+
     /// An environment variable for the doctor run.
     pub fn env(&mut self, name: &str, value: &str) -> &mut FakeMachine {
         self.env.push((name.to_owned(), value.to_owned()));
@@ -157,7 +162,11 @@ impl FakeMachine {
             .env("CI", "true")
             .env_remove("MIOPEN_DEBUG_CONV_GEMM")
             .env_remove("MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2")
-            .env_remove("LD_LIBRARY_PATH");
+            .env_remove("LD_LIBRARY_PATH")
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("CONDA_PREFIX")
+            .env("HOME", "/home/user")
+            .env("XDG_CACHE_HOME", self.cache_home());
         for (k, v) in &self.env {
             cmd.env(k, v);
         }

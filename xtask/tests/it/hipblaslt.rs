@@ -245,7 +245,7 @@ fn build_always_without_a_toolchain_fails_at_once_naming_what_is_missing() {
         .stderr_has("--build always needs a ROCm toolchain")
         .stderr_has("(from --rocm)")
         .stderr_has("neither bin/amdclang++ nor bin/hipcc")
-        .stderr_has("lib/cmake/hip is missing");
+        .stderr_has("neither lib/cmake/hip nor lib/<triplet>/cmake/hip exists");
     assert!(
         !p.root().join("target/patchkit/work/hip").exists(),
         "work started before the toolchain check"
@@ -398,4 +398,152 @@ fn the_workflow_parses_and_names_only_existing_xtask_commands() {
         })
         .collect();
     assert_eq!(matrix, recipes);
+}
+
+#[test]
+fn ci_builds_pinned_recipes_only_and_an_unpinned_one_names_the_lock_command() {
+    let text =
+        std::fs::read_to_string(repo_root().join(".github/workflows/hipblaslt.yml")).unwrap();
+    assert!(
+        !text.contains("run: cargo xtask lock"),
+        "CI must not pin what it builds"
+    );
+    assert!(text.contains("cargo xtask plan ${{ matrix.recipe }} --require-pinned"));
+
+    let mono = Monorepo::new();
+    let p = Project::new();
+    p.recipe("hip", &mono.recipe(&[&mono.fix]));
+    run(&p, &["plan", "hip", "--require-pinned"], &[])
+        .fails_with(2)
+        .stderr_has("recipe `hip` is not pinned (")
+        .stderr_has("run `cargo xtask lock hip` on a maintainer's machine");
+    run(&p, &["lock", "hip"], &[]).success();
+    run(&p, &["plan", "hip", "--require-pinned"], &[]).success();
+}
+
+/// A recipe of `mono` named `name` with `patches`, requiring `expert_sched`.
+fn requiring(p: &Project, mono: &Monorepo, name: &str, patches: &[&str], expert_sched: &str) {
+    let text = mono.recipe(patches).replace(
+        "formats = [\"deb\", \"rpm\", \"arch\"]\n",
+        &format!("formats = [\"deb\", \"rpm\", \"arch\"]\nexpert_sched = \"{expert_sched}\"\n"),
+    );
+    p.recipe(name, &text);
+    run(p, &["lock", name], &[]).success();
+}
+
+fn build_always(p: &Project, name: &str) -> crate::support::Run {
+    let rocm = fake_rocm(p.root(), "7.1.1-0");
+    run(
+        p,
+        &[
+            "build-hipblaslt",
+            name,
+            "--rocm",
+            rocm.to_str().unwrap(),
+            "--build",
+            "always",
+        ],
+        &[],
+    )
+}
+
+#[test]
+fn the_built_kernels_must_show_the_fix_or_nothing_is_published() {
+    if !have_build_tools() {
+        return;
+    }
+    let mono = Monorepo::with_kernels();
+    let p = Project::new();
+
+    // with the fix: the staged gfx12 kernels keep expert scheduling off
+    requiring(&p, &mono, "fixed", &[&mono.fix], "off");
+    build_always(&p, "fixed")
+        .success()
+        .stderr_has("gfx12 kernels: expert scheduling off (1 gfx12 kernel files read");
+    let dist = p.root().join("dist/fixed");
+    let params = &manifest(&dist)["build"];
+    assert!(
+        params["gfx12_expert_sched"]
+            .as_str()
+            .unwrap()
+            .starts_with("expert scheduling off"),
+        "{params:#}"
+    );
+    let deb = std::fs::read_dir(&dist)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|e| e == "deb"))
+        .unwrap();
+    let listing = output("dpkg-deb", &["-c", deb.to_str().unwrap()]);
+    assert!(
+        listing.contains("/lib/hipblaslt/library/TensileLibrary_HH_gfx1201.co"),
+        "{listing}"
+    );
+
+    // without it: the kernels switch it on, the build is refused, dist/ untouched
+    requiring(&p, &mono, "unfixed", &[], "off");
+    build_always(&p, "unfixed")
+        .fails_with(1)
+        .stderr_has("recipe unfixed requires gfx12 expert scheduling `off` (target.expert_sched)")
+        .stderr_has("expert scheduling on for gfx12 (gfx1200 s_setreg of SCHED_MODE = 2")
+        .stderr_has("TensileLibrary_HH_gfx1201.co")
+        .stderr_has("nothing was published");
+    assert!(!p.root().join("dist/unfixed").exists());
+
+    // a recipe that requires a verdict other than off or on is refused at once
+    p.recipe(
+        "typo",
+        &mono.recipe(&[]).replace(
+            "kind = \"hipblaslt\"\n",
+            "kind = \"hipblaslt\"\nexpert_sched = \"of\"\n",
+        ),
+    );
+    run(&p, &["plan", "typo"], &[])
+        .fails_with(2)
+        .stderr_has("`target.expert_sched`: `of` is not `off` or `on`");
+}
+
+#[test]
+fn a_toolchain_in_a_distribution_layout_builds_too() {
+    if !have_build_tools() {
+        return;
+    }
+    // Debian's layout: /usr/bin/hipcc, /usr/lib/<triplet>/cmake/hip, no .info/version
+    let p = Project::new();
+    let usr = p.root().join("usr");
+    std::fs::create_dir_all(usr.join("bin")).unwrap();
+    let cmake = usr.join("lib/x86_64-linux-gnu/cmake/hip");
+    std::fs::create_dir_all(&cmake).unwrap();
+    std::fs::write(cmake.join("hip-config.cmake"), "# the distribution's HIP\n").unwrap();
+    std::fs::write(
+        cmake.join("hip-config-version.cmake"),
+        "set(PACKAGE_VERSION \"7.1.1\")\n",
+    )
+    .unwrap();
+    let hipcc = usr.join("bin/hipcc");
+    std::fs::write(&hipcc, "#!/bin/sh\nexec c++ \"$@\"\n").unwrap();
+    std::fs::set_permissions(&hipcc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mono = Monorepo::new();
+    mono.locked_recipe(&p, "hip", &[&mono.fix]);
+    run(
+        &p,
+        &[
+            "build-hipblaslt",
+            "hip",
+            "--rocm",
+            usr.to_str().unwrap(),
+            "--build",
+            "always",
+        ],
+        &[],
+    )
+    .success()
+    .stdout_has("built hip for gfx1200;gfx1201: 3 package(s)");
+    let m = manifest(&p.root().join("dist/hip"));
+    assert_eq!(
+        m["build"]["rocm_version"], "7.1.1",
+        "read from the HIP CMake package"
+    );
+    assert_eq!(m["build"]["rocm_path"], usr.to_str().unwrap());
 }

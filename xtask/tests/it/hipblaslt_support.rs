@@ -32,6 +32,18 @@ set_target_properties(hipblaslt PROPERTIES VERSION 1.1.0 SOVERSION 1)
 
 install(TARGETS hipblaslt LIBRARY DESTINATION lib)
 install(FILES library/include/hipblaslt/hipblaslt.h DESTINATION include/hipblaslt)
+
+# The kernel library: the code objects whose expert scheduling matches the
+# source (a real build generates them; the fixture picks the prebuilt ones).
+if(EXISTS "${CMAKE_CURRENT_SOURCE_DIR}/library/kernels")
+  file(READ library/src/hipblaslt.cpp src)
+  if(src MATCHES "gfx < 1300")
+    set(sched off)
+  else()
+    set(sched on)
+  endif()
+  install(DIRECTORY library/kernels/${sched}/ DESTINATION lib/hipblaslt/library)
+endif()
 "#;
 
 const HEADER: &str = "#pragma once\n\
@@ -66,7 +78,27 @@ pub struct Monorepo {
 
 impl Monorepo {
     pub fn new() -> Monorepo {
+        Self::build(false)
+    }
+
+    /// Like [`Monorepo::new`], with a kernel library: compressed gfx12 code
+    /// objects that switch expert scheduling on, or (once the fix is
+    /// applied) do not.
+    pub fn with_kernels() -> Monorepo {
+        Self::build(true)
+    }
+
+    fn build(kernels: bool) -> Monorepo {
         let up = Upstream::new();
+        if kernels {
+            for (sched, on) in [("on", true), ("off", false)] {
+                let path = up.path().join(format!(
+                    "projects/hipblaslt/library/kernels/{sched}/TensileLibrary_HH_gfx1201.co"
+                ));
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, crate::support::codeobj::gfx12_kernel_file(on)).unwrap();
+            }
+        }
         up.file("projects/hipblaslt/CMakeLists.txt", CMAKE)
             .file(
                 "projects/hipblaslt/library/include/hipblaslt/hipblaslt.h",

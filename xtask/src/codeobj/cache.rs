@@ -1,0 +1,143 @@
+//! The verdict cache: "off" and "no gfx12" verdicts of kernel files, keyed
+//! by path, size and modification time, so a second look at an unchanged
+//! library reads no kernel file. A file that cannot be read as a cache is
+//! ignored (and replaced on save); "on" is never cached (it is found fast).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+use super::FileVerdict;
+
+/// Bump when the judging changes, so old verdicts are dropped.
+const FORMAT: u32 = 1;
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+struct Stored {
+    format: u32,
+    files: BTreeMap<PathBuf, Entry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Entry {
+    size: u64,
+    mtime_ns: i128,
+    /// `off` or `no-gfx12`.
+    verdict: String,
+}
+
+/// Verdicts by file; `path` is where it is loaded from and saved to (none:
+/// an in-memory cache that forgets).
+#[derive(Debug, Default)]
+pub struct Cache {
+    path: Option<PathBuf>,
+    stored: Stored,
+    changed: bool,
+}
+
+/// `$XDG_CACHE_HOME/rocm-patchkit/kernel-verdicts.json`, else
+/// `$HOME/.cache/...`; none when neither is set (or HOME is `/`).
+pub fn default_path() -> Option<PathBuf> {
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute() && h != Path::new("/"))
+                .map(|h| h.join(".cache"))
+        })?;
+    Some(base.join("rocm-patchkit").join("kernel-verdicts.json"))
+}
+
+fn stamp(path: &Path) -> Option<(PathBuf, u64, i128)> {
+    let meta = std::fs::metadata(path).ok()?;
+    let mtime = meta.modified().ok()?;
+    let ns = match mtime.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    };
+    let canonical = std::fs::canonicalize(path).ok()?;
+    Some((canonical, meta.len(), ns))
+}
+
+impl Cache {
+    /// An empty cache that is never saved.
+    pub fn in_memory() -> Self {
+        Self::default()
+    }
+
+    /// The cache at `path`; missing or unreadable means empty.
+    pub fn load(path: PathBuf) -> Self {
+        let stored = std::fs::read(&path)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Stored>(&b).ok())
+            .filter(|s| s.format == FORMAT)
+            .unwrap_or(Stored {
+                format: FORMAT,
+                files: BTreeMap::new(),
+            });
+        Cache {
+            path: Some(path),
+            stored,
+            changed: false,
+        }
+    }
+
+    pub(super) fn get(&self, path: &Path) -> Option<FileVerdict> {
+        let (key, size, mtime_ns) = stamp(path)?;
+        let entry = self.stored.files.get(&key)?;
+        if entry.size != size || entry.mtime_ns != mtime_ns {
+            return None;
+        }
+        match entry.verdict.as_str() {
+            "off" => Some(FileVerdict::Off),
+            "no-gfx12" => Some(FileVerdict::NoGfx12),
+            _ => None,
+        }
+    }
+
+    pub(super) fn put(&mut self, path: &Path, verdict: FileVerdict) {
+        let verdict = match verdict {
+            FileVerdict::Off => "off",
+            FileVerdict::NoGfx12 => "no-gfx12",
+            _ => return,
+        };
+        if let Some((key, size, mtime_ns)) = stamp(path) {
+            self.stored.files.insert(
+                key,
+                Entry {
+                    size,
+                    mtime_ns,
+                    verdict: verdict.to_owned(),
+                },
+            );
+            self.changed = true;
+        }
+    }
+
+    /// Writes the cache back when it changed (a temporary file, then a rename).
+    pub fn save(&mut self) -> Result<()> {
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        if !self.changed {
+            return Ok(());
+        }
+        let dir = path
+            .parent()
+            .context("the verdict cache path has no folder")?;
+        std::fs::create_dir_all(dir)
+            .with_context(|| format!("creating the verdict cache folder {}", dir.display()))?;
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+            .with_context(|| format!("creating a temporary file in {}", dir.display()))?;
+        serde_json::to_writer(&mut tmp, &self.stored)
+            .with_context(|| format!("writing the verdict cache {}", path.display()))?;
+        tmp.persist(path)
+            .with_context(|| format!("saving the verdict cache {}", path.display()))?;
+        self.changed = false;
+        Ok(())
+    }
+}

@@ -1,0 +1,299 @@
+//! Reads GPU kernel files (`*.co`, `*.hsaco`): clang offload bundles,
+//! compressed (`CCOB` + zstd) or not, around AMDGPU ELF code objects, and
+//! tells whether their gfx12 code switches expert scheduling on. Reads only;
+//! the one file it writes is its verdict cache, where it is told to.
+
+pub mod bundle;
+mod cache;
+pub mod elf;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+
+pub use cache::{default_path as default_cache_path, Cache};
+
+/// What one kernel file says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileVerdict {
+    /// A gfx12 code object switches expert scheduling on at `offset` of its `.text`.
+    On { gfx: String, offset: usize },
+    /// It holds gfx12 code objects and none switches expert scheduling on.
+    Off,
+    /// It holds no gfx12 code object.
+    NoGfx12,
+    /// It could not be read as a kernel file.
+    Unreadable(String),
+}
+
+/// Judges the bytes of one kernel file.
+pub fn judge_bytes(bytes: &[u8]) -> FileVerdict {
+    judge_bytes_with(bytes, &mut bundle::Scratch::default())
+}
+
+/// [`judge_bytes`] decompressing with `scratch`, whose memory is reused.
+fn judge_bytes_with(bytes: &[u8], scratch: &mut bundle::Scratch) -> FileVerdict {
+    if bytes.starts_with(bundle::CCOB) {
+        return match bundle::decompress(bytes, scratch) {
+            Ok(()) => judge_uncompressed(&scratch.out),
+            Err(why) => FileVerdict::Unreadable(why),
+        };
+    }
+    judge_uncompressed(bytes)
+}
+
+/// Reads `path` into `buf` (reused) and judges it.
+fn judge_file(path: &Path, buf: &mut Vec<u8>, scratch: &mut bundle::Scratch) -> FileVerdict {
+    use std::io::Read;
+    buf.clear();
+    let read = std::fs::File::open(path).and_then(|mut f| f.read_to_end(buf));
+    match read {
+        Ok(_) => judge_bytes_with(buf, scratch),
+        Err(err) => FileVerdict::Unreadable(format!("cannot read: {err}")),
+    }
+}
+
+fn judge_uncompressed(bytes: &[u8]) -> FileVerdict {
+    if bytes.starts_with(bundle::ELF) {
+        return judge_elf(bytes);
+    }
+    if !bytes.starts_with(bundle::BUNDLE) {
+        return FileVerdict::Unreadable(
+            "neither a CCOB compressed bundle, an offload bundle nor an ELF code object".to_owned(),
+        );
+    }
+    let entries = match bundle::entries(bytes) {
+        Ok(entries) => entries,
+        Err(why) => return FileVerdict::Unreadable(why),
+    };
+    let mut verdict = FileVerdict::NoGfx12;
+    for entry in entries
+        .iter()
+        .filter(|e| e.gfx().is_some_and(|g| g.starts_with("gfx120")))
+    {
+        match judge_elf(entry.bytes) {
+            FileVerdict::Unreadable(why) => {
+                return FileVerdict::Unreadable(format!("bundle entry {}: {why}", entry.triple))
+            }
+            on @ FileVerdict::On { .. } => return on,
+            FileVerdict::Off => verdict = FileVerdict::Off,
+            FileVerdict::NoGfx12 => {}
+        }
+    }
+    verdict
+}
+
+fn judge_elf(bytes: &[u8]) -> FileVerdict {
+    match elf::parse(bytes) {
+        Err(why) => FileVerdict::Unreadable(why),
+        Ok(code) if !code.is_gfx12() => FileVerdict::NoGfx12,
+        Ok(code) => match code.expert_sched_on() {
+            Some(offset) => FileVerdict::On {
+                gfx: code.gfx(),
+                offset,
+            },
+            None => FileVerdict::Off,
+        },
+    }
+}
+
+/// What a whole kernel library says about gfx12 expert scheduling.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "verdict", rename_all = "kebab-case")]
+pub enum Judgement {
+    /// Expert scheduling is switched on for gfx12: the proof.
+    On {
+        file: PathBuf,
+        gfx: String,
+        offset: usize,
+    },
+    /// gfx12 code objects, none of which switches it on.
+    Off {
+        files: usize,
+    },
+    /// No gfx12 code object at all.
+    NoGfx12 {
+        files: usize,
+    },
+    CannotTell {
+        why: String,
+    },
+}
+
+impl Judgement {
+    /// One line for a report.
+    pub fn describe(&self) -> String {
+        match self {
+            Judgement::On { file, gfx, offset } => format!(
+                "expert scheduling on for gfx12 ({gfx} s_setreg of SCHED_MODE = 2 at .text+0x{offset:x} of {})",
+                file.display()
+            ),
+            Judgement::Off { files } => {
+                format!("expert scheduling off ({files} gfx12 kernel files read, none switches it on)")
+            }
+            Judgement::NoGfx12 { .. } => "no gfx12 kernels".to_owned(),
+            Judgement::CannotTell { why } => format!("cannot tell: {why}"),
+        }
+    }
+}
+
+/// Whether a file name says it holds only targets other than gfx12
+/// (`..._gfx1100.co`); a name without a target says nothing.
+fn named_for_other_targets(name: &str) -> bool {
+    let targets: Vec<&str> = name
+        .match_indices("gfx")
+        .map(|(i, _)| {
+            let rest = &name[i..];
+            let end = rest[3..]
+                .find(|c: char| !c.is_ascii_alphanumeric())
+                .map_or(rest.len(), |e| e + 3);
+            &rest[..end]
+        })
+        .filter(|t| t.len() > 3)
+        .collect();
+    !targets.is_empty() && targets.iter().all(|t| !t.starts_with("gfx120"))
+}
+
+/// The kernel files of a kernel library folder (and its subfolders), gfx12
+/// candidates only, sorted.
+pub fn kernel_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let mut stack = vec![(dir.to_path_buf(), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        for entry in std::fs::read_dir(&dir)? {
+            let entry = entry?;
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if path.is_dir() {
+                if depth < 3 {
+                    stack.push((path, depth + 1));
+                }
+            } else if (name.ends_with(".co") || name.ends_with(".hsaco"))
+                && !named_for_other_targets(&name)
+            {
+                out.push(path);
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Judges the kernel library in `dir`: stops at the first proof of "on";
+/// files whose verdict `cache` holds (same path, size and mtime) are not
+/// read again. Uses up to `threads` threads.
+pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement {
+    let files = match kernel_files(dir) {
+        Ok(files) => files,
+        Err(err) => {
+            return Judgement::CannotTell {
+                why: format!("cannot list the kernel library {}: {err}", dir.display()),
+            }
+        }
+    };
+    if files.is_empty() {
+        return Judgement::CannotTell {
+            why: format!("no gfx12 kernel files (*.co, *.hsaco) in {}", dir.display()),
+        };
+    }
+    let next = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let results: Mutex<Vec<(usize, FileVerdict)>> = Mutex::new(Vec::new());
+    let cached: Vec<Option<FileVerdict>> = files.iter().map(|f| cache.get(f)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, files.len()) {
+            s.spawn(|| {
+                let (mut buf, mut scratch) = (Vec::new(), bundle::Scratch::default());
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let i = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(path) = files.get(i) else { break };
+                    let verdict = match &cached[i] {
+                        Some(v) => v.clone(),
+                        None => judge_file(path, &mut buf, &mut scratch),
+                    };
+                    if matches!(verdict, FileVerdict::On { .. }) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
+                    results
+                        .lock()
+                        .expect("no panics hold the lock")
+                        .push((i, verdict));
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().expect("no panics hold the lock");
+    results.sort_by_key(|(i, _)| *i);
+    if let Some((i, FileVerdict::On { gfx, offset })) = results
+        .iter()
+        .find(|(_, v)| matches!(v, FileVerdict::On { .. }))
+    {
+        return Judgement::On {
+            file: files[*i].clone(),
+            gfx: gfx.clone(),
+            offset: *offset,
+        };
+    }
+    for (i, verdict) in &results {
+        if cached[*i].is_none() && matches!(verdict, FileVerdict::Off | FileVerdict::NoGfx12) {
+            cache.put(&files[*i], verdict.clone());
+        }
+    }
+    if let Some((i, FileVerdict::Unreadable(why))) = results
+        .iter()
+        .find(|(_, v)| matches!(v, FileVerdict::Unreadable(_)))
+    {
+        return Judgement::CannotTell {
+            why: format!("{}: {why}", files[*i].display()),
+        };
+    }
+    let off = results
+        .iter()
+        .filter(|(_, v)| *v == FileVerdict::Off)
+        .count();
+    if off > 0 {
+        Judgement::Off { files: off }
+    } else {
+        Judgement::NoGfx12 {
+            files: results.len(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_of_other_targets_are_skipped_unread() {
+        assert!(named_for_other_targets(
+            "TensileLibrary_HH_Contraction_l_Alik_Bljk_gfx1100.co"
+        ));
+        assert!(named_for_other_targets("Kernels.so-000-gfx90a.hsaco"));
+        assert!(!named_for_other_targets("extop_gfx1201.co"));
+        assert!(!named_for_other_targets("Kernels.so-000-gfx1200.hsaco"));
+        assert!(!named_for_other_targets("hipblasltTransform.hsaco"));
+    }
+
+    #[test]
+    fn an_unknown_file_is_unreadable_not_a_panic() {
+        assert!(matches!(judge_bytes(b""), FileVerdict::Unreadable(_)));
+        assert!(matches!(
+            judge_bytes(b"CCOB\x02\x00"),
+            FileVerdict::Unreadable(_)
+        ));
+        assert!(matches!(
+            judge_bytes(b"\x7fELF\x02\x01"),
+            FileVerdict::Unreadable(_)
+        ));
+        let mut table = bundle::BUNDLE.to_vec();
+        table.extend_from_slice(&1u64.to_le_bytes());
+        table.extend_from_slice(&[0xff; 20]);
+        assert!(matches!(judge_bytes(&table), FileVerdict::Unreadable(_)));
+    }
+}

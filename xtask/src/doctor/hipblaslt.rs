@@ -1,0 +1,314 @@
+//! Every hipBLASLt a program on the machine can load, and what its kernels
+//! say: ROCm's (`/opt/rocm*/lib`), the distribution's (`/usr/lib/<triplet>`,
+//! `/usr/lib64`), ours (`/opt/rocm-patchkit/hipblaslt-*`) and the copies
+//! PyTorch wheels bring (`site-packages/torch/lib`) in the Python
+//! environments doctor can see. Each is judged by its gfx12 kernels
+//! ([`crate::codeobj`]), not by its version. Reads only, below the root.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::codeobj::{self, Cache, Judgement};
+
+/// One hipBLASLt library file and the verdict on its kernels.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct HipblasltLibrary {
+    /// The library file as the machine sees it (`/usr/lib/x86_64-linux-gnu/libhipblaslt.so.1.1`).
+    pub path: String,
+    /// `distribution`, `rocm`, `ours` or `pytorch`.
+    pub kind: String,
+    /// The library's version from its file name, or the PyTorch wheel's
+    /// version and the ROCm it was built for.
+    pub version: Option<String>,
+    /// The kernel library folder it loads its kernels from.
+    pub kernels: String,
+    /// Our patched build this library resolves to (a PyTorch wheel's copy
+    /// replaced by a link to ours), if any.
+    pub ours: Option<String>,
+    pub judgement: Judgement,
+}
+
+/// Where to look beyond the fixed places.
+#[derive(Debug, Clone, Default)]
+pub struct Places {
+    /// Python environments or site-packages folders (`--python`,
+    /// `$VIRTUAL_ENV`, `$CONDA_PREFIX`), as paths on the machine.
+    pub pythons: Vec<PathBuf>,
+    /// The user's home, for user site-packages.
+    pub home: Option<PathBuf>,
+    /// Threads for reading kernels.
+    pub threads: usize,
+}
+
+impl Places {
+    /// `--python` folders, then `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `$HOME`.
+    pub fn from_env(pythons: &[PathBuf]) -> Places {
+        let mut all = pythons.to_vec();
+        for name in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
+            if let Some(dir) = std::env::var_os(name).filter(|v| !v.is_empty()) {
+                all.push(PathBuf::from(dir));
+            }
+        }
+        Places {
+            pythons: all,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        }
+    }
+}
+
+/// `rel` (a path on the machine) below `root`.
+fn below(root: &Path, path: &Path) -> PathBuf {
+    root.join(path.strip_prefix("/").unwrap_or(path))
+}
+
+/// The machine path of `path` (below `root`), symlinks followed with
+/// absolute targets taken below the root, as the machine would see them.
+fn resolve(root: &Path, path: &Path) -> PathBuf {
+    let mut rel = PathBuf::from("/");
+    let mut pending: Vec<std::ffi::OsString> = path
+        .strip_prefix(root)
+        .unwrap_or(path)
+        .components()
+        .filter_map(|c| match c {
+            std::path::Component::Normal(n) => Some(n.to_owned()),
+            _ => None,
+        })
+        .rev()
+        .collect();
+    let mut hops = 0;
+    while let Some(part) = pending.pop() {
+        if part == ".." {
+            rel.pop();
+            continue;
+        }
+        let candidate = rel.join(&part);
+        match std::fs::read_link(below(root, &candidate)) {
+            Ok(target) if hops < 40 => {
+                hops += 1;
+                if target.is_absolute() {
+                    rel = PathBuf::from("/");
+                }
+                let parts: Vec<_> = target
+                    .components()
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(n) => Some(n.to_owned()),
+                        std::path::Component::ParentDir => Some("..".into()),
+                        _ => None,
+                    })
+                    .collect();
+                pending.extend(parts.into_iter().rev());
+            }
+            _ => rel = candidate,
+        }
+    }
+    rel
+}
+
+/// The `libhipblaslt.so*` files of a folder (below the root), most specific
+/// name first per real file.
+fn libraries_in(root: &Path, dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(below(root, dir)) else {
+        return Vec::new();
+    };
+    let mut names: Vec<String> = entries
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.starts_with("libhipblaslt") && n.contains(".so"))
+        .filter(|n| !n.starts_with("libhipblaslt-d") && !n.starts_with("libhipblaslt_"))
+        .collect();
+    // the unversioned name of a distribution is a development link: keep
+    // one name per target file, the longest (libhipblaslt.so.1.1).
+    names.sort_by_key(|n| std::cmp::Reverse((n.len(), n.clone())));
+    let mut seen = BTreeSet::new();
+    names
+        .into_iter()
+        .map(|n| dir.join(n))
+        .filter(|p| seen.insert(resolve(root, p)))
+        .collect()
+}
+
+/// Subfolders of `dir` (below the root) whose names start with `prefix`, sorted.
+fn subdirs(root: &Path, dir: &Path, prefix: &str) -> Vec<PathBuf> {
+    let mut out: Vec<PathBuf> = std::fs::read_dir(below(root, dir))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| n.starts_with(prefix))
+        .map(|n| dir.join(n))
+        .filter(|p| below(root, p).is_dir())
+        .collect();
+    out.sort();
+    out
+}
+
+/// The site-packages folders of a Python environment (or the folder itself
+/// when it is one).
+fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
+    if below(root, &env.join("torch")).is_dir() {
+        return vec![env.to_path_buf()];
+    }
+    let mut out = Vec::new();
+    for lib in ["lib", "lib64"] {
+        for python in subdirs(root, &env.join(lib), "python3") {
+            for site in ["site-packages", "dist-packages"] {
+                let dir = python.join(site);
+                if below(root, &dir).is_dir() {
+                    out.push(dir);
+                }
+            }
+        }
+    }
+    let debian = env.join("lib/python3/dist-packages");
+    if below(root, &debian).is_dir() {
+        out.push(debian);
+    }
+    out
+}
+
+/// `2.9.0+rocm7.1, HIP 7.1.25424` from `torch/version.py`.
+fn torch_version(root: &Path, site: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(below(root, &site.join("torch/version.py"))).ok()?;
+    let value = |key: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == key).then(|| {
+                v.split('#')
+                    .next()
+                    .unwrap_or("")
+                    .trim()
+                    .trim_matches(['\'', '"'])
+                    .to_owned()
+            })
+        })
+    };
+    let version = value("__version__")?;
+    Some(
+        match value("hip").filter(|h| !h.is_empty() && h != "None") {
+            Some(hip) => format!("PyTorch {version}, HIP {hip}"),
+            None => format!("PyTorch {version}"),
+        },
+    )
+}
+
+/// Every hipBLASLt below `root`, each judged by its kernels.
+pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
+    // (library folder, kind, version note)
+    let mut dirs: Vec<(PathBuf, &str, Option<String>)> = Vec::new();
+    for rocm in subdirs(root, Path::new("/opt"), "rocm") {
+        let name = rocm.file_name().unwrap_or_default().to_string_lossy();
+        if name == "rocm-patchkit" {
+            for ours in subdirs(root, &rocm, "hipblaslt-") {
+                dirs.push((ours.join("lib"), "ours", None));
+            }
+        } else {
+            dirs.push((rocm.join("lib"), "rocm", None));
+        }
+    }
+    for triplet in subdirs(root, Path::new("/usr/lib"), "") {
+        let name = triplet.file_name().unwrap_or_default().to_string_lossy();
+        if name.contains("-linux-") {
+            dirs.push((triplet, "distribution", None));
+        }
+    }
+    dirs.push((PathBuf::from("/usr/lib64"), "distribution", None));
+    let mut envs: Vec<PathBuf> = places.pythons.clone();
+    if let Some(home) = &places.home {
+        envs.push(home.join(".local"));
+    }
+    envs.extend([PathBuf::from("/usr"), PathBuf::from("/usr/local")]);
+    for env in &envs {
+        for site in site_packages(root, env) {
+            let torch_lib = site.join("torch/lib");
+            if below(root, &torch_lib).is_dir() {
+                dirs.push((torch_lib, "pytorch", torch_version(root, &site)));
+            }
+        }
+    }
+    let mut seen = BTreeSet::new();
+    let mut found = Vec::new();
+    for (dir, kind, note) in dirs {
+        for lib in libraries_in(root, &dir) {
+            let real = resolve(root, &lib);
+            // one entry per real file, except that a PyTorch wheel's copy is
+            // always its own entry: it is what a training job loads.
+            let key = if kind == "pytorch" {
+                lib.clone()
+            } else {
+                real.clone()
+            };
+            if !seen.insert(key) {
+                continue;
+            }
+            let ours = real
+                .strip_prefix("/opt/rocm-patchkit")
+                .ok()
+                .and_then(|rest| rest.components().next())
+                .map(|c| format!("/opt/rocm-patchkit/{}", c.as_os_str().to_string_lossy()))
+                .filter(|_| kind != "ours");
+            let file = lib
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            let so_version = file
+                .split_once(".so.")
+                .map(|(_, v)| v.to_owned())
+                .or_else(|| {
+                    let real_name = real.file_name()?.to_string_lossy().into_owned();
+                    real_name.split_once(".so.").map(|(_, v)| v.to_owned())
+                });
+            let version = match (&note, so_version) {
+                (Some(n), Some(v)) => Some(format!("{n}; libhipblaslt.so.{v}")),
+                (Some(n), None) => Some(n.clone()),
+                (None, v) => v,
+            };
+            let kernels = resolve(root, &dir.join("hipblaslt/library"));
+            let judgement = if below(root, &kernels).is_dir() {
+                relative_files(
+                    root,
+                    codeobj::judge_library(&below(root, &kernels), cache, places.threads),
+                )
+            } else {
+                Judgement::CannotTell {
+                    why: format!(
+                        "no kernel library at {} (hipBLASLt loads its GEMM kernels from there)",
+                        dir.join("hipblaslt/library").display()
+                    ),
+                }
+            };
+            found.push(HipblasltLibrary {
+                path: lib.display().to_string(),
+                kind: kind.to_owned(),
+                version,
+                kernels: kernels.display().to_string(),
+                ours,
+                judgement,
+            });
+        }
+    }
+    found
+}
+
+/// File paths of a judgement as the machine sees them (without the root).
+fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
+    let strip = |p: &Path| -> PathBuf {
+        match p.strip_prefix(root) {
+            Ok(rel) if root != Path::new("/") => Path::new("/").join(rel),
+            _ => p.to_path_buf(),
+        }
+    };
+    match judgement {
+        Judgement::On { file, gfx, offset } => Judgement::On {
+            file: strip(&file),
+            gfx,
+            offset,
+        },
+        Judgement::CannotTell { why } if root != Path::new("/") => Judgement::CannotTell {
+            why: why.replace(&root.display().to_string(), ""),
+        },
+        other => other,
+    }
+}
