@@ -104,7 +104,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         series.push_str(&patch.name);
         series.push('\n');
     }
-    std::fs::write(patches_dir.join("series"), series)?;
+    std::fs::write(patches_dir.join("series"), &series)?;
 
     // The DKMS tree and every packaging file rendered for it.
     let tree_root = if dkms.tree == "." {
@@ -151,6 +151,27 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         dkms_conf.clone().into_bytes(),
         false,
     )?;
+    let sources = SourceInputs {
+        orig: &orig.path,
+        series: &series,
+        fetched: &fetched,
+        rendered: &rendered,
+        dkms_conf: &dir.join("packaging/dkms.conf"),
+    };
+    if formats.contains(&Format::Deb) {
+        let task = reporter.task("writing the Debian source package");
+        for artifact in debian_source(&recipe, &sources, epoch_u, &dir.join("source"))? {
+            publish::wrote(reporter, &artifact, &dir);
+        }
+        drop(task);
+    }
+    if formats.contains(&Format::Rpm) {
+        let task = reporter.task("writing the source rpm");
+        let artifact = source_rpm(&meta, &sources, epoch_u, &dir)?;
+        drop(task);
+        publish::wrote(reporter, &artifact, &dir);
+    }
+
     let scripts_of = |post: &str, pre: &str| package::Scripts {
         post_install: Some(rendered[post].clone()),
         pre_remove: Some(rendered[pre].clone()),
@@ -193,6 +214,91 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     }
 
     publish::finish(staging, manifest, &stamp)
+}
+
+/// What the source packages are made of: the files already in the
+/// staging folder and the rendered packaging.
+struct SourceInputs<'a> {
+    orig: &'a Path,
+    series: &'a str,
+    fetched: &'a Fetched,
+    rendered: &'a crate::render::Rendered,
+    dkms_conf: &'a Path,
+}
+
+/// The Debian source package (`3.0 (quilt)`) beside the orig tarball:
+/// `debian/` as rendered, with the series in `debian/patches/`.
+fn debian_source(
+    recipe: &Recipe,
+    inputs: &SourceInputs,
+    epoch: u64,
+    dir: &Path,
+) -> Result<Vec<package::Artifact>> {
+    let mut debian = FileTree::new();
+    for (name, text) in inputs.rendered {
+        if let Some(rel) = name.strip_prefix("debian/") {
+            debian.add_bytes(rel, text.clone().into_bytes(), rel == "rules")?;
+        }
+    }
+    if !inputs.fetched.patches.is_empty() {
+        for patch in &inputs.fetched.patches {
+            debian.add_file(&format!("patches/{}", patch.name), &patch.path, false)?;
+        }
+        debian.add_bytes("patches/series", inputs.series.as_bytes().to_vec(), false)?;
+    }
+    package::dsc::write(
+        &package::dsc::DebianSource {
+            version: &recipe.package.version,
+            revision: &recipe.package.release,
+            debian: &debian,
+            orig: inputs.orig,
+        },
+        epoch,
+        dir,
+    )
+}
+
+/// The source rpm of the rendered spec: Source0 the orig tarball, Source1
+/// dkms.conf, then the patches in series order.
+fn source_rpm(
+    meta: &PackageMeta,
+    inputs: &SourceInputs,
+    epoch: u64,
+    dir: &Path,
+) -> Result<package::Artifact> {
+    let spec_name = format!("{}.spec", meta.name);
+    let spec = inputs
+        .rendered
+        .get(&format!("rpm/{spec_name}"))
+        .with_context(|| format!("the spec rpm/{spec_name} was not rendered"))?;
+    let file_name = |path: &Path| {
+        path.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let sources = [
+        (file_name(inputs.orig), inputs.orig),
+        ("dkms.conf".to_owned(), inputs.dkms_conf),
+    ];
+    let patches: Vec<(String, &Path)> = inputs
+        .fetched
+        .patches
+        .iter()
+        .map(|p| (p.name.clone(), p.path.as_path()))
+        .collect();
+    package::srpm::write(
+        meta,
+        &package::srpm::SourceRpm {
+            spec_name: &spec_name,
+            spec,
+            sources: &sources,
+            patches: &patches,
+            build_arch: "noarch",
+        },
+        epoch,
+        dir,
+    )
 }
 
 /// The recipe's `[dkms]` table, or a refusal that says what to add.
