@@ -28,4 +28,5 @@ mod rebuild;
 mod recipes;
 mod render;
 mod repo;
+mod source_packages;
 mod verify;
