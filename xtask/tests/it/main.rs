@@ -30,3 +30,4 @@ mod render;
 mod repo;
 mod source_packages;
 mod verify;
+mod workflows;
