@@ -165,6 +165,12 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         }
         drop(task);
     }
+    if formats.contains(&Format::Arch) {
+        let task = reporter.task("writing the Arch source package");
+        let artifact = arch_source(&meta, &sources, epoch_u, &dir)?;
+        drop(task);
+        publish::wrote(reporter, &artifact, &dir);
+    }
     if formats.contains(&Format::Rpm) {
         let task = reporter.task("writing the source rpm");
         let artifact = source_rpm(&meta, &sources, epoch_u, &dir)?;
@@ -255,6 +261,45 @@ fn debian_source(
         },
         epoch,
         dir,
+    )
+}
+
+/// The Arch source package, as `makepkg --source` makes it:
+/// `<pkgname>-<version>-<release>.src.tar.gz` holding `<pkgname>/` with the
+/// PKGBUILD, its .SRCINFO and every local source the PKGBUILD names, so
+/// makepkg builds offline from the files beside the PKGBUILD.
+fn arch_source(
+    meta: &PackageMeta,
+    inputs: &SourceInputs,
+    epoch: u64,
+    dir: &Path,
+) -> Result<package::Artifact> {
+    let top = &meta.name;
+    let mut tree = FileTree::new();
+    tree.add_dir(top)?;
+    for name in ["PKGBUILD", ".SRCINFO"] {
+        let text = inputs
+            .rendered
+            .get(&format!("arch/{name}"))
+            .with_context(|| format!("arch/{name} was not rendered"))?;
+        tree.add_bytes(&format!("{top}/{name}"), text.clone().into_bytes(), false)?;
+    }
+    let orig_name = inputs
+        .orig
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    tree.add_file(&format!("{top}/{orig_name}"), inputs.orig, false)?;
+    tree.add_file(&format!("{top}/dkms.conf"), inputs.dkms_conf, false)?;
+    for patch in &inputs.fetched.patches {
+        tree.add_file(&format!("{top}/{}", patch.name), &patch.path, false)?;
+    }
+    package::tarball::write_tar_gz(
+        &tree,
+        package::tar::Names::Plain,
+        epoch,
+        dir,
+        &package::arch::source_file_name(meta),
     )
 }
 

@@ -152,6 +152,7 @@ pub fn outputs(recipe: &Recipe) -> Vec<String> {
                     format!("source/{name}_{version}-{release}.debian.tar.xz"),
                 ]),
                 Format::Rpm => out.push(format!("{name}-dkms-{version}-{release}.src.rpm")),
+                Format::Arch => out.push(format!("{name}-dkms-{version}-{release}.src.tar.gz")),
                 _ => {}
             }
             out.push(match format {

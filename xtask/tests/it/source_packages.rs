@@ -2,7 +2,8 @@
 //! tools: dpkg-source unpacks the `.dsc` with every patch applied and
 //! dpkg-buildpackage builds our `.deb` from it, lintian passes it;
 //! `rpm` reads the `.src.rpm` as it reads rpmbuild's own and
-//! `rpmbuild --rebuild` builds our `.rpm` from it.
+//! `rpmbuild --rebuild` builds our `.rpm` from it; makepkg builds our Arch
+//! package offline from the PKGBUILD and the files beside it.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -11,13 +12,14 @@ use std::process::Command;
 
 use crate::build_dkms::{build, demo_project, dist, EPOCH};
 use crate::rebuild::{assert_same_tree, assignments, copy_into, patches, run};
-use crate::support::have_tool;
+use crate::support::{have_tool, is_root};
 
 const DSC: &str = "patchkit-hello_0.1.0-1.dsc";
 const DEBIAN_TAR: &str = "patchkit-hello_0.1.0-1.debian.tar.xz";
 const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
 const SRPM: &str = "patchkit-hello-dkms-0.1.0-1.src.rpm";
 const PKGNAME: &str = "patchkit-hello-dkms";
+const ARCH_SRC: &str = "patchkit-hello-dkms-0.1.0-1.src.tar.gz";
 
 /// deb822 fields of a `.dsc`, in order.
 fn dsc_fields(text: &str) -> Vec<(String, String)> {
@@ -254,4 +256,86 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
         .args(["-qp", "--queryformat", "%{SOURCERPM}"])
         .arg(&theirs_rpm));
     assert_eq!(built_from, SRPM);
+}
+
+#[test]
+fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
+    for tool in ["makepkg", "fakeroot", "bsdtar", "pacman"] {
+        if !have_tool(tool) {
+            return;
+        }
+    }
+    let p = demo_project();
+    build(&p, &["--formats", "arch"]).success();
+    let dist = dist(&p);
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    assert!(sums.contains(&format!("  {ARCH_SRC}\n")), "{sums}");
+    // makepkg refuses to run as root: as root, build as `nobody` in a
+    // folder it owns, outside the project's private temporary folder.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    run(Command::new("bsdtar")
+        .arg("-xf")
+        .arg(dist.join(ARCH_SRC))
+        .arg("-C")
+        .arg(outside.path()));
+    let work = outside.path().join(PKGNAME);
+    let makepkg = |args: &[&str]| {
+        let mut c = if is_root() {
+            run(Command::new("chown")
+                .args(["-R", "nobody:"])
+                .arg(outside.path()));
+            let mut c = Command::new("runuser");
+            c.args(["-u", "nobody", "--", "makepkg"]);
+            c
+        } else {
+            Command::new("makepkg")
+        };
+        run(c
+            .args(args)
+            .env("HOME", &work)
+            .env("PKGEXT", ".pkg.tar.zst")
+            .env("SOURCE_DATE_EPOCH", EPOCH)
+            .current_dir(&work))
+    };
+    // Our .SRCINFO is what makepkg prints for our PKGBUILD.
+    let printed = makepkg(&["--printsrcinfo"]);
+    assert_eq!(
+        std::fs::read_to_string(work.join(".SRCINFO")).unwrap(),
+        printed
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.join(".SRCINFO")).unwrap(),
+        std::fs::read_to_string(dist.join("packaging/arch/.SRCINFO")).unwrap()
+    );
+    // makepkg checks every sha256sum against the files beside the
+    // PKGBUILD, offline, and builds our package.
+    let log = makepkg(&["--nodeps", "--noconfirm"]);
+    assert!(
+        log.contains("Validating source files with sha256sums"),
+        "{log}"
+    );
+    let pkg = format!("{PKGNAME}-0.1.0-1-any.pkg.tar.zst");
+    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
+    for (file, dir) in [(dist.join(&pkg), &ours), (work.join(&pkg), &theirs)] {
+        std::fs::create_dir_all(dir).unwrap();
+        run(Command::new("bsdtar")
+            .arg("-xf")
+            .arg(file)
+            .arg("-C")
+            .arg(dir));
+    }
+    assert_same_tree(&ours, &theirs, &[".PKGINFO", ".BUILDINFO", ".MTREE"]);
+    // makepkg --source packs the same files we did.
+    std::fs::remove_file(work.join(&pkg)).unwrap();
+    makepkg(&["--source", "--nodeps"]);
+    let list = |file: &Path| {
+        let mut names: Vec<String> = run(Command::new("bsdtar").arg("-tf").arg(file))
+            .lines()
+            .map(str::to_owned)
+            .collect();
+        names.sort();
+        names
+    };
+    assert_eq!(list(&dist.join(ARCH_SRC)), list(&work.join(ARCH_SRC)));
 }
