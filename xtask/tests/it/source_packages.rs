@@ -36,6 +36,25 @@ fn dsc_fields(text: &str) -> Vec<(String, String)> {
     out
 }
 
+/// `name` (relative to the dist folder) is in `SHA256SUMS` and in the
+/// manifest's outputs with its real size and sha256.
+fn assert_listed(dist: &Path, name: &str) {
+    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
+    let (sha256, size) = xtask::hash::sha256_file_sized(&dist.join(name)).unwrap();
+    assert!(
+        sums.contains(&format!("{sha256}  {name}\n")),
+        "SHA256SUMS lists {name}:\n{sums}"
+    );
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(
+        manifest["outputs"][name]["sha256"],
+        sha256.as_str(),
+        "{name}"
+    );
+    assert_eq!(manifest["outputs"][name]["size"], size, "{name}");
+}
+
 #[test]
 fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     for tool in ["dpkg-source", "dpkg-buildpackage", "dh_dkms", "lintian"] {
@@ -46,12 +65,8 @@ fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     let p = demo_project();
     build(&p, &["--formats", "deb"]).success();
     let dist = dist(&p);
-    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
     for name in [DSC, DEBIAN_TAR] {
-        assert!(
-            sums.contains(&format!("  source/{name}\n")),
-            "SHA256SUMS lists {name}:\n{sums}"
-        );
+        assert_listed(&dist, &format!("source/{name}"));
     }
 
     // dpkg-source checks every size and checksum of the .dsc and applies
@@ -173,8 +188,7 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
     build(&p, &["--formats", "rpm"]).success();
     let dist = dist(&p);
     let srpm = dist.join(SRPM);
-    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
-    assert!(sums.contains(&format!("  {SRPM}\n")), "{sums}");
+    assert_listed(&dist, SRPM);
 
     let info = run(Command::new("rpm").arg("-qpi").arg(&srpm));
     let info: BTreeMap<&str, &str> = info
@@ -268,8 +282,8 @@ fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
     let p = demo_project();
     build(&p, &["--formats", "arch"]).success();
     let dist = dist(&p);
-    let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
-    assert!(sums.contains(&format!("  {ARCH_SRC}\n")), "{sums}");
+    assert_listed(&dist, ARCH_SRC);
+    assert_listed(&dist, "packaging/arch/.SRCINFO");
     // makepkg refuses to run as root: as root, build as `nobody` in a
     // folder it owns, outside the project's private temporary folder.
     let outside = tempfile::tempdir().unwrap();
