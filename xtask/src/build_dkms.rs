@@ -277,13 +277,17 @@ fn arch_source(
     let top = &meta.name;
     let mut tree = FileTree::new();
     tree.add_dir(top)?;
-    for name in ["PKGBUILD", ".SRCINFO"] {
-        let text = inputs
-            .rendered
-            .get(&format!("arch/{name}"))
-            .with_context(|| format!("arch/{name} was not rendered"))?;
-        tree.add_bytes(&format!("{top}/{name}"), text.clone().into_bytes(), false)?;
+    // The PKGBUILD, its .SRCINFO and any file it names beside it (an
+    // install script).
+    for (name, text) in inputs.rendered {
+        if let Some(name) = name.strip_prefix("arch/") {
+            tree.add_bytes(&format!("{top}/{name}"), text.clone().into_bytes(), false)?;
+        }
     }
+    anyhow::ensure!(
+        tree.get(&format!("{top}/PKGBUILD")).is_some(),
+        "arch/PKGBUILD was not rendered: restore templates/arch/PKGBUILD.hbs"
+    );
     let orig_name = inputs
         .orig
         .file_name()

@@ -113,7 +113,7 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     );
     out.insert(
         "arch/.SRCINFO".to_owned(),
-        renderer.render("arch/SRCINFO", &values)?,
+        crate::package::srcinfo::from_pkgbuild(&out["arch/PKGBUILD"])?,
     );
     Ok(out)
 }

@@ -20,6 +20,7 @@ pub mod meta;
 mod pgz;
 pub mod rpm;
 mod rpm_header;
+pub mod srcinfo;
 pub mod srpm;
 pub mod tar;
 pub mod tarball;

@@ -52,8 +52,7 @@ fn every_template_is_used() {
         let name = template.trim_end_matches(".hbs");
         let used = files.contains_key(name)
             || (name == "rpm/spec" && files.keys().any(|k| k.ends_with(".spec")))
-            || (name == "arch/PKGBUILD" && files.contains_key("arch/PKGBUILD"))
-            || (name == "arch/SRCINFO" && files.contains_key("arch/.SRCINFO"));
+            || (name == "arch/PKGBUILD" && files.contains_key("arch/PKGBUILD"));
         assert!(used, "templates/{template} is never rendered");
     }
 }
