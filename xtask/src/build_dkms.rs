@@ -107,7 +107,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         series.push_str(&patch.name);
         series.push('\n');
     }
-    std::fs::write(patches_dir.join("series"), series)?;
+    std::fs::write(patches_dir.join("series"), &series)?;
 
     // The DKMS tree and every packaging file rendered for it.
     let tree_root = if dkms.tree == "." {
@@ -154,6 +154,33 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         dkms_conf.clone().into_bytes(),
         false,
     )?;
+    let sources = SourceInputs {
+        orig: &orig.path,
+        series: &series,
+        fetched: &fetched,
+        rendered: &rendered,
+        dkms_conf: &dir.join("packaging/dkms.conf"),
+    };
+    if formats.contains(&Format::Deb) {
+        let task = reporter.task("writing the Debian source package");
+        for artifact in debian_source(&recipe, &sources, epoch_u, &dir.join("source"))? {
+            publish::wrote(reporter, &artifact, &dir);
+        }
+        drop(task);
+    }
+    if formats.contains(&Format::Arch) {
+        let task = reporter.task("writing the Arch source package");
+        let artifact = arch_source(&meta, &sources, epoch_u, &dir)?;
+        drop(task);
+        publish::wrote(reporter, &artifact, &dir);
+    }
+    if formats.contains(&Format::Rpm) {
+        let task = reporter.task("writing the source rpm");
+        let artifact = source_rpm(&meta, &sources, epoch_u, &dir)?;
+        drop(task);
+        publish::wrote(reporter, &artifact, &dir);
+    }
+
     let scripts_of = |post: &str, pre: &str| package::Scripts {
         post_install: Some(rendered[post].clone()),
         pre_remove: Some(rendered[pre].clone()),
@@ -200,6 +227,134 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     }
 
     publish::finish(staging, manifest, &stamp)
+}
+
+/// What the source packages are made of: the files already in the
+/// staging folder and the rendered packaging.
+struct SourceInputs<'a> {
+    orig: &'a Path,
+    series: &'a str,
+    fetched: &'a Fetched,
+    rendered: &'a crate::render::Rendered,
+    dkms_conf: &'a Path,
+}
+
+/// The Debian source package (`3.0 (quilt)`) beside the orig tarball:
+/// `debian/` as rendered, with the series in `debian/patches/`.
+fn debian_source(
+    recipe: &Recipe,
+    inputs: &SourceInputs,
+    epoch: u64,
+    dir: &Path,
+) -> Result<Vec<package::Artifact>> {
+    let mut debian = FileTree::new();
+    for (name, text) in inputs.rendered {
+        if let Some(rel) = name.strip_prefix("debian/") {
+            debian.add_bytes(rel, text.clone().into_bytes(), rel == "rules")?;
+        }
+    }
+    if !inputs.fetched.patches.is_empty() {
+        for patch in &inputs.fetched.patches {
+            debian.add_file(&format!("patches/{}", patch.name), &patch.path, false)?;
+        }
+        debian.add_bytes("patches/series", inputs.series.as_bytes().to_vec(), false)?;
+    }
+    package::dsc::write(
+        &package::dsc::DebianSource {
+            version: &recipe.package.version,
+            revision: &recipe.package.release,
+            debian: &debian,
+            orig: inputs.orig,
+        },
+        epoch,
+        dir,
+    )
+}
+
+/// The Arch source package, as `makepkg --source` makes it:
+/// `<pkgname>-<version>-<release>.src.tar.gz` holding `<pkgname>/` with the
+/// PKGBUILD, its .SRCINFO and every local source the PKGBUILD names, so
+/// makepkg builds offline from the files beside the PKGBUILD.
+fn arch_source(
+    meta: &PackageMeta,
+    inputs: &SourceInputs,
+    epoch: u64,
+    dir: &Path,
+) -> Result<package::Artifact> {
+    let top = &meta.name;
+    let mut tree = FileTree::new();
+    tree.add_dir(top)?;
+    // The PKGBUILD, its .SRCINFO and any file it names beside it (an
+    // install script).
+    for (name, text) in inputs.rendered {
+        if let Some(name) = name.strip_prefix("arch/") {
+            tree.add_bytes(&format!("{top}/{name}"), text.clone().into_bytes(), false)?;
+        }
+    }
+    anyhow::ensure!(
+        tree.get(&format!("{top}/PKGBUILD")).is_some(),
+        "arch/PKGBUILD was not rendered: restore templates/arch/PKGBUILD.hbs"
+    );
+    let orig_name = inputs
+        .orig
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy();
+    tree.add_file(&format!("{top}/{orig_name}"), inputs.orig, false)?;
+    tree.add_file(&format!("{top}/dkms.conf"), inputs.dkms_conf, false)?;
+    for patch in &inputs.fetched.patches {
+        tree.add_file(&format!("{top}/{}", patch.name), &patch.path, false)?;
+    }
+    package::tarball::write_tar_gz(
+        &tree,
+        package::tar::Names::Plain,
+        epoch,
+        dir,
+        &package::arch::source_file_name(meta),
+    )
+}
+
+/// The source rpm of the rendered spec: Source0 the orig tarball, Source1
+/// dkms.conf, then the patches in series order.
+fn source_rpm(
+    meta: &PackageMeta,
+    inputs: &SourceInputs,
+    epoch: u64,
+    dir: &Path,
+) -> Result<package::Artifact> {
+    let spec_name = format!("{}.spec", meta.name);
+    let spec = inputs
+        .rendered
+        .get(&format!("rpm/{spec_name}"))
+        .with_context(|| format!("the spec rpm/{spec_name} was not rendered"))?;
+    let file_name = |path: &Path| {
+        path.file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned()
+    };
+    let sources = [
+        (file_name(inputs.orig), inputs.orig),
+        ("dkms.conf".to_owned(), inputs.dkms_conf),
+    ];
+    let patches: Vec<(String, &Path)> = inputs
+        .fetched
+        .patches
+        .iter()
+        .map(|p| (p.name.clone(), p.path.as_path()))
+        .collect();
+    package::srpm::write(
+        meta,
+        &package::srpm::SourceRpm {
+            spec_name: &spec_name,
+            spec,
+            sources: &sources,
+            patches: &patches,
+            build_arch: "noarch",
+        },
+        epoch,
+        dir,
+    )
 }
 
 /// The recipe's `[dkms]` table, or a refusal that says what to add.

@@ -1,6 +1,6 @@
 //! Packaging files of a DKMS recipe: the values the templates see, and every
 //! file rendered from them (`dkms.conf`, the maintainer scripts, `debian/`,
-//! the RPM spec, the PKGBUILD). Pure: no I/O beyond the renderer's templates.
+//! the RPM spec, the PKGBUILD and its .SRCINFO). Pure: no I/O beyond the renderer's templates.
 
 use std::collections::BTreeMap;
 
@@ -121,6 +121,10 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     out.insert(
         "arch/PKGBUILD".to_owned(),
         renderer.render("arch/PKGBUILD", &values)?,
+    );
+    out.insert(
+        "arch/.SRCINFO".to_owned(),
+        crate::package::srcinfo::from_pkgbuild(&out["arch/PKGBUILD"])?,
     );
     Ok(out)
 }

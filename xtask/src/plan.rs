@@ -154,6 +154,15 @@ pub fn outputs(recipe: &Recipe) -> Vec<String> {
     );
     if recipe.target.kind == Kind::Dkms {
         for format in &recipe.target.formats {
+            match format {
+                Format::Deb => out.extend([
+                    format!("source/{name}_{version}-{release}.dsc"),
+                    format!("source/{name}_{version}-{release}.debian.tar.xz"),
+                ]),
+                Format::Rpm => out.push(format!("{name}-dkms-{version}-{release}.src.rpm")),
+                Format::Arch => out.push(format!("{name}-dkms-{version}-{release}.src.tar.gz")),
+                _ => {}
+            }
             out.push(match format {
                 Format::Deb => format!("{name}-dkms_{version}-{release}_all.deb"),
                 Format::Rpm => format!("{name}-dkms-{version}-{release}.noarch.rpm"),

@@ -17,8 +17,12 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
 /// Build a DKMS recipe into dist/<recipe>/ (the main job)
 ///
 /// Publishes the .deb, .rpm, Arch package and DKMS tarball, the pristine
-/// source with its patch series, the packaging files (debian/, spec,
-/// PKGBUILD, dkms.conf), manifest.json and SHA256SUMS.
+/// source with its patch series, the source packages build farms take (with
+/// the deb: source/*.dsc and *.debian.tar.xz for sbuild, a PPA or OBS; with
+/// the rpm: *.src.rpm for COPR, OBS or `rpmbuild --rebuild`; with the Arch
+/// package: *.src.tar.gz, the PKGBUILD, .SRCINFO and its sources), the
+/// packaging files (debian/, spec, PKGBUILD, dkms.conf), manifest.json and
+/// SHA256SUMS.
 ///
 /// The build is published atomically: a failed or killed run leaves the
 /// previous dist/<recipe>/ as it was. Same inputs and SOURCE_DATE_EPOCH give
@@ -26,7 +30,7 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
 /// project's HEAD). A re-run with nothing changed says so and does nothing.
 ///
 /// Then: `sudo dpkg -i dist/<recipe>/*.deb` (Debian, Ubuntu), `sudo rpm -i
-/// dist/<recipe>/*.rpm` (Fedora, openSUSE), `sudo pacman -U
+/// dist/<recipe>/*.noarch.rpm` (Fedora, openSUSE), `sudo pacman -U
 /// dist/<recipe>/*.pkg.tar.zst` (Arch), or `sudo dkms ldtarball
 /// dist/<recipe>/*.dkms.tar.gz` (anything with dkms).
 #[derive(Debug, clap::Args)]

@@ -26,6 +26,12 @@ pub fn file_name(meta: &PackageMeta) -> String {
     file_name_for(meta, Machine::Any)
 }
 
+/// `<name>-<version>-<release>.src.tar.gz`, the source package
+/// `makepkg --source` makes of a PKGBUILD.
+pub fn source_file_name(meta: &PackageMeta) -> String {
+    format!("{}-{}.src.tar.gz", meta.name, meta.full_version())
+}
+
 /// `<name>-<version>-<release>-<arch>.pkg.tar.zst`
 pub fn file_name_for(meta: &PackageMeta, machine: Machine) -> String {
     format!(

@@ -1,5 +1,6 @@
 //! The rpm payload's cpio archive ("newc", `070701`): `./`-prefixed
-//! names, uid/gid 0, one mtime, inode numbers in file-list order.
+//! names (plain names in a source rpm), uid/gid 0, one mtime, inode
+//! numbers in file-list order.
 
 use std::io::Write;
 
@@ -16,14 +17,24 @@ pub(crate) fn rpm_mode(entry: &Entry) -> u32 {
     }
 }
 
-/// One newc record; returns the sha256 of a file's bytes.
+/// One newc record named `./<path>`; returns the sha256 of a file's bytes.
 pub(crate) fn cpio_entry(
     out: &mut dyn Write,
     entry: &Entry,
     ino: u32,
     mtime: u32,
 ) -> Result<Option<[u8; 32]>> {
-    let name = format!("./{}", entry.path);
+    cpio_entry_named(out, entry, &format!("./{}", entry.path), ino, mtime)
+}
+
+/// One newc record under `name`; returns the sha256 of a file's bytes.
+pub(crate) fn cpio_entry_named(
+    out: &mut dyn Write,
+    entry: &Entry,
+    name: &str,
+    ino: u32,
+    mtime: u32,
+) -> Result<Option<[u8; 32]>> {
     let (nlink, size) = match &entry.kind {
         Kind::Dir => (2, 0),
         Kind::File(_) => (1, entry.size),
@@ -36,7 +47,7 @@ pub(crate) fn cpio_entry(
         )
     })?;
     let what = || format!("adding {} to the rpm payload", entry.origin());
-    cpio_header(out, ino, rpm_mode(entry), nlink, mtime, size32, &name).with_context(what)?;
+    cpio_header(out, ino, rpm_mode(entry), nlink, mtime, size32, name).with_context(what)?;
     let digest = match &entry.kind {
         Kind::Dir => None,
         Kind::Symlink(t) => {

@@ -1,5 +1,6 @@
 //! Deterministic package writers: `.deb`, `.rpm`, Arch `.pkg.tar.zst`,
-//! the DKMS source tarball and plain `.tar.gz`, each streamed from a
+//! the DKMS source tarball and plain `.tar.gz`, and the source packages
+//! build farms take (Debian `.dsc`, `.src.rpm`), each streamed from a
 //! [`FileTree`] to a file with fixed owners, modes and mtimes
 //! (`SOURCE_DATE_EPOCH`), so the same inputs give the same bytes.
 //!
@@ -14,10 +15,13 @@ pub mod compress;
 mod cpio;
 pub mod deb;
 pub mod dkms;
+pub mod dsc;
 pub mod meta;
 mod pgz;
 pub mod rpm;
 mod rpm_header;
+pub mod srcinfo;
+pub mod srpm;
 pub mod tar;
 pub mod tarball;
 pub mod tree;

@@ -21,7 +21,7 @@ use super::tree::{Entry, FileTree, Kind};
 use super::{scratch, Artifact, Output, Scripts};
 
 /// rpmtag.h / rpmds.h numbers used here.
-mod tag {
+pub(super) mod tag {
     pub const SIG_SIZE: u32 = 1000;
     pub const SIG_PAYLOADSIZE: u32 = 1007;
     pub const SIG_SHA256: u32 = 273;
@@ -86,7 +86,7 @@ mod tag {
 }
 
 /// Dependency sense flags (rpmds.h).
-mod sense {
+pub(super) mod sense {
     pub const LESS: u32 = 1 << 1;
     pub const EQUAL: u32 = 1 << 3;
     pub const INTERP: u32 = 1 << 8;
@@ -95,7 +95,7 @@ mod sense {
     pub const RPMLIB: u32 = 1 << 24;
 }
 
-const SHA256_ALGO: u32 = 8;
+pub(super) const SHA256_ALGO: u32 = 8;
 /// `RPMFILE_CONFIG | RPMFILE_NOREPLACE` (rpmfiles.h): `%config(noreplace)`.
 const CONFIG_NOREPLACE: u32 = 1 | (1 << 4);
 const BUILDHOST: &str = "rocm-patchkit";
@@ -233,14 +233,23 @@ pub fn write_for(
     out.commit()
 }
 
-/// The 96-byte lead: magic, v3.0, binary, `name-version-release`, Linux,
-/// header-style signature.
+/// The 96-byte lead of a binary package.
 fn lead(meta: &PackageMeta) -> [u8; 96] {
+    lead_of(meta, false)
+}
+
+/// The 96-byte lead: magic, v3.0, binary (type 0, archnum 0) or source
+/// (type 1, archnum 1, as rpmbuild writes it), `name-version-release`,
+/// Linux, header-style signature.
+pub(super) fn lead_of(meta: &PackageMeta, source: bool) -> [u8; 96] {
     let mut l = [0u8; 96];
     l[0..4].copy_from_slice(&[0xed, 0xab, 0xee, 0xdb]);
     l[4] = 3;
     l[5] = 0;
-    // type 0 (binary), archnum 0 (noarch)
+    if source {
+        l[7] = 1;
+        l[9] = 1;
+    }
     let nevr = format!("{}-{}-{}", meta.name, meta.version, meta.release);
     let n = nevr.len().min(65);
     l[10..10 + n].copy_from_slice(&nevr.as_bytes()[..n]);

@@ -37,4 +37,6 @@ mod rebuild;
 mod recipes;
 mod render;
 mod repo;
+mod source_packages;
 mod verify;
+mod workflows;

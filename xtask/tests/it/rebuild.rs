@@ -18,7 +18,7 @@ const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
 const SOURCE_DIR: &str = "patchkit-hello-0.1.0";
 const PKGNAME: &str = "patchkit-hello-dkms";
 
-fn run(cmd: &mut Command) -> String {
+pub(crate) fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
     let text =
         String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr);
@@ -27,7 +27,7 @@ fn run(cmd: &mut Command) -> String {
 }
 
 /// `cp <files> <dir>/`
-fn copy_into(dir: &Path, files: &[PathBuf]) {
+pub(crate) fn copy_into(dir: &Path, files: &[PathBuf]) {
     std::fs::create_dir_all(dir).unwrap();
     for file in files {
         std::fs::copy(file, dir.join(file.file_name().unwrap())).unwrap();
@@ -35,7 +35,7 @@ fn copy_into(dir: &Path, files: &[PathBuf]) {
 }
 
 /// `source/patches/*.patch` of a dist folder.
-fn patches(dist: &Path) -> Vec<PathBuf> {
+pub(crate) fn patches(dist: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dist.join("source/patches"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -89,7 +89,7 @@ fn tree(dir: &Path, skip: &[&str]) -> BTreeMap<String, (String, Vec<u8>)> {
 
 /// Asserts that the two trees hold the same entries, modes and bytes,
 /// naming the first difference.
-fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
+pub(crate) fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
     let (a, b) = (tree(ours, skip), tree(theirs, skip));
     let names = |t: &BTreeMap<String, (String, Vec<u8>)>| t.keys().cloned().collect::<Vec<_>>();
     assert_eq!(
@@ -115,7 +115,7 @@ fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
 }
 
 /// `KEY=value` assignments of a shell script, quotes removed.
-fn assignments(script: &str) -> BTreeMap<String, String> {
+pub(crate) fn assignments(script: &str) -> BTreeMap<String, String> {
     script
         .lines()
         .filter_map(|l| l.trim().split_once('='))

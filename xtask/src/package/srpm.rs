@@ -1,0 +1,287 @@
+//! Source rpm writer: `<name>-<version>-<release>.src.rpm` holding the
+//! spec, its sources and its patches, with the header rpmbuild -bs writes
+//! (source lead, `SOURCEPACKAGE` set and no `SOURCERPM`, the `SOURCE` and
+//! `PATCH` lists, the spec text, `BUILDARCHS`) and a gzip'd cpio payload
+//! of plain file names, so `rpmbuild --rebuild` builds from it.
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+use sha2::{Digest, Sha256};
+
+use super::compress::{Compression, Tally};
+use super::cpio::{cpio_entry_named, cpio_trailer, rpm_mode};
+use super::meta::{Format, PackageMeta};
+use super::rpm::{lead_of, sense, tag, SHA256_ALGO};
+use super::rpm_header::{Header, Value};
+use super::tree::{Entry, FileTree, Kind};
+use super::{scratch, Artifact, Output};
+
+/// Tags only a source rpm carries (rpmtag.h).
+mod src_tag {
+    pub const SOURCE: u32 = 1018;
+    pub const PATCH: u32 = 1019;
+    pub const BUILDARCHS: u32 = 1089;
+    pub const COOKIE: u32 = 1094;
+    pub const SOURCEPACKAGE: u32 = 1106;
+    pub const PAYLOADDIGESTALT: u32 = 5097;
+    pub const SPEC: u32 = 5099;
+}
+
+/// `RPMFILE_SPECFILE` (rpmfiles.h): the spec among a source rpm's files.
+const SPECFILE: u32 = 1 << 5;
+/// rpmbuild's payload for source rpms on Debian: `gzip -9`, which every
+/// rpm that a build farm runs reads.
+const PAYLOAD: Compression = Compression::Gzip(9);
+const BUILDHOST: &str = "rocm-patchkit";
+
+/// What a source rpm holds besides the package's metadata.
+pub struct SourceRpm<'a> {
+    /// The spec's file name (`<name>.spec`) and text.
+    pub spec_name: &'a str,
+    pub spec: &'a str,
+    /// `Source<N>` files in spec order, then `Patch<N>` files in spec
+    /// order: (file name, path).
+    pub sources: &'a [(String, &'a Path)],
+    pub patches: &'a [(String, &'a Path)],
+    /// The spec's `BuildArch` (`noarch`).
+    pub build_arch: &'a str,
+}
+
+/// `<name>-<version>-<release>.src.rpm`
+pub fn file_name(meta: &PackageMeta) -> String {
+    format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release)
+}
+
+/// Writes `<out_dir>/<file_name>`.
+pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) -> Result<Artifact> {
+    meta.validate(Format::Rpm)?;
+    let epoch32 =
+        u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
+    let mut tree = FileTree::new();
+    tree.add_bytes(src.spec_name, src.spec.as_bytes().to_vec(), false)?;
+    for (name, path) in src.sources.iter().chain(src.patches) {
+        if name.contains('/') || tree.get(name).is_some() {
+            bail!(
+                "the source rpm of {} would hold `{name}` twice or below a folder: source and patch file names must be unique plain names",
+                meta.name
+            );
+        }
+        tree.add_file(name, path, false)?;
+    }
+    let entries: Vec<&Entry> = tree.entries().collect();
+
+    // Payload: cpio -> count + sha256 -> gzip -> count + sha256 -> scratch.
+    let mut payload = scratch(out_dir)?;
+    let mut digests = Vec::with_capacity(entries.len());
+    let (raw_size, raw_sha, packed_size, packed_sha) = {
+        let packed = Tally::new(
+            std::io::BufWriter::with_capacity(1 << 20, &mut payload),
+            true,
+        );
+        let mut raw = Tally::new(PAYLOAD.encoder(packed)?, true);
+        for (i, entry) in entries.iter().enumerate() {
+            digests.push(cpio_entry_named(
+                &mut raw,
+                entry,
+                &entry.path,
+                i as u32 + 1,
+                epoch32,
+            )?);
+        }
+        cpio_trailer(&mut raw).context("writing the source rpm payload")?;
+        let (enc, raw_size, raw_sha) = raw.into_parts();
+        let packed = enc.finish().context("compressing the source rpm payload")?;
+        let (mut buf, packed_size, sha) = packed.into_parts();
+        buf.flush().context("writing the source rpm payload")?;
+        (
+            raw_size,
+            raw_sha.unwrap_or_default(),
+            packed_size,
+            sha.unwrap_or_default(),
+        )
+    };
+    let raw32 = u32::try_from(raw_size)
+        .map_err(|_| anyhow::anyhow!("the source rpm payload of {} is over 4 GiB", meta.name))?;
+
+    let header = main_header(
+        meta,
+        src,
+        &entries,
+        &digests,
+        epoch32,
+        &raw_sha,
+        &packed_sha,
+    )?;
+    let header = header.to_bytes(63);
+    let total = u32::try_from(header.len() as u64 + packed_size)
+        .map_err(|_| anyhow::anyhow!("the source rpm of {} is over 4 GiB", meta.name))?;
+    let mut sig = Header::new();
+    sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(&header)))
+        .int32(tag::SIG_SIZE, total)
+        .int32(tag::SIG_PAYLOADSIZE, raw32);
+    let mut sig = sig.to_bytes(62);
+    while !sig.len().is_multiple_of(8) {
+        sig.push(0);
+    }
+
+    payload
+        .seek(SeekFrom::Start(0))
+        .context("reading back the source rpm payload")?;
+    let name = file_name(meta);
+    let mut out = Output::create(out_dir, &name)?;
+    {
+        let what = || format!("writing {name}");
+        let mut w = out.writer();
+        w.write_all(&lead_of(meta, true)).with_context(what)?;
+        w.write_all(&sig).with_context(what)?;
+        w.write_all(&header).with_context(what)?;
+        let copied = std::io::copy(&mut payload, &mut w).with_context(what)?;
+        if copied != packed_size {
+            bail!("the source rpm payload changed size while being copied into {name}");
+        }
+        w.flush().with_context(what)?;
+    }
+    out.commit()
+}
+
+fn main_header(
+    meta: &PackageMeta,
+    src: &SourceRpm,
+    entries: &[&Entry],
+    digests: &[Option<[u8; 32]>],
+    epoch: u32,
+    raw_sha: &[u8; 32],
+    packed_sha: &[u8; 32],
+) -> Result<Header> {
+    let n = entries.len();
+    let names = |list: &[(String, &Path)]| -> Vec<String> {
+        // rpmbuild lists them last-declared first.
+        list.iter().rev().map(|(name, _)| name.clone()).collect()
+    };
+    let mut h = Header::new();
+    h.add(tag::I18NTABLE, Value::StrArray(vec!["C".into()]))
+        .str(tag::NAME, &meta.name)
+        .str(tag::VERSION, &meta.version)
+        .str(tag::RELEASE, &meta.release)
+        .add(tag::SUMMARY, Value::I18n(meta.summary.trim().into()))
+        .add(
+            tag::DESCRIPTION,
+            Value::I18n(meta.description.trim().into()),
+        )
+        .int32(tag::BUILDTIME, epoch)
+        .str(tag::BUILDHOST, BUILDHOST)
+        .str(tag::LICENSE, &meta.license)
+        .add(tag::GROUP, Value::I18n("Unspecified".into()))
+        .str(tag::URL, &meta.homepage)
+        .str(tag::OS, "linux")
+        .str(tag::ARCH, src.build_arch)
+        .str(tag::RPMVERSION, "4.18.0")
+        .add(
+            src_tag::BUILDARCHS,
+            Value::StrArray(vec![src.build_arch.into()]),
+        )
+        .str(src_tag::COOKIE, format!("{BUILDHOST} {epoch}"))
+        .int32(src_tag::SOURCEPACKAGE, 1)
+        .str(src_tag::SPEC, src.spec)
+        .str(tag::ENCODING, "utf-8")
+        .str(tag::PAYLOADFORMAT, "cpio")
+        .str(tag::PAYLOADCOMPRESSOR, "gzip")
+        .str(tag::PAYLOADFLAGS, "9")
+        .add(
+            tag::PAYLOADDIGEST,
+            Value::StrArray(vec![hex::encode(packed_sha)]),
+        )
+        .add(
+            src_tag::PAYLOADDIGESTALT,
+            Value::StrArray(vec![hex::encode(raw_sha)]),
+        )
+        .int32(tag::PAYLOADDIGESTALGO, SHA256_ALGO)
+        .int32(tag::FILEDIGESTALGO, SHA256_ALGO);
+    if !src.sources.is_empty() {
+        h.add(src_tag::SOURCE, Value::StrArray(names(src.sources)));
+    }
+    if !src.patches.is_empty() {
+        h.add(src_tag::PATCH, Value::StrArray(names(src.patches)));
+    }
+
+    // Files: plain names in one (empty) folder, as rpmbuild -bs lists them.
+    let mut total: u64 = 0;
+    for e in entries {
+        if !matches!(e.kind, Kind::File(_)) {
+            bail!("a source rpm holds plain files only, not {}", e.path);
+        }
+        total += e.size;
+    }
+    h.add(
+        tag::BASENAMES,
+        Value::StrArray(entries.iter().map(|e| e.path.clone()).collect()),
+    )
+    .add(tag::DIRNAMES, Value::StrArray(vec![String::new()]))
+    .add(tag::DIRINDEXES, Value::Int32(vec![0; n]))
+    .add(
+        tag::FILESIZES,
+        Value::Int32(entries.iter().map(|e| e.size as u32).collect()),
+    )
+    .add(
+        tag::FILEMODES,
+        Value::Int16(entries.iter().map(|e| rpm_mode(e) as u16).collect()),
+    )
+    .add(tag::FILERDEVS, Value::Int16(vec![0; n]))
+    .add(tag::FILEMTIMES, Value::Int32(vec![epoch; n]))
+    .add(
+        tag::FILEDIGESTS,
+        Value::StrArray(
+            digests
+                .iter()
+                .map(|d| d.map(hex::encode).unwrap_or_default())
+                .collect(),
+        ),
+    )
+    .add(tag::FILELINKTOS, Value::StrArray(vec![String::new(); n]))
+    .add(
+        tag::FILEFLAGS,
+        Value::Int32(
+            entries
+                .iter()
+                .map(|e| if e.path == src.spec_name { SPECFILE } else { 0 })
+                .collect(),
+        ),
+    )
+    .add(tag::FILEUSERNAME, Value::StrArray(vec!["root".into(); n]))
+    .add(tag::FILEGROUPNAME, Value::StrArray(vec!["root".into(); n]))
+    .add(tag::FILEVERIFYFLAGS, Value::Int32(vec![u32::MAX; n]))
+    .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
+    .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
+    .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
+    let total = u32::try_from(total)
+        .map_err(|_| anyhow::anyhow!("{} holds over 4 GiB of sources", meta.name))?;
+    h.int32(tag::SIZE, total);
+
+    // A source rpm needs only the rpmlib features of its file list.
+    let rpmlib = sense::RPMLIB | sense::LESS | sense::EQUAL;
+    let requires = [
+        ("rpmlib(CompressedFileNames)", "3.0.4-1"),
+        ("rpmlib(FileDigests)", "4.6.0-1"),
+    ];
+    h.add(
+        tag::REQUIRENAME,
+        Value::StrArray(requires.iter().map(|r| r.0.to_owned()).collect()),
+    )
+    .add(
+        tag::REQUIREFLAGS,
+        Value::Int32(vec![rpmlib; requires.len()]),
+    )
+    .add(
+        tag::REQUIREVERSION,
+        Value::StrArray(requires.iter().map(|r| r.1.to_owned()).collect()),
+    )
+    .add(tag::PROVIDENAME, Value::StrArray(vec![meta.name.clone()]))
+    .add(tag::PROVIDEFLAGS, Value::Int32(vec![sense::EQUAL]))
+    .add(
+        tag::PROVIDEVERSION,
+        Value::StrArray(vec![meta.full_version()]),
+    );
+    Ok(h)
+}

@@ -1,0 +1,144 @@
+//! The GitHub Actions workflows as a repository rule: each parses, each
+//! `cargo xtask` command it runs exists, and the kernel workflow's matrix
+//! names every kernel recipe with its pin state and a kernel in its range.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use crate::support::{repo_root, Project};
+
+fn workflow(name: &str) -> Value {
+    let path = repo_root().join(".github/workflows").join(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    serde_norway::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// Every `cargo xtask <command>` of every run step of every job, and the
+/// ids of run steps that are not `cargo xtask`.
+fn commands(doc: &Value) -> (Vec<String>, Vec<String>) {
+    let (mut xtask, mut other) = (Vec::new(), Vec::new());
+    for job in doc["jobs"].as_object().expect("jobs").values() {
+        for step in job["steps"].as_array().expect("steps") {
+            let Some(run) = step["run"].as_str() else {
+                continue;
+            };
+            let lines: Vec<&str> = run.lines().map(str::trim).collect();
+            let xtask_lines: Vec<&str> = lines
+                .iter()
+                .filter_map(|l| l.strip_prefix("cargo xtask "))
+                .collect();
+            if xtask_lines.is_empty() {
+                other.push(step["id"].as_str().unwrap_or("(no id)").to_owned());
+            }
+            for rest in xtask_lines {
+                xtask.push(rest.split_whitespace().next().unwrap().to_owned());
+            }
+        }
+    }
+    (xtask, other)
+}
+
+#[test]
+fn every_workflow_names_only_existing_xtask_commands() {
+    let p = Project::new();
+    let mut seen = 0;
+    for entry in std::fs::read_dir(repo_root().join(".github/workflows")).unwrap() {
+        let name = entry.unwrap().file_name().to_string_lossy().into_owned();
+        if !name.ends_with(".yml") {
+            continue;
+        }
+        let (xtask, _) = commands(&workflow(&name));
+        assert!(!xtask.is_empty(), "{name} runs no cargo xtask command");
+        for command in &xtask {
+            p.xtask(&[command, "--help"]).success();
+        }
+        seen += 1;
+    }
+    assert!(seen >= 2, "the hipblaslt and kernel workflows");
+}
+
+#[test]
+fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
+    let doc = workflow("kernel.yml");
+    let job = &doc["jobs"]["build"];
+    let (xtask, other) = commands(&doc);
+    for command in ["build-dkms", "verify", "plan"] {
+        assert!(xtask.contains(&command.to_owned()), "{command}: {xtask:?}");
+    }
+    // `lock` is the maintainer's reviewed step, never CI's.
+    assert!(!xtask.contains(&"lock".to_owned()), "{xtask:?}");
+    assert_eq!(other, ["deps", "setup", "check"], "the non-xtask steps");
+
+    let root = repo_root();
+    let mut matrix = BTreeMap::new();
+    for entry in job["strategy"]["matrix"]["include"].as_array().unwrap() {
+        let recipe = entry["recipe"].as_str().unwrap().to_owned();
+        let kernel = entry["kernel"].as_str().unwrap().to_owned();
+        let pinned = entry["pinned"].as_bool().expect("pinned: true or false");
+        assert!(
+            matrix.insert(recipe.clone(), (kernel, pinned)).is_none(),
+            "{recipe} twice"
+        );
+    }
+    let kernel_recipes: Vec<String> = xtask::recipe::list(&root)
+        .unwrap()
+        .into_iter()
+        .filter(|name| name.starts_with("amdgpu-"))
+        .filter(|name| {
+            xtask::recipe::Recipe::load(&root, name)
+                .is_ok_and(|r| r.target.kind == xtask::recipe::Kind::Dkms)
+        })
+        .collect();
+    assert!(kernel_recipes.len() >= 9, "{kernel_recipes:?}");
+    assert_eq!(
+        matrix.keys().cloned().collect::<Vec<_>>(),
+        kernel_recipes,
+        "the matrix names every kernel recipe, and only those"
+    );
+    for (name, (kernel, pinned)) in &matrix {
+        let recipe = xtask::recipe::Recipe::load(&root, name).unwrap();
+        assert_eq!(
+            *pinned,
+            recipe.unpinned().is_empty(),
+            "{name}: `pinned` in kernel.yml must say whether the recipe is pinned ({:?} unpinned)",
+            recipe.unpinned()
+        );
+        xtask::target::check_kernel(&recipe, kernel)
+            .unwrap_or_else(|e| panic!("{name}: kernel {kernel}: {e:#}"));
+    }
+
+    // Every step after the plan runs only for pinned recipes; the
+    // artifact is dist/<recipe>.
+    let steps = job["steps"].as_array().unwrap();
+    let plan = steps
+        .iter()
+        .position(|s| {
+            s["run"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("cargo xtask plan"))
+        })
+        .expect("a plan step");
+    for step in &steps[plan + 1..] {
+        assert_eq!(step["if"], "matrix.pinned", "{step}");
+    }
+    let upload = steps
+        .iter()
+        .find(|s| {
+            s["uses"]
+                .as_str()
+                .is_some_and(|u| u.starts_with("actions/upload-artifact"))
+        })
+        .expect("an upload step");
+    assert_eq!(upload["with"]["path"], "dist/${{ matrix.recipe }}");
+    let build = steps
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .find(|r| r.starts_with("cargo xtask build-dkms"))
+        .unwrap();
+    assert!(
+        build.contains("--kernel ${{ matrix.kernel }}")
+            && build.contains("--out dist/${{ matrix.recipe }}"),
+        "{build}"
+    );
+}
