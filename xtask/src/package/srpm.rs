@@ -174,7 +174,6 @@ fn main_header(
         .str(tag::BUILDHOST, BUILDHOST)
         .str(tag::LICENSE, &meta.license)
         .add(tag::GROUP, Value::I18n("Unspecified".into()))
-        .str(tag::URL, &meta.homepage)
         .str(tag::OS, "linux")
         .str(tag::ARCH, src.build_arch)
         .str(tag::RPMVERSION, "4.18.0")
@@ -199,6 +198,9 @@ fn main_header(
         )
         .int32(tag::PAYLOADDIGESTALGO, SHA256_ALGO)
         .int32(tag::FILEDIGESTALGO, SHA256_ALGO);
+    if let Some(homepage) = &meta.homepage {
+        h.str(tag::URL, homepage);
+    }
     if !src.sources.is_empty() {
         h.add(src_tag::SOURCE, Value::StrArray(names(src.sources)));
     }
