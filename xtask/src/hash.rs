@@ -18,9 +18,16 @@ pub fn sha256_file(path: &Path) -> Result<String> {
 
 /// sha256 and size of a file, in one read.
 pub fn sha256_file_sized(path: &Path) -> Result<(String, u64)> {
+    let mut hasher = Sha256::new();
+    let size = read_blocks(path, |block| hasher.update(block))?;
+    Ok((hex::encode(hasher.finalize()), size))
+}
+
+/// Feeds a file's content to `each` in 1 MiB blocks; returns its size.
+/// Every digest of a whole file goes through here.
+pub fn read_blocks(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64> {
     let mut file =
         std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let mut hasher = Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     let mut size = 0u64;
     loop {
@@ -28,10 +35,9 @@ pub fn sha256_file_sized(path: &Path) -> Result<(String, u64)> {
             .read(&mut buf)
             .with_context(|| format!("reading {}", path.display()))?;
         if n == 0 {
-            break;
+            return Ok(size);
         }
         size += n as u64;
-        hasher.update(&buf[..n]);
+        each(&buf[..n]);
     }
-    Ok((hex::encode(hasher.finalize()), size))
 }

@@ -258,23 +258,12 @@ struct Sums {
 }
 
 fn sums(path: &Path) -> Result<Sums> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let (mut md5, mut sha1, mut sha256) = (Md5::new(), Sha1::new(), Sha256::new());
-    let mut buf = vec![0u8; 1 << 20];
-    let mut size = 0u64;
-    loop {
-        let n = file
-            .read(&mut buf)
-            .with_context(|| format!("reading {}", path.display()))?;
-        if n == 0 {
-            break;
-        }
-        size += n as u64;
-        md5.update(&buf[..n]);
-        sha1.update(&buf[..n]);
-        sha256.update(&buf[..n]);
-    }
+    let size = crate::hash::read_blocks(path, |block| {
+        md5.update(block);
+        sha1.update(block);
+        sha256.update(block);
+    })?;
     Ok(Sums {
         size,
         md5: hex::encode(md5.finalize()),
