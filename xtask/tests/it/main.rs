@@ -27,6 +27,7 @@ mod hipblaslt_support;
 mod hostile;
 mod hostile_work;
 mod initramfs;
+mod initramfs_dracut;
 mod lock;
 mod package;
 mod package_support;
