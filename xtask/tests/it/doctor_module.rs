@@ -188,7 +188,7 @@ fn broken_modules_cannot_tell_and_say_why() {
 
 /// An RDNA4 machine on Ubuntu's 6.14.0-36 (in the affected range by
 /// version) whose amdgpu modprobe would load is `module`.
-fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
+pub fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
     let m = FakeMachine::new();
     m.gpu(1, 120001, 0x7551)
         .kernel("6.14.0-36-generic")

@@ -2,7 +2,8 @@
 //! `/etc/initramfs-tools/modules` (as early-KMS setups list amdgpu), `dpkg -i`
 //! of the demo .deb leaves `lsinitramfs` showing the DKMS build, and purge
 //! takes it out again (for real, root only). The dracut and mkinitcpio
-//! paths of the scripts run with those tools replaced by recorders on PATH.
+//! paths of the scripts run with those tools replaced by recorders on PATH
+//! (`initramfs_dracut.rs` runs the real dracut).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -185,7 +186,7 @@ fn recorders(dir: &Path, tools: &[&str], listing: &str, fail: bool) -> PathBuf {
     bin
 }
 
-fn rendered(script: &str) -> String {
+pub fn rendered(script: &str) -> String {
     let renderer = xtask::render::Renderer::new(&repo_root().join("templates")).unwrap();
     let values = serde_json::json!({
         "name": "amdgpu-debian",
