@@ -258,15 +258,9 @@ pub(super) fn lead_of(meta: &PackageMeta, source: bool) -> [u8; 96] {
     l
 }
 
-fn main_header(
-    meta: &PackageMeta,
-    entries: &[&Entry],
-    digests: &[Option<[u8; 32]>],
-    scripts: &Scripts,
-    epoch: u32,
-    compression: Compression,
-    payload_sha: &[u8; 32],
-) -> Result<Header> {
+/// The tags every rpm of ours starts with, binary or source: name, version,
+/// release, texts, build time and host, licence, and the URL when there is one.
+pub(super) fn base_header(meta: &PackageMeta, epoch: u32) -> Header {
     let mut h = Header::new();
     h.add(tag::I18NTABLE, Value::StrArray(vec!["C".into()]))
         .str(tag::NAME, &meta.name)
@@ -279,8 +273,24 @@ fn main_header(
         )
         .int32(tag::BUILDTIME, epoch)
         .str(tag::BUILDHOST, BUILDHOST)
-        .str(tag::LICENSE, &meta.license)
-        .str(tag::PACKAGER, &meta.maintainer)
+        .str(tag::LICENSE, &meta.license);
+    if let Some(homepage) = &meta.homepage {
+        h.str(tag::URL, homepage);
+    }
+    h
+}
+
+fn main_header(
+    meta: &PackageMeta,
+    entries: &[&Entry],
+    digests: &[Option<[u8; 32]>],
+    scripts: &Scripts,
+    epoch: u32,
+    compression: Compression,
+    payload_sha: &[u8; 32],
+) -> Result<Header> {
+    let mut h = base_header(meta, epoch);
+    h.str(tag::PACKAGER, &meta.maintainer)
         .str(tag::OS, "linux")
         .str(
             tag::SOURCERPM,
@@ -289,9 +299,6 @@ fn main_header(
         .str(tag::RPMVERSION, "4.18.0")
         .str(tag::ENCODING, "utf-8")
         .str(tag::PAYLOADFORMAT, "cpio");
-    if let Some(homepage) = &meta.homepage {
-        h.str(tag::URL, homepage);
-    }
     let (compressor, level) = match compression {
         Compression::Zstd(l) => ("zstd", l.to_string()),
         Compression::Xz(l) => ("xz", l.to_string()),

@@ -160,20 +160,8 @@ fn main_header(
         // rpmbuild lists them last-declared first.
         list.iter().rev().map(|(name, _)| name.clone()).collect()
     };
-    let mut h = Header::new();
-    h.add(tag::I18NTABLE, Value::StrArray(vec!["C".into()]))
-        .str(tag::NAME, &meta.name)
-        .str(tag::VERSION, &meta.version)
-        .str(tag::RELEASE, &meta.release)
-        .add(tag::SUMMARY, Value::I18n(meta.summary.trim().into()))
-        .add(
-            tag::DESCRIPTION,
-            Value::I18n(meta.description.trim().into()),
-        )
-        .int32(tag::BUILDTIME, epoch)
-        .str(tag::BUILDHOST, BUILDHOST)
-        .str(tag::LICENSE, &meta.license)
-        .add(tag::GROUP, Value::I18n("Unspecified".into()))
+    let mut h = super::rpm::base_header(meta, epoch);
+    h.add(tag::GROUP, Value::I18n("Unspecified".into()))
         .str(tag::OS, "linux")
         .str(tag::ARCH, src.build_arch)
         .str(tag::RPMVERSION, "4.18.0")
@@ -198,9 +186,6 @@ fn main_header(
         )
         .int32(tag::PAYLOADDIGESTALGO, SHA256_ALGO)
         .int32(tag::FILEDIGESTALGO, SHA256_ALGO);
-    if let Some(homepage) = &meta.homepage {
-        h.str(tag::URL, homepage);
-    }
     if !src.sources.is_empty() {
         h.add(src_tag::SOURCE, Value::StrArray(names(src.sources)));
     }
