@@ -280,6 +280,32 @@ pub(super) fn base_header(meta: &PackageMeta, epoch: u32) -> Header {
     h
 }
 
+/// The per-file tags a binary and a source rpm fill alike: modes, device
+/// numbers, mtimes (all `SOURCE_DATE_EPOCH`) and sha256 digests.
+pub(super) fn add_file_stats(
+    h: &mut Header,
+    entries: &[&Entry],
+    digests: &[Option<[u8; 32]>],
+    epoch: u32,
+) {
+    let n = entries.len();
+    h.add(
+        tag::FILEMODES,
+        Value::Int16(entries.iter().map(|e| rpm_mode(e) as u16).collect()),
+    )
+    .add(tag::FILERDEVS, Value::Int16(vec![0; n]))
+    .add(tag::FILEMTIMES, Value::Int32(vec![epoch; n]))
+    .add(
+        tag::FILEDIGESTS,
+        Value::StrArray(
+            digests
+                .iter()
+                .map(|d| d.map(hex::encode).unwrap_or_default())
+                .collect(),
+        ),
+    );
+}
+
 fn main_header(
     meta: &PackageMeta,
     entries: &[&Entry],
@@ -368,21 +394,6 @@ fn main_header(
             ),
         )
         .add(
-            tag::FILEMODES,
-            Value::Int16(entries.iter().map(|e| rpm_mode(e) as u16).collect()),
-        )
-        .add(tag::FILERDEVS, Value::Int16(vec![0; n]))
-        .add(tag::FILEMTIMES, Value::Int32(vec![epoch; n]))
-        .add(
-            tag::FILEDIGESTS,
-            Value::StrArray(
-                digests
-                    .iter()
-                    .map(|d| d.map(hex::encode).unwrap_or_default())
-                    .collect(),
-            ),
-        )
-        .add(
             tag::FILELINKTOS,
             Value::StrArray(
                 entries
@@ -409,6 +420,7 @@ fn main_header(
         .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
         .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
         .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
+    add_file_stats(&mut h, entries, digests, epoch);
     match u32::try_from(total) {
         Ok(t) => h.int32(tag::SIZE, t),
         Err(_) => bail!("{} holds over 4 GiB of files; split the package", meta.name),

@@ -11,7 +11,7 @@ use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, Tally};
-use super::cpio::{cpio_entry_named, cpio_trailer, rpm_mode};
+use super::cpio::{cpio_entry_named, cpio_trailer};
 use super::meta::{Format, PackageMeta};
 use super::rpm::{lead_of, sense, tag, SHA256_ALGO};
 use super::rpm_header::{Header, Value};
@@ -211,21 +211,6 @@ fn main_header(
         tag::FILESIZES,
         Value::Int32(entries.iter().map(|e| e.size as u32).collect()),
     )
-    .add(
-        tag::FILEMODES,
-        Value::Int16(entries.iter().map(|e| rpm_mode(e) as u16).collect()),
-    )
-    .add(tag::FILERDEVS, Value::Int16(vec![0; n]))
-    .add(tag::FILEMTIMES, Value::Int32(vec![epoch; n]))
-    .add(
-        tag::FILEDIGESTS,
-        Value::StrArray(
-            digests
-                .iter()
-                .map(|d| d.map(hex::encode).unwrap_or_default())
-                .collect(),
-        ),
-    )
     .add(tag::FILELINKTOS, Value::StrArray(vec![String::new(); n]))
     .add(
         tag::FILEFLAGS,
@@ -242,6 +227,7 @@ fn main_header(
     .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
     .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
     .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
+    super::rpm::add_file_stats(&mut h, entries, digests, epoch);
     let total = u32::try_from(total)
         .map_err(|_| anyhow::anyhow!("{} holds over 4 GiB of sources", meta.name))?;
     h.int32(tag::SIZE, total);
