@@ -146,20 +146,7 @@ fn dpkg_buildpackage_rebuilds_our_deb_from_the_packaging_files() {
         .arg("-r")
         .arg(dist.join("source/patches"))
         .arg(src.join("debian/patches")));
-    run(Command::new("dpkg-buildpackage")
-        .args(["-us", "-uc"])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .current_dir(&src));
-
-    let deb = format!("{PKGNAME}_0.1.0-1_all.deb");
-    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
-    for (pkg, dir) in [(dist.join(&deb), &ours), (work.join(&deb), &theirs)] {
-        run(Command::new("dpkg-deb").arg("-x").arg(&pkg).arg(dir));
-        run(Command::new("dpkg-deb")
-            .arg("-e")
-            .arg(pkg)
-            .arg(dir.join("DEBIAN")));
-    }
+    let (ours, theirs) = dpkg_buildpackage_beside_ours(&src, &dist, &work, p.root());
     // The installed files, copyright, changelog and lintian overrides
     // included, are the same; the control area is compared field by field.
     assert_same_tree(&ours, &theirs, &["DEBIAN"]);
@@ -362,4 +349,29 @@ fn makepkg_rebuilds_our_arch_package_from_the_pkgbuild() {
     let ours_info = info(&dist.join(&pkg));
     assert_eq!(ours_info.len(), 8, "{ours_info:?}");
     assert_eq!(ours_info, info(&work.join(&pkg)));
+}
+
+/// Runs `dpkg-buildpackage -us -uc` in `src` (whose parent is `work`) and
+/// unpacks the .deb it builds and ours from `dist` (files and control area)
+/// into `root/theirs` and `root/ours`.
+pub(crate) fn dpkg_buildpackage_beside_ours(
+    src: &Path,
+    dist: &Path,
+    work: &Path,
+    root: &Path,
+) -> (std::path::PathBuf, std::path::PathBuf) {
+    run(Command::new("dpkg-buildpackage")
+        .args(["-us", "-uc"])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .current_dir(src));
+    let deb = format!("{PKGNAME}_0.1.0-1_all.deb");
+    let (ours, theirs) = (root.join("ours"), root.join("theirs"));
+    for (pkg, dir) in [(dist.join(&deb), &ours), (work.join(&deb), &theirs)] {
+        run(Command::new("dpkg-deb").arg("-x").arg(&pkg).arg(dir));
+        run(Command::new("dpkg-deb")
+            .arg("-e")
+            .arg(pkg)
+            .arg(dir.join("DEBIAN")));
+    }
+    (ours, theirs)
 }

@@ -11,7 +11,9 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build_dkms::{build, demo_project, dist, EPOCH};
-use crate::rebuild::{assert_same_tree, assignments, copy_into, patches, run};
+use crate::rebuild::{
+    assert_same_tree, assignments, copy_into, dpkg_buildpackage_beside_ours, patches, run,
+};
 use crate::support::{have_tool, is_root};
 
 const DSC: &str = "patchkit-hello_0.1.0-1.dsc";
@@ -128,19 +130,7 @@ fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
 
     // dpkg-buildpackage in the unpacked source builds a .deb with our
     // files, modes and maintainer scripts.
-    run(Command::new("dpkg-buildpackage")
-        .args(["-us", "-uc"])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .current_dir(&src));
-    let deb = format!("{PKGNAME}_0.1.0-1_all.deb");
-    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
-    for (pkg, dir) in [(dist.join(&deb), &ours), (work.join(&deb), &theirs)] {
-        run(Command::new("dpkg-deb").arg("-x").arg(&pkg).arg(dir));
-        run(Command::new("dpkg-deb")
-            .arg("-e")
-            .arg(pkg)
-            .arg(dir.join("DEBIAN")));
-    }
+    let (ours, theirs) = dpkg_buildpackage_beside_ours(&src, &dist, &work, p.root());
     assert_same_tree(&ours, &theirs, &["DEBIAN"]);
     let scripts = |dir: &Path| -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(dir.join("DEBIAN"))
