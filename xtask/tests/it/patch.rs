@@ -7,7 +7,7 @@ use xtask::patch::apply::{check, series};
 use xtask::patch::tree::Tree;
 use xtask::patch::{PatchInput, Tolerance, Verdict};
 
-use crate::patch_support::{self as ps, GitRepo};
+use crate::patch_support as ps;
 
 fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
     patches
@@ -16,25 +16,12 @@ fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
         .collect()
 }
 
-fn checkout(repo: &GitRepo, commit: &str, dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    repo.git(&[
-        "--work-tree",
-        dir.to_str().unwrap(),
-        "checkout",
-        "-q",
-        commit,
-        "--",
-        ".",
-    ]);
-}
-
 #[test]
 fn patch_format_patch_series_gives_the_committed_tree() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     let records = series(
         &mut Tree::writing(&tree),
         &inputs(&s.patches),
@@ -42,7 +29,7 @@ fn patch_format_patch_series_gives_the_committed_tree() {
     )
     .unwrap();
     let expected = tmp.path().join("expected");
-    checkout(&s.repo, "work", &expected);
+    s.repo.checkout("work", &expected);
     assert_eq!(ps::snapshot(&tree), ps::snapshot(&expected));
     use std::os::unix::fs::PermissionsExt;
     let mode = std::fs::metadata(tree.join("drivers/amd/tool.sh"))
@@ -100,7 +87,7 @@ fn patch_failure_names_patch_file_hunk_line_and_blob() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     // Line 7 is the first context line of 0001's only hunk: changed, the
     // context matches nowhere, and fuzz 1 would ignore it.
     let a = ps::replace_line(&ps::c_file("a", 30), 7, "int a_value_6 = 60;");
@@ -194,7 +181,7 @@ fn patch_check_gives_the_three_verdicts() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     // The tree carries 0001 already and b.c moved under 0002.
     series(
         &mut Tree::writing(&tree),

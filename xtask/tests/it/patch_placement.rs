@@ -3,26 +3,11 @@
 //! both lines named, fuzz only when asked, and the git blob ids of a patch's
 //! `index` lines explain a file the patch was not written for or already has.
 
-use std::path::Path;
-
 use xtask::patch::apply::{check, series, Verdict};
 use xtask::patch::tree::Tree;
 use xtask::patch::{PatchInput, Tolerance};
 
-use crate::patch_support::{self as ps, GitRepo};
-
-fn checkout(repo: &GitRepo, commit: &str, dir: &Path) {
-    std::fs::create_dir_all(dir).unwrap();
-    repo.git(&[
-        "--work-tree",
-        dir.to_str().unwrap(),
-        "checkout",
-        "-q",
-        commit,
-        "--",
-        ".",
-    ]);
-}
+use crate::patch_support as ps;
 
 /// 0001 of the fixture series, as the engine takes it.
 fn first_patch(s: &ps::Series) -> Vec<PatchInput> {
@@ -35,7 +20,7 @@ fn patch_placement_exact_context_at_an_offset_is_taken_and_recorded() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     let a = format!("/* one */\n/* two */\n{}", ps::c_file("a", 30));
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
     let records = series(
@@ -78,7 +63,7 @@ fn patch_placement_context_matching_twice_is_refused_naming_both_lines() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     // Lines 7-13 of a.c twice, below a header that moves both copies away
     // from the hunk's stated line 7.
     let original = ps::c_file("a", 30);
@@ -115,7 +100,7 @@ fn patch_placement_fuzz_only_when_asked_and_recorded_hunk_by_hunk() {
     let tmp = tempfile::tempdir().unwrap();
     let s = ps::series(tmp.path());
     let tree = tmp.path().join("tree");
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     // The last context line of the hunk (line 13) differs, and three lines
     // above move the hunk: fuzz 1 at offset +3.
     let a = ps::replace_line(&ps::c_file("a", 30), 13, "int a_value_12 = 120;");
@@ -137,7 +122,7 @@ fn patch_placement_fuzz_only_when_asked_and_recorded_hunk_by_hunk() {
     let h = &records[0].hunks[0];
     assert_eq!((h.offset, h.fuzz), (3, 1));
     // The recipe's per-patch setting does the same as the flag.
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
     let mut input = first_patch(&s);
     input[0].fuzz = 1;
@@ -169,7 +154,7 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
     assert!(pre.starts_with(&abbrev), "{index} names {pre}");
 
     // Another version of a.c: the hunk's lines are not there at all.
-    checkout(&s.repo, &s.base, &tree);
+    s.repo.checkout(&s.base, &tree);
     let other = ps::c_file("a", 30).replace("int a_value_9 = 9;", "long a_value_9 = 9;");
     std::fs::write(tree.join("drivers/amd/a.c"), &other).unwrap();
     let found = xtask::patch::apply::blob_id(other.as_bytes());
@@ -185,7 +170,7 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
     assert!(err.contains(&expected), "{expected:?} missing from: {err}");
 
     // The post-image: the change is already there.
-    checkout(&s.repo, "work~2", &tree);
+    s.repo.checkout("work~2", &tree);
     let err = series(&mut Tree::dry(&tree), &first_patch(&s), Tolerance::strict())
         .unwrap_err()
         .to_string();

@@ -17,6 +17,20 @@ pub struct GitRepo {
 }
 
 impl GitRepo {
+    /// The tree of `commit` written into `dir`, without moving HEAD.
+    pub fn checkout(&self, commit: &str, dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        self.git(&[
+            "--work-tree",
+            dir.to_str().unwrap(),
+            "checkout",
+            "-q",
+            commit,
+            "--",
+            ".",
+        ]);
+    }
+
     pub fn init(dir: &Path) -> GitRepo {
         std::fs::create_dir_all(dir).unwrap();
         let repo = GitRepo {
