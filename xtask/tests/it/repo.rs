@@ -66,3 +66,35 @@ fn the_demo_plan_is_stable() {
     let json = xtask::plan::to_json(&xtask::plan::plan(&recipe).unwrap()).unwrap();
     insta::assert_snapshot!("plan_demo_hello_json", json);
 }
+
+/// `cargo xtask` goes through the launcher, quietly; the launcher has no
+/// dependencies (so it builds in a second and can show cargo's progress for
+/// the minutes of xtask's first build) and builds the `xtask` binary it
+/// then runs.
+#[test]
+fn the_xtask_alias_runs_the_dependency_free_launcher() {
+    let root = repo_root();
+    let config: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join(".cargo/config.toml")).unwrap()).unwrap();
+    let alias = config["alias"]["xtask"].as_str().unwrap();
+    let words: Vec<&str> = alias.split_whitespace().collect();
+    assert_eq!(
+        words,
+        ["run", "--quiet", "--package", "xtask-run", "--"],
+        "{alias}"
+    );
+    let manifest: toml::Table =
+        toml::from_str(&std::fs::read_to_string(root.join("xtask-run/Cargo.toml")).unwrap())
+            .unwrap();
+    for table in ["dependencies", "build-dependencies"] {
+        assert!(
+            !manifest.contains_key(table),
+            "xtask-run/Cargo.toml has [{table}]: the launcher must build in a second"
+        );
+    }
+    let source = std::fs::read_to_string(root.join("xtask-run/src/main.rs")).unwrap();
+    assert!(
+        source.contains(r#""--package", "xtask", "--bin", "xtask""#),
+        "the launcher must build the xtask binary it runs"
+    );
+}
