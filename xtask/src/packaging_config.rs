@@ -4,7 +4,7 @@
 //! paths a DKMS recipe's files take. Pure: no I/O beyond the renderer's
 //! templates.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use crate::plan::Plan;
@@ -34,27 +34,19 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
         .as_ref()
         .context("a config recipe needs a `[config]` table")?;
     let p = &recipe.package;
-    let mut files = Vec::new();
-    for (i, file) in config.files.iter().enumerate() {
-        // debian/rules, the spec and the PKGBUILD name the file in shell
-        // lines (and make reads `$`): plain names only, as for `dest`.
-        let plain = file
-            .source
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"/_-.+@".contains(&b));
-        if !plain {
-            bail!(
-                "{}: `config.files[{i}].source` = `{}` is not a plain path (letters, digits, `/`, `_`, `-`, `.`, `+`, `@`): rename the file in the source so the packaging files can name it",
-                recipe.path.display(),
-                file.source
-            );
-        }
-        files.push(json!({
-            "source": file.source,
-            "dest": file.dest,
-            "config": file.is_conffile(),
-        }));
-    }
+    // The recipe checked each `source` and `dest` for the shell lines of
+    // debian/rules, the spec and the PKGBUILD when it was loaded.
+    let files: Vec<Value> = config
+        .files
+        .iter()
+        .map(|file| {
+            json!({
+                "source": file.source,
+                "dest": file.dest,
+                "config": file.is_conffile(),
+            })
+        })
+        .collect();
     let backup: Vec<&str> = config
         .files
         .iter()

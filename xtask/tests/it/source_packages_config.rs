@@ -427,3 +427,21 @@ fn makepkg_builds_our_config_package_with_its_backup_from_the_arch_source_packag
     };
     assert_eq!(list(&dist.join(ARCH_SRC)), list(&work.join(ARCH_SRC)));
 }
+
+#[test]
+fn a_config_source_that_a_shell_line_would_split_is_refused_by_plan_with_its_place() {
+    let p = project();
+    let text = std::fs::read_to_string(p.root().join(format!("recipes/{NAME}.toml"))).unwrap();
+    let text = text.replace(
+        &format!("source = \"{NAME}.conf\""),
+        "source = \"amdgpu cwsr$(off).conf\"",
+    );
+    p.recipe(NAME, &text);
+    let line = text.lines().position(|l| l.contains("cwsr$(off)")).unwrap() + 1;
+    p.xtask(&["plan", NAME])
+        .fails_with(2)
+        .stderr_has(&format!("{NAME}.toml:{line}:"))
+        .stderr_has("`config.files[0].source`")
+        .stderr_has("reaches shell lines of the packaging files");
+    assert!(!p.root().join("dist").exists(), "nothing was built");
+}
