@@ -2,6 +2,8 @@
 //! the `amdgpu-cwsr-off` modprobe.d stop-gap) walked through fetch, apply
 //! and package, and published into `dist/<recipe>/` atomically like every
 //! build. Files below `/etc` are marked as configuration in each format.
+//! Beside the packages, `config_sources` publishes the pristine source, the
+//! series, the packaging files and the source packages build farms take.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -16,10 +18,10 @@ use crate::package::{self, FileTree, PackageMeta};
 use crate::patch::{stage, Tolerance};
 use crate::plan::{self, Plan};
 pub use crate::publish::Outcome;
-use crate::publish::{self, Stamp};
+use crate::publish::{self, template_bytes, Stamp};
 use crate::recipe::{Config, Format, Kind, Recipe};
 use crate::workspace::Workspace;
-use crate::{packaging, target};
+use crate::{config_sources, packaging, target};
 
 /// What to build.
 #[derive(Debug, Clone)]
@@ -58,7 +60,8 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let fetched = fetch::fetch(ws, &recipe, &opts.fetch)?;
     let mut build = BTreeMap::new();
     build.insert("formats".to_owned(), publish::formats_line(&formats));
-    let manifest = Manifest::new(&plan, &fetched, epoch, build, &[])?;
+    let templates = ws.root.join("templates");
+    let manifest = Manifest::new(&plan, &fetched, epoch, build, &template_bytes(&templates)?)?;
     let lock = ws.lock_work(&recipe.name)?;
     let work = lock.dir.clone();
     let stamp = Stamp::new(work.join("published.stamp"), &manifest, &out);
@@ -75,11 +78,26 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
 
     let staging = Staging::begin(&out)?;
     let dir = staging.dir().to_path_buf();
+    let sources = config_sources::Sources {
+        recipe: &recipe,
+        plan: &plan,
+        fetched: &fetched,
+        meta: &meta,
+        formats: &formats,
+        templates: &templates,
+        work: &work,
+        epoch: epoch_u,
+    };
+    let written = config_sources::write(&sources, &dir, reporter)?;
+    for artifact in &written.artifacts {
+        publish::wrote(reporter, artifact, &dir);
+    }
+    let pkgbuild = Some(written.pkgbuild.as_bytes());
     for format in &formats {
         let artifact = match format {
             Format::Deb => package::deb::write(&meta, &tree, &none, epoch_u, &dir)?,
             Format::Rpm => package::rpm::write(&meta, &tree, &none, epoch_u, &dir)?,
-            Format::Arch => package::arch::write(&meta, &tree, &none, None, epoch_u, &dir)?,
+            Format::Arch => package::arch::write(&meta, &tree, &none, pkgbuild, epoch_u, &dir)?,
             Format::Tar => unreachable!("refused above"),
         };
         publish::wrote(reporter, &artifact, &dir);

@@ -126,20 +126,6 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
 pub fn outputs(recipe: &Recipe) -> Vec<String> {
     let p = &recipe.package;
     let (name, version, release) = (&p.name, &p.version, &p.release);
-    if recipe.target.kind == Kind::Config {
-        // The packages only: the files they carry are the recipe's own.
-        let mut out = vec!["SHA256SUMS".to_owned(), "manifest.json".to_owned()];
-        for format in &recipe.target.formats {
-            out.extend(match format {
-                Format::Deb => Some(format!("{name}_{version}-{release}_all.deb")),
-                Format::Rpm => Some(format!("{name}-{version}-{release}.noarch.rpm")),
-                Format::Arch => Some(format!("{name}-{version}-{release}-any.pkg.tar.zst")),
-                Format::Tar => None,
-            });
-        }
-        out.sort();
-        return out;
-    }
     let mut out = vec![
         "SHA256SUMS".to_owned(),
         "manifest.json".to_owned(),
@@ -152,6 +138,30 @@ pub fn outputs(recipe: &Recipe) -> Vec<String> {
             .iter()
             .map(|patch| format!("source/patches/{}", patch.name)),
     );
+    if recipe.target.kind == Kind::Config {
+        // Each format's package and source package; the files they carry
+        // are the recipe's own.
+        for format in &recipe.target.formats {
+            out.extend(match format {
+                Format::Deb => vec![
+                    format!("{name}_{version}-{release}_all.deb"),
+                    format!("source/{name}_{version}-{release}.dsc"),
+                    format!("source/{name}_{version}-{release}.debian.tar.xz"),
+                ],
+                Format::Rpm => vec![
+                    format!("{name}-{version}-{release}.noarch.rpm"),
+                    format!("{name}-{version}-{release}.src.rpm"),
+                ],
+                Format::Arch => vec![
+                    format!("{name}-{version}-{release}-any.pkg.tar.zst"),
+                    format!("{name}-{version}-{release}.src.tar.gz"),
+                ],
+                Format::Tar => Vec::new(),
+            });
+        }
+        out.sort();
+        return out;
+    }
     if recipe.target.kind == Kind::Dkms {
         for format in &recipe.target.formats {
             match format {

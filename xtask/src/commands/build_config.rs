@@ -1,6 +1,6 @@
 //! `cargo xtask build-config [<recipe>]`: a configuration-only package (the
-//! `amdgpu-cwsr-off` stop-gap) as .deb, .rpm and Arch, published into
-//! `dist/<recipe>/`.
+//! `amdgpu-cwsr-off` stop-gap) as .deb, .rpm and Arch with their source
+//! packages, published into `dist/<recipe>/`.
 
 use std::path::PathBuf;
 
@@ -17,7 +17,13 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
 /// Build a configuration package (the amdgpu-cwsr-off stop-gap) into dist/<recipe>/
 ///
 /// A `kind = "config"` recipe becomes a .deb, an .rpm and an Arch package,
-/// with manifest.json and SHA256SUMS.
+/// and, as a DKMS recipe does, the pristine source
+/// (source/<name>_<version>.orig.tar.gz) with its patch series, the source
+/// packages build farms take (with the deb: source/*.dsc and
+/// *.debian.tar.xz for sbuild, a PPA or OBS; with the rpm: *.src.rpm for
+/// COPR, OBS or `rpmbuild --rebuild`; with the Arch package: *.src.tar.gz,
+/// the PKGBUILD, .SRCINFO and its sources), the packaging files (debian/,
+/// spec, PKGBUILD), manifest.json and SHA256SUMS.
 ///
 /// Files installed below /etc are configuration: a Debian conffile, rpm
 /// %config(noreplace), an Arch `backup` entry, so local edits survive
@@ -26,7 +32,8 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
 /// nothing.
 ///
 /// Then: `sudo dpkg -i dist/<recipe>/*.deb`, `sudo rpm -i
-/// dist/<recipe>/*.rpm` or `sudo pacman -U dist/<recipe>/*.pkg.tar.zst`.
+/// dist/<recipe>/*.noarch.rpm` or `sudo pacman -U
+/// dist/<recipe>/*.pkg.tar.zst`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file

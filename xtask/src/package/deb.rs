@@ -81,7 +81,9 @@ pub fn write_for(
                     sha256: false,
                 },
             )?;
-            if let Some(md5) = digests.md5 {
+            // As dh_md5sums: a conffile's digest is kept by dpkg with the
+            // conffile itself, so md5sums leaves conffiles out.
+            if let Some(md5) = digests.md5.filter(|_| !entry.config) {
                 md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
             }
         }

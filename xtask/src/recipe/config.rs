@@ -2,8 +2,9 @@
 //! source tree the package installs, and where. Checked here so that no
 //! writer ever sees a destination outside the configuration folders.
 
+use super::grammar::check_shell_path;
 use super::raw::RawConfig;
-use super::validate::{check_tree_path, Checker};
+use super::validate::Checker;
 use super::{Config, ConfigFile};
 
 /// Folders a config package may install into.
@@ -42,7 +43,8 @@ pub fn config(c: &mut Checker, raw: &RawConfig, table_at: usize) -> Config {
         let (f, at) = (entry.get_ref(), entry.span().start);
         let key = |k: &str| format!("config.files[{i}].{k}");
         let source = c.required(&f.source, at, &key("source"));
-        c.checked(&f.source, &key("source"), check_tree_path);
+        // debian/rules, the spec and the PKGBUILD name it in shell lines.
+        c.checked(&f.source, &key("source"), check_shell_path);
         let dest = c.required(&f.dest, at, &key("dest"));
         let dest_ok = c.checked(&f.dest, &key("dest"), check_dest).is_some();
         if dest_ok && files.iter().any(|other| other.dest == dest) {

@@ -14,13 +14,17 @@ const RPM: &str = "amdgpu-cwsr-off-1.0-1.noarch.rpm";
 const ARCH: &str = "amdgpu-cwsr-off-1.0-1-any.pkg.tar.zst";
 const CONF: &str = "/etc/modprobe.d/amdgpu-cwsr-off.conf";
 
-fn project() -> Project {
+pub(crate) fn project() -> Project {
     let p = Project::new();
-    p.copy_from_repo(&["recipes/amdgpu-cwsr-off.toml", "examples/amdgpu-cwsr-off"]);
+    p.copy_from_repo(&[
+        "recipes/amdgpu-cwsr-off.toml",
+        "examples/amdgpu-cwsr-off",
+        "templates",
+    ]);
     p
 }
 
-fn build(p: &Project, extra: &[&str]) -> Run {
+pub(crate) fn build(p: &Project, extra: &[&str]) -> Run {
     let mut args = vec!["build-config", "amdgpu-cwsr-off"];
     args.extend_from_slice(extra);
     Run::of(
@@ -31,7 +35,7 @@ fn build(p: &Project, extra: &[&str]) -> Run {
     )
 }
 
-fn dist(p: &Project) -> PathBuf {
+pub(crate) fn dist(p: &Project) -> PathBuf {
     p.root().join("dist/amdgpu-cwsr-off")
 }
 
@@ -45,7 +49,7 @@ fn output(cmd: &mut Command) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn the_conf() -> String {
+pub(crate) fn the_conf() -> String {
     std::fs::read_to_string(
         crate::support::repo_root().join("examples/amdgpu-cwsr-off/amdgpu-cwsr-off.conf"),
     )

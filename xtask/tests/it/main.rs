@@ -40,5 +40,6 @@ mod recipes;
 mod render;
 mod repo;
 mod source_packages;
+mod source_packages_config;
 mod verify;
 mod workflows;

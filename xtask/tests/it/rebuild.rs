@@ -196,13 +196,7 @@ fn dpkg_buildpackage_rebuilds_our_deb_from_the_packaging_files() {
 
     // The packager's source and binary packages pass lintian as ours does.
     let changes = work.join("patchkit-hello_0.1.0-1_amd64.changes");
-    let report = run(Command::new("lintian")
-        .args(["--pedantic", "--display-info", "--fail-on", "error,warning"])
-        .arg(&changes));
-    let tags: Vec<&str> = report
-        .lines()
-        .filter(|l| l.len() > 2 && l.as_bytes()[1] == b':' && !l.starts_with("N:"))
-        .collect();
+    let (report, tags) = lintian(&changes);
     // A source package without a debian/watch is what a DKMS recipe is: the
     // upstream is pinned by the recipe, not watched.
     assert!(
@@ -351,6 +345,21 @@ fn makepkg_rebuilds_our_arch_package_from_the_pkgbuild() {
     assert_eq!(ours_info, info(&work.join(&pkg)));
 }
 
+/// `lintian --pedantic --display-info` on `target` (a `.dsc`, `.changes`
+/// or `.deb`), failing on any error or warning: the report, and its tag
+/// lines (`I: pkg: tag`, notes left out).
+pub(crate) fn lintian(target: &Path) -> (String, Vec<String>) {
+    let report = run(Command::new("lintian")
+        .args(["--pedantic", "--display-info", "--fail-on", "error,warning"])
+        .arg(target));
+    let tags = report
+        .lines()
+        .filter(|l| l.len() > 2 && l.as_bytes()[1] == b':' && !l.starts_with("N:"))
+        .map(str::to_owned)
+        .collect();
+    (report, tags)
+}
+
 /// Runs `dpkg-buildpackage -us -uc` in `src` (whose parent is `work`) and
 /// unpacks the .deb it builds and ours from `dist` (files and control area)
 /// into `root/theirs` and `root/ours`.
@@ -360,13 +369,23 @@ pub(crate) fn dpkg_buildpackage_beside_ours(
     work: &Path,
     root: &Path,
 ) -> (std::path::PathBuf, std::path::PathBuf) {
+    dpkg_buildpackage_deb_beside_ours(src, dist, work, root, &format!("{PKGNAME}_0.1.0-1_all.deb"))
+}
+
+/// [`dpkg_buildpackage_beside_ours`] for the `.deb` named `deb`.
+pub(crate) fn dpkg_buildpackage_deb_beside_ours(
+    src: &Path,
+    dist: &Path,
+    work: &Path,
+    root: &Path,
+    deb: &str,
+) -> (std::path::PathBuf, std::path::PathBuf) {
     run(Command::new("dpkg-buildpackage")
         .args(["-us", "-uc"])
         .env("SOURCE_DATE_EPOCH", EPOCH)
         .current_dir(src));
-    let deb = format!("{PKGNAME}_0.1.0-1_all.deb");
     let (ours, theirs) = (root.join("ours"), root.join("theirs"));
-    for (pkg, dir) in [(dist.join(&deb), &ours), (work.join(&deb), &theirs)] {
+    for (pkg, dir) in [(dist.join(deb), &ours), (work.join(deb), &theirs)] {
         run(Command::new("dpkg-deb").arg("-x").arg(&pkg).arg(dir));
         run(Command::new("dpkg-deb")
             .arg("-e")

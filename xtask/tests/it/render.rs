@@ -37,6 +37,32 @@ fn render(root: &Path, recipe: &str) -> Rendered {
     .unwrap()
 }
 
+/// The packaging files of config recipe `recipe` under `root`.
+fn render_config(root: &Path, recipe: &str) -> Rendered {
+    let recipe = Recipe::load(root, recipe).unwrap();
+    let plan = xtask::plan::plan(&recipe).unwrap();
+    let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
+    let inputs = xtask::packaging_config::Inputs {
+        orig_tarball: format!("{}_{}.orig.tar.gz", recipe.name, recipe.package.version),
+        orig_sha256: "1".repeat(64),
+        source_dir: format!("{}-{}", recipe.name, recipe.package.version),
+        patch_sha256: vec!["2".repeat(64); recipe.patches.len()],
+    };
+    let values = xtask::packaging_config::values(&recipe, &plan, &inputs).unwrap();
+    xtask::packaging_config::render(&renderer, &values).unwrap()
+}
+
+#[test]
+fn the_cwsr_off_packaging_files_are_as_reviewed() {
+    let files = render_config(&repo_root(), "amdgpu-cwsr-off");
+    for (name, text) in &files {
+        insta::assert_snapshot!(
+            format!("render_cwsr_off__{}", name.replace('/', "__")),
+            text
+        );
+    }
+}
+
 #[test]
 fn the_demo_packaging_files_are_as_reviewed() {
     let files = render(&repo_root(), "demo-hello");
@@ -48,8 +74,15 @@ fn the_demo_packaging_files_are_as_reviewed() {
 #[test]
 fn every_template_is_used() {
     let files = render(&repo_root(), "demo-hello");
+    let config = render_config(&repo_root(), "amdgpu-cwsr-off");
     for template in xtask::render::template_files(&repo_root().join("templates")).unwrap() {
         let name = template.trim_end_matches(".hbs");
+        if let Some(name) = name.strip_prefix("config/") {
+            let used = config.contains_key(name)
+                || (name == "rpm/spec" && config.keys().any(|k| k.ends_with(".spec")));
+            assert!(used, "templates/{template} is never rendered");
+            continue;
+        }
         let used = files.contains_key(name)
             || (name == "rpm/spec" && files.keys().any(|k| k.ends_with(".spec")))
             || (name == "arch/PKGBUILD" && files.contains_key("arch/PKGBUILD"))
@@ -164,4 +197,51 @@ fn hostile_recipe_text_stays_inert() {
     let control = &files["debian/control"];
     assert!(control.contains("\n Depends: rootkit\n"), "{control}");
     assert!(control.contains("\n .\n See %files\n"), "{control}");
+}
+
+#[test]
+fn hostile_config_recipe_text_stays_inert() {
+    let package = &HOSTILE[..HOSTILE.find("[target]").unwrap()];
+    let recipe = format!(
+        "{package}[target]\nkind = \"config\"\nformats = [\"deb\", \"rpm\", \"arch\"]\n\n\
+         [config]\nfiles = [{{ source = \"evil.conf\", dest = \"/etc/modprobe.d/evil.conf\" }}]\n"
+    );
+    let p = Project::new();
+    p.recipe("evil", &recipe).file("src/evil.conf", "");
+    let files = render_config(p.root(), "evil");
+    let dir = p.root().join("rendered");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("PKGBUILD"), &files["arch/PKGBUILD"]).unwrap();
+    // Sourcing the PKGBUILD runs nothing and keeps every value literal.
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg("set -eu; source ./PKGBUILD; printf '%s|%s|%s' \"$pkgdesc\" \"${license[0]}\" \"${backup[0]}\"")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "it's $(touch CANARY) `touch CANARY` \"quoted\" 100% %{_bindir}|\
+         GPL-2.0-only'; touch CANARY; '|etc/modprobe.d/evil.conf"
+    );
+    assert!(!dir.join("CANARY").exists(), "the PKGBUILD ran a command");
+    // RPM: `%` cannot start a macro or a section; one %files, one %config.
+    let spec = &files["rpm/evil.spec"];
+    assert!(spec.contains("100%% %%{_bindir}"), "{spec}");
+    assert!(spec.contains("\nSee %%files\n/etc/shadow"), "{spec}");
+    assert_eq!(spec.matches("\n%files\n").count(), 1);
+    assert!(
+        spec.ends_with("\n%files\n%config(noreplace) /etc/modprobe.d/evil.conf\n"),
+        "{spec}"
+    );
+    // Debian control: the description cannot start a field of its own;
+    // debian/rules names only the recipe's checked paths.
+    let control = &files["debian/control"];
+    assert!(control.contains("\n Depends: rootkit\n"), "{control}");
+    assert!(!files["debian/rules"].contains("CANARY"));
 }

@@ -12,7 +12,7 @@ use std::process::Command;
 
 use crate::build_dkms::{build, demo_project, dist, EPOCH};
 use crate::rebuild::{
-    assert_same_tree, assignments, copy_into, dpkg_buildpackage_beside_ours, patches, run,
+    assert_same_tree, assignments, copy_into, dpkg_buildpackage_beside_ours, lintian, patches, run,
 };
 use crate::support::{have_tool, is_root};
 
@@ -24,7 +24,7 @@ const PKGNAME: &str = "patchkit-hello-dkms";
 const ARCH_SRC: &str = "patchkit-hello-dkms-0.1.0-1.src.tar.gz";
 
 /// deb822 fields of a `.dsc`, in order.
-fn dsc_fields(text: &str) -> Vec<(String, String)> {
+pub(crate) fn dsc_fields(text: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix(' ') {
@@ -40,7 +40,7 @@ fn dsc_fields(text: &str) -> Vec<(String, String)> {
 
 /// `name` (relative to the dist folder) is in `SHA256SUMS` and in the
 /// manifest's outputs with its real size and sha256.
-fn assert_listed(dist: &Path, name: &str) {
+pub(crate) fn assert_listed(dist: &Path, name: &str) {
     let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
     let (sha256, size) = xtask::hash::sha256_file_sized(&dist.join(name)).unwrap();
     assert!(
@@ -153,13 +153,7 @@ fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     // lintian on the .dsc: no error, no warning; the one tag left is the
     // information that there is no debian/watch (the recipe pins the
     // upstream instead of watching it).
-    let report = run(Command::new("lintian")
-        .args(["--pedantic", "--display-info", "--fail-on", "error,warning"])
-        .arg(dist.join("source").join(DSC)));
-    let tags: Vec<&str> = report
-        .lines()
-        .filter(|l| l.len() > 2 && l.as_bytes()[1] == b':' && !l.starts_with("N:"))
-        .collect();
+    let (report, tags) = lintian(&dist.join("source").join(DSC));
     assert!(
         tags.iter()
             .all(|t| t.starts_with("I:") && t.ends_with("debian-watch-file-is-missing")),
@@ -284,24 +278,7 @@ fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
         .arg("-C")
         .arg(outside.path()));
     let work = outside.path().join(PKGNAME);
-    let makepkg = |args: &[&str]| {
-        let mut c = if is_root() {
-            run(Command::new("chown")
-                .args(["-R", "nobody:"])
-                .arg(outside.path()));
-            let mut c = Command::new("runuser");
-            c.args(["-u", "nobody", "--", "makepkg"]);
-            c
-        } else {
-            Command::new("makepkg")
-        };
-        run(c
-            .args(args)
-            .env("HOME", &work)
-            .env("PKGEXT", ".pkg.tar.zst")
-            .env("SOURCE_DATE_EPOCH", EPOCH)
-            .current_dir(&work))
-    };
+    let makepkg = |args: &[&str]| makepkg_in(outside.path(), &work, args);
     // Our .SRCINFO is what makepkg prints for our PKGBUILD.
     let printed = makepkg(&["--printsrcinfo"]);
     assert_eq!(
@@ -342,4 +319,24 @@ fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
         names
     };
     assert_eq!(list(&dist.join(ARCH_SRC)), list(&work.join(ARCH_SRC)));
+}
+
+/// `makepkg <args>` in `work` below `outside` (a folder outside the
+/// project's private temporary folder): makepkg refuses to run as root, so
+/// as root it runs as `nobody`, who is given `outside` first.
+pub(crate) fn makepkg_in(outside: &Path, work: &Path, args: &[&str]) -> String {
+    let mut c = if is_root() {
+        run(Command::new("chown").args(["-R", "nobody:"]).arg(outside));
+        let mut c = Command::new("runuser");
+        c.args(["-u", "nobody", "--", "makepkg"]);
+        c
+    } else {
+        Command::new("makepkg")
+    };
+    run(c
+        .args(args)
+        .env("HOME", work)
+        .env("PKGEXT", ".pkg.tar.zst")
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .current_dir(work))
 }

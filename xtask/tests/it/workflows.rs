@@ -1,6 +1,7 @@
 //! The GitHub Actions workflows as a repository rule: each parses, each
 //! `cargo xtask` command it runs exists, and the kernel workflow's matrix
-//! names every kernel recipe with its pin state and a kernel in its range.
+//! names every kernel recipe (DKMS and config) with its kind, its pin state
+//! and, for DKMS, a kernel in its range.
 
 use std::collections::BTreeMap;
 
@@ -60,10 +61,12 @@ fn every_workflow_names_only_existing_xtask_commands() {
 
 #[test]
 fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
+    use xtask::recipe::{Kind, Recipe};
+
     let doc = workflow("kernel.yml");
     let job = &doc["jobs"]["build"];
     let (xtask, other) = commands(&doc);
-    for command in ["build-dkms", "verify", "plan"] {
+    for command in ["build-dkms", "build-config", "verify", "plan"] {
         assert!(xtask.contains(&command.to_owned()), "{command}: {xtask:?}");
     }
     // `lock` is the maintainer's reviewed step, never CI's.
@@ -74,10 +77,16 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
     let mut matrix = BTreeMap::new();
     for entry in job["strategy"]["matrix"]["include"].as_array().unwrap() {
         let recipe = entry["recipe"].as_str().unwrap().to_owned();
-        let kernel = entry["kernel"].as_str().unwrap().to_owned();
+        let kind = entry["kind"]
+            .as_str()
+            .expect("kind: dkms or config")
+            .to_owned();
+        let kernel = entry["kernel"].as_str().map(str::to_owned);
         let pinned = entry["pinned"].as_bool().expect("pinned: true or false");
         assert!(
-            matrix.insert(recipe.clone(), (kernel, pinned)).is_none(),
+            matrix
+                .insert(recipe.clone(), (kind, kernel, pinned))
+                .is_none(),
             "{recipe} twice"
         );
     }
@@ -86,30 +95,45 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
         .into_iter()
         .filter(|name| name.starts_with("amdgpu-"))
         .filter(|name| {
-            xtask::recipe::Recipe::load(&root, name)
-                .is_ok_and(|r| r.target.kind == xtask::recipe::Kind::Dkms)
+            Recipe::load(&root, name)
+                .is_ok_and(|r| matches!(r.target.kind, Kind::Dkms | Kind::Config))
         })
         .collect();
-    assert!(kernel_recipes.len() >= 8, "{kernel_recipes:?}");
+    assert!(kernel_recipes.len() >= 9, "{kernel_recipes:?}");
+    assert!(
+        kernel_recipes.contains(&"amdgpu-cwsr-off".to_owned()),
+        "{kernel_recipes:?}"
+    );
     assert_eq!(
         matrix.keys().cloned().collect::<Vec<_>>(),
         kernel_recipes,
-        "the matrix names every kernel recipe, and only those"
+        "the matrix names every kernel recipe, DKMS and config, and only those"
     );
-    for (name, (kernel, pinned)) in &matrix {
-        let recipe = xtask::recipe::Recipe::load(&root, name).unwrap();
+    for (name, (kind, kernel, pinned)) in &matrix {
+        let recipe = Recipe::load(&root, name).unwrap();
+        assert_eq!(kind, recipe.target.kind.as_str(), "{name}: kind");
+        // Pinned means what `plan` means by it, for either kind: nothing
+        // UNPINNED (a config recipe's local source is pinned by the commit).
         assert_eq!(
             *pinned,
             recipe.unpinned().is_empty(),
             "{name}: `pinned` in kernel.yml must say whether the recipe is pinned ({:?} unpinned)",
             recipe.unpinned()
         );
-        xtask::target::check_kernel(&recipe, kernel)
-            .unwrap_or_else(|e| panic!("{name}: kernel {kernel}: {e:#}"));
+        match recipe.target.kind {
+            Kind::Dkms => {
+                let kernel = kernel
+                    .as_deref()
+                    .unwrap_or_else(|| panic!("{name}: a DKMS recipe needs `kernel`"));
+                xtask::target::check_kernel(&recipe, kernel)
+                    .unwrap_or_else(|e| panic!("{name}: kernel {kernel}: {e:#}"));
+            }
+            _ => assert!(kernel.is_none(), "{name}: a config recipe has no kernel"),
+        }
     }
 
-    // Every step after the plan runs only for pinned recipes; the
-    // artifact is dist/<recipe>.
+    // Every step after the plan runs only for pinned recipes; each build
+    // step for its kind; the artifact is dist/<recipe>.
     let steps = job["steps"].as_array().unwrap();
     let plan = steps
         .iter()
@@ -120,7 +144,11 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
         })
         .expect("a plan step");
     for step in &steps[plan + 1..] {
-        assert_eq!(step["if"], "matrix.pinned", "{step}");
+        let cond = step["if"].as_str().unwrap_or_default();
+        assert!(
+            cond == "matrix.pinned" || cond.starts_with("matrix.pinned && "),
+            "{step}"
+        );
     }
     let upload = steps
         .iter()
@@ -131,14 +159,29 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
         })
         .expect("an upload step");
     assert_eq!(upload["with"]["path"], "dist/${{ matrix.recipe }}");
-    let build = steps
-        .iter()
-        .filter_map(|s| s["run"].as_str())
-        .find(|r| r.starts_with("cargo xtask build-dkms"))
-        .unwrap();
-    assert!(
-        build.contains("--kernel ${{ matrix.kernel }}")
-            && build.contains("--out dist/${{ matrix.recipe }}"),
-        "{build}"
-    );
+    for (command, kind) in [("build-dkms", "dkms"), ("build-config", "config")] {
+        let step = steps
+            .iter()
+            .find(|s| {
+                s["run"]
+                    .as_str()
+                    .is_some_and(|r| r.starts_with(&format!("cargo xtask {command} ")))
+            })
+            .unwrap_or_else(|| panic!("a {command} step"));
+        assert_eq!(
+            step["if"],
+            format!("matrix.pinned && matrix.kind == '{kind}'"),
+            "{step}"
+        );
+        let run = step["run"].as_str().unwrap();
+        assert!(
+            run.contains("${{ matrix.recipe }}") && run.contains("--out dist/${{ matrix.recipe }}"),
+            "{run}"
+        );
+        assert_eq!(
+            run.contains("--kernel ${{ matrix.kernel }}"),
+            kind == "dkms",
+            "{run}"
+        );
+    }
 }
