@@ -12,6 +12,7 @@ use xtask::recipe::Recipe;
 use xtask::report::Reporter;
 
 use crate::patch_support::{self as ps, TarEntry as E};
+use crate::support::upstream::Upstream;
 use crate::support::Project;
 
 /// A project with a recipe whose source is an archive with `strip = 1` and
@@ -44,24 +45,9 @@ formats = ["tar"]
 }
 
 /// The fixture upstream as `linux-x/…` in an archive at `path`.
-fn upstream_archive(repo: &ps::GitRepo, commit: &str, path: &Path) {
-    let out = std::process::Command::new("git")
-        .args(["archive", "--format=tar", "--prefix=linux-x/", commit])
-        .current_dir(&repo.dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let name = path.to_string_lossy();
-    let bytes = if name.ends_with(".xz") {
-        let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
-        std::io::Write::write_all(&mut e, &out.stdout).unwrap();
-        e.finish().unwrap()
-    } else if name.ends_with(".zst") {
-        zstd::encode_all(&out.stdout[..], 1).unwrap()
-    } else {
-        out.stdout
-    };
-    std::fs::write(path, bytes).unwrap();
+fn upstream_archive(repo: &Upstream, commit: &str, path: &Path) {
+    let tar = repo.git_bytes(&["archive", "--format=tar", "--prefix=linux-x/", commit]);
+    ps::write_compressed(path, tar);
 }
 
 fn archive_source(path: &Path) -> FetchedSource {
@@ -266,16 +252,16 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let dest = tmp.path().join("dest");
     std::fs::create_dir_all(&dest).unwrap();
     let paths = vec!["drivers/amd".to_owned()];
-    let m = extract::git(&repo.dir, &s.base, &paths, &dest, &Reporter::quiet()).unwrap();
+    let m = extract::git(&repo.path(), &s.base, &paths, &dest, &Reporter::quiet()).unwrap();
     assert!(m.contains_key("drivers/amd/a.c") && !m.contains_key("docs/README"));
     assert_eq!(m["drivers/amd/tool.sh"].mode, 0o100755);
 
     repo.git(&["checkout", "-q", "-b", "evil", &s.base]);
-    std::os::unix::fs::symlink("/etc", repo.dir.join("drivers/amd/escape")).unwrap();
+    std::os::unix::fs::symlink("/etc", repo.path().join("drivers/amd/escape")).unwrap();
     let evil = repo.commit("a symlink out of the tree");
     let dest2 = tmp.path().join("dest2");
     std::fs::create_dir_all(&dest2).unwrap();
-    let err = extract::git(&repo.dir, &evil, &paths, &dest2, &Reporter::quiet()).unwrap_err();
+    let err = extract::git(&repo.path(), &evil, &paths, &dest2, &Reporter::quiet()).unwrap_err();
     assert!(format!("{err:#}").contains("outside the tree"), "{err:#}");
 
     // A tree object naming `..`, which only a hostile repository holds.
@@ -285,18 +271,18 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let commit = repo.git(&["commit-tree", &top, "-m", "hostile"]);
     let dest3 = tmp.path().join("dest3");
     std::fs::create_dir_all(&dest3).unwrap();
-    let err = extract::git(&repo.dir, &commit, &[], &dest3, &Reporter::quiet()).unwrap_err();
+    let err = extract::git(&repo.path(), &commit, &[], &dest3, &Reporter::quiet()).unwrap_err();
     assert!(format!("{err:#}").contains("refused"), "{err:#}");
 }
 
 /// Writes a tree object with raw entries (no name checks) and returns its id.
-fn raw_tree(repo: &ps::GitRepo, entries: &[(&str, &str, &str)]) -> String {
+fn raw_tree(repo: &Upstream, entries: &[(&str, &str, &str)]) -> String {
     let mut body = Vec::new();
     for (mode, name, id) in entries {
         body.extend_from_slice(format!("{mode} {name}\0").as_bytes());
         body.extend_from_slice(&hex::decode(id).unwrap());
     }
-    let file = repo.dir.join("raw-tree");
+    let file = repo.path().join("raw-tree");
     std::fs::write(&file, body).unwrap();
     let id = repo.git(&["hash-object", "-t", "tree", "-w", "--literally", "raw-tree"]);
     std::fs::remove_file(file).unwrap();
