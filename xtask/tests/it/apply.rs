@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use xtask::extract::{self, Selection};
 use xtask::fetch::FetchedSource;
-use xtask::patch::{stage, Tolerance};
 use xtask::recipe::Recipe;
 use xtask::report::Reporter;
 
@@ -20,26 +19,11 @@ use crate::support::Project;
 fn recipe(project: &Project) -> Recipe {
     project.recipe(
         "amd-test",
-        r#"
-[package]
-name = "amd-test"
-version = "1.2.3"
-release = "1"
-summary = "test"
-description = "test"
-license = "GPL-2.0-only"
-maintainer = "t <t@patchkit.invalid>"
-
-[source]
-local = "upstream.tar.gz"
-strip = 1
-include = ["drivers/amd"]
-
-[target]
-kind = "dkms"
-kernel = ">=6.11"
-formats = ["tar"]
-"#,
+        &ps::recipe_text(
+            "amd-test",
+            "1.2.3",
+            "[source]\nlocal = \"upstream.tar.gz\"\nstrip = 1\ninclude = [\"drivers/amd\"]\n",
+        ),
     );
     Recipe::load(project.root(), "amd-test").unwrap()
 }
@@ -53,7 +37,7 @@ fn upstream_archive(repo: &Upstream, commit: &str, path: &Path) {
 fn archive_source(path: &Path) -> FetchedSource {
     FetchedSource::Archive {
         path: path.to_path_buf(),
-        sha256: xtask::state::sha256_hex(&std::fs::read(path).unwrap()),
+        sha256: xtask::hash::sha256_hex(&std::fs::read(path).unwrap()),
     }
 }
 
@@ -71,22 +55,8 @@ fn apply_archive_gives_a_tree_with_a_reproducible_record() {
             project.root().join(format!("one-{ext}")),
             project.root().join(format!("two-{ext}")),
         );
-        let report = stage::apply_recipe(
-            &recipe,
-            &fetched,
-            &one,
-            Tolerance::strict(),
-            &Reporter::quiet(),
-        )
-        .unwrap();
-        stage::apply_recipe(
-            &recipe,
-            &fetched,
-            &two,
-            Tolerance::strict(),
-            &Reporter::quiet(),
-        )
-        .unwrap();
+        let report = ps::apply_strict(&recipe, &fetched, &one).unwrap();
+        ps::apply_strict(&recipe, &fetched, &two).unwrap();
         assert_eq!(report.state.patches.len(), 3);
         assert_eq!(
             ps::entries(&one),
@@ -132,15 +102,9 @@ fn apply_failed_series_leaves_the_target_untouched() {
     std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
     std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
     std::fs::write(dest.join("keep.txt"), "the previous tree\n").unwrap();
-    let err = stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &dest,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = ps::apply_strict(&recipe, &fetched, &dest)
+        .unwrap_err()
+        .to_string();
     for needle in [
         "0002-b.patch",
         "drivers/amd/b.c",
@@ -157,14 +121,7 @@ fn apply_failed_series_leaves_the_target_untouched() {
     );
     assert_eq!(ps::entries(&dest), vec![".patchkit", "keep.txt"]);
     let fresh = work.join("fresh");
-    stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &fresh,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap_err();
+    ps::apply_strict(&recipe, &fetched, &fresh).unwrap_err();
     assert!(!fresh.exists());
 }
 
@@ -183,14 +140,7 @@ fn apply_replaces_an_existing_tree_only_on_success() {
     std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
     std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
     std::fs::write(dest.join("old.txt"), "x").unwrap();
-    stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &dest,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap();
+    ps::apply_strict(&recipe, &fetched, &dest).unwrap();
     assert_eq!(ps::entries(&dest), vec![".patchkit", "drivers"]);
     assert_eq!(ps::entries(&project.root().join("work")), vec!["tree"]);
 }

@@ -5,11 +5,39 @@
 
 #![allow(dead_code)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use xtask::fetch::{Fetched, FetchedPatch, FetchedSource};
+use xtask::patch::tree::Tree;
+use xtask::patch::{stage, PatchInput, Tolerance};
+use xtask::recipe::Recipe;
+use xtask::report::Reporter;
 
 use crate::support::upstream::Upstream;
+
+/// A test recipe: its `[package]` table, then `source` (the `[source]`
+/// table and any `[[patch]]`) as given, then a `[target]` for DKMS on
+/// kernels >= 6.11 that builds the tarball only.
+pub fn recipe_text(name: &str, version: &str, source: &str) -> String {
+    format!(
+        r#"
+[package]
+name = "{name}"
+version = "{version}"
+release = "1"
+summary = "test"
+description = "test"
+license = "GPL-2.0-only"
+maintainer = "t <t@patchkit.invalid>"
+
+{source}
+[target]
+kind = "dkms"
+kernel = ">=6.11"
+formats = ["tar"]
+"#
+    )
+}
 
 /// Lines of a C file: `count` lines after a header naming `name`.
 pub fn c_file(name: &str, count: usize) -> String {
@@ -102,6 +130,32 @@ pub fn series(dir: &Path) -> Series {
     }
 }
 
+/// The fixture [`series`] below `dir` and its base commit checked out into
+/// `dir/tree`, the tree each patch test starts from.
+pub fn series_at_base(dir: &Path) -> (Series, PathBuf) {
+    let s = series(dir);
+    let tree = dir.join("tree");
+    s.repo.checkout(&s.base, &tree);
+    (s, tree)
+}
+
+/// Patches as the engine takes them.
+pub fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
+    patches
+        .iter()
+        .map(|(n, b)| PatchInput::new(n.clone(), b.clone()))
+        .collect()
+}
+
+/// The error of a strict [`series`](xtask::patch::apply::series) that must
+/// fail, as text.
+#[track_caller]
+pub fn strict_refusal(tree: &mut Tree, patches: &[PatchInput]) -> String {
+    xtask::patch::apply::series(tree, patches, Tolerance::strict())
+        .unwrap_err()
+        .to_string()
+}
+
 /// Writes the patches to `dir` and returns them as fetched patches.
 pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<FetchedPatch> {
     std::fs::create_dir_all(dir).unwrap();
@@ -113,7 +167,7 @@ pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<Fetched
             FetchedPatch {
                 name: name.clone(),
                 path,
-                sha256: xtask::state::sha256_hex(bytes),
+                sha256: xtask::hash::sha256_hex(bytes),
             }
         })
         .collect()
@@ -121,6 +175,22 @@ pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<Fetched
 
 pub fn fetched(source: FetchedSource, patches: Vec<FetchedPatch>) -> Fetched {
     Fetched { source, patches }
+}
+
+/// `apply_recipe` with strict tolerance and no reporting: the apply every
+/// library test makes.
+pub fn apply_strict(
+    recipe: &Recipe,
+    fetched: &Fetched,
+    dest: &Path,
+) -> anyhow::Result<stage::Report> {
+    stage::apply_recipe(
+        recipe,
+        fetched,
+        dest,
+        Tolerance::strict(),
+        &Reporter::quiet(),
+    )
 }
 
 /// One entry of a hand-made archive.
@@ -188,39 +258,9 @@ pub fn write_compressed(path: &Path, tar: Vec<u8>) {
 
 /// Every file below `dir` (not `.patchkit/`) with its bytes, sorted.
 pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let rel = e
-                .path()
-                .strip_prefix(dir)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if rel == ".patchkit" {
-                continue;
-            }
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_symlink() {
-                out.push((
-                    rel,
-                    std::fs::read_link(e.path())
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned()
-                        .into_bytes(),
-                ));
-            } else {
-                out.push((rel, std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut all = crate::support::snapshot(dir);
+    all.retain(|(rel, _)| rel != ".patchkit" && !rel.starts_with(".patchkit/"));
+    all
 }
 
 /// Names of the entries of `dir`.

@@ -1,7 +1,7 @@
 //! Real upstream git repositories made by a test, served by path, by
 //! `file://` URL and by a real `git daemon` on 127.0.0.1.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -187,10 +187,7 @@ pub struct Daemon {
 
 impl Daemon {
     fn serve(base: &Path, name: &str) -> Daemon {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
+        let port = super::free_port();
         let child = Command::new(git_daemon())
             .arg("--reuseaddr")
             .arg(format!("--base-path={}", base.display()))
