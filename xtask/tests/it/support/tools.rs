@@ -122,7 +122,8 @@ pub fn lintian(path: &Path) -> Lintian {
         &[
             "--pedantic",
             "--display-info",
-            "--no-tag-display-limit",
+            "--tag-display-limit",
+            "0",
             "--fail-on",
             "error,warning",
         ],
