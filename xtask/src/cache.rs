@@ -20,6 +20,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::hash::{sha256_file, sha256_hex};
 use crate::report::Reporter;
 
 /// The cache directory and what lives in it.
@@ -178,5 +179,3 @@ impl Cache {
         self.root.join("taken-pins").join(format!("{recipe}.toml"))
     }
 }
-
-pub use crate::hash::{sha256_file, sha256_hex};

@@ -44,13 +44,7 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
         } => {
             let resolved = match (commit, reference) {
                 (Some(c), None) => c.clone(),
-                (_, reference) => {
-                    reporter.step(format!(
-                        "source: resolving `{}` of {url}",
-                        reference.as_deref().unwrap_or("HEAD")
-                    ));
-                    git::resolve_ref(url, reference.as_deref())?
-                }
+                (_, reference) => net.resolve_ref(url, reference.as_deref(), reporter)?,
             };
             git::ensure_commit(&cache, url, &resolved, 1, reporter)?;
             if commit.as_deref() != Some(resolved.as_str()) {

@@ -225,7 +225,7 @@ impl Progress {
     fn amount(&self) -> String {
         let unit = |n: u64| {
             if self.bytes {
-                format!("{:.1} MiB", n as f64 / 1048576.0)
+                human_size(n)
             } else {
                 n.to_string()
             }
@@ -244,5 +244,32 @@ impl Drop for Progress {
         if let Some(bar) = self.bar.take() {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// A size as people read it, the one spelling every message uses: `512 B`,
+/// `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
+pub fn human_size(bytes: u64) -> String {
+    match bytes {
+        0..1024 => format!("{bytes} B"),
+        1024..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
+        1048576..1073741824 => format!("{:.1} MiB", bytes as f64 / 1048576.0),
+        _ => format!("{:.1} GiB", bytes as f64 / 1073741824.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::human_size;
+
+    #[test]
+    fn sizes_are_spelled_in_binary_units_with_one_decimal() {
+        assert_eq!(human_size(0), "0 B");
+        assert_eq!(human_size(1023), "1023 B");
+        assert_eq!(human_size(1024), "1.0 KiB");
+        assert_eq!(human_size(3 * 1024 + 512), "3.5 KiB");
+        assert_eq!(human_size((1 << 20) - 1), "1024.0 KiB");
+        assert_eq!(human_size(12 << 20), "12.0 MiB");
+        assert_eq!(human_size(3 << 30), "3.0 GiB");
     }
 }

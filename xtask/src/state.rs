@@ -17,7 +17,7 @@ pub const MANIFEST_FILE: &str = "manifest";
 /// Version of the record's layout.
 pub const FORMAT: u32 = 2;
 
-pub use crate::hash::sha256_hex;
+use crate::hash::sha256_hex;
 
 /// The applied-patch state of a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -184,7 +184,7 @@ pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
                     rel,
                     FileId {
                         mode: 0o120000,
-                        sha256: state::sha256_hex(target.as_bytes()),
+                        sha256: crate::hash::sha256_hex(target.as_bytes()),
                         size: target.len() as u64,
                     },
                 );
@@ -234,7 +234,7 @@ fn hash_file(path: &Path) -> Result<FileId> {
     let mut file =
         std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
     let meta = file.metadata()?;
-    let (sha256, size) = crate::extract::copy_hashing(&mut file, &mut std::io::sink())
+    let (sha256, size) = crate::hash::copy_hashed(&mut file, &mut std::io::sink())
         .with_context(|| format!("reading {}", path.display()))?;
     Ok(FileId {
         mode: 0o100000 | patch::tree::mode_of(&meta),

@@ -9,7 +9,6 @@ use std::sync::Once;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
 use crate::cache::Cache;
 use crate::report::Reporter;
@@ -208,7 +207,7 @@ impl Http {
         let mut tmp = cache.tmp_file().map_err(fatal)?;
         let label = url.rsplit('/').find(|s| !s.is_empty()).unwrap_or(url);
         let mut progress = reporter.progress(format!("download {label}"), length, true);
-        let mut hasher = Sha256::new();
+        let mut hasher = crate::hash::Hasher::new();
         let mut total = 0u64;
         loop {
             let chunk = tokio::time::timeout(read_timeout, response.chunk())
@@ -237,7 +236,7 @@ impl Http {
                 "the body was truncated: {total} of {len} bytes"
             )));
         }
-        let actual = hex::encode(hasher.finalize());
+        let actual = hasher.hex();
         if let Some(expected) = expected.filter(|e| *e != actual) {
             return Err(Failure::Fatal(format!(
                 "sha256 mismatch: expected {expected}, got {actual}; nothing was cached. \

@@ -7,9 +7,10 @@ use anyhow::{Context, Result};
 
 use super::http::{Http, HttpConfig};
 use super::{git, local, FetchOptions, Fetched, FetchedPatch, FetchedSource};
-use crate::cache::{sha256_file, sha256_hex, Cache};
+use crate::cache::Cache;
+use crate::hash::{sha256_file, sha256_hex};
 use crate::recipe::{PatchOrigin, Recipe, Source};
-use crate::report::Reporter;
+use crate::report::{human_size, Reporter};
 use crate::workspace::Workspace;
 
 /// The network, brought up on first use so that a run that finds everything
@@ -44,6 +45,22 @@ impl Net {
             "the network is needed but --offline was given"
         );
         Ok(())
+    }
+
+    /// The commit `reference` (HEAD when none) of the git repository at
+    /// `url` names now: what both `fetch --allow-unpinned` and `lock` take.
+    pub fn resolve_ref(
+        &self,
+        url: &str,
+        reference: Option<&str>,
+        reporter: &Reporter,
+    ) -> Result<String> {
+        self.git()?;
+        reporter.step(format!(
+            "source: resolving `{}` of {url}",
+            reference.unwrap_or("HEAD")
+        ));
+        git::resolve_ref(url, reference)
     }
 }
 
@@ -119,21 +136,14 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
         1 + recipe.patches.len(),
         tally.cached,
         tally.downloaded,
-        human_bytes(tally.bytes),
+        human_size(tally.bytes),
         tally.local
     ));
     Ok(Fetched { source, patches })
 }
 
-/// `512 B`, `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
-pub fn human_bytes(bytes: u64) -> String {
-    match bytes {
-        0..1024 => format!("{bytes} B"),
-        1024..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),
-        1048576..1073741824 => format!("{:.1} MiB", bytes as f64 / 1048576.0),
-        _ => format!("{:.1} GiB", bytes as f64 / 1073741824.0),
-    }
-}
+/// The one human-readable size, under the name `hipblaslt/source.rs` calls.
+pub use crate::report::human_size as human_bytes;
 
 fn describe_unpinned(recipe: &Recipe) -> Vec<String> {
     let mut out = Vec::new();
@@ -222,8 +232,7 @@ fn fetch_source(
             let commit = match commit {
                 Some(c) => c.clone(),
                 None => {
-                    net.git()?;
-                    let found = git::resolve_ref(url, reference.as_deref())?;
+                    let found = net.resolve_ref(url, reference.as_deref(), reporter)?;
                     tally
                         .taken
                         .push(("source".into(), "commit".into(), found.clone()));
@@ -325,7 +334,7 @@ fn blob(
     };
     reporter.step(format!(
         "{input}: {url}: downloaded {}, {how}",
-        human_bytes(got.bytes)
+        human_size(got.bytes)
     ));
     if sha256.is_none() {
         tally

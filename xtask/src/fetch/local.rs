@@ -4,9 +4,8 @@
 use std::path::Path;
 
 use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
 
-use crate::cache::{sha256_file, sha256_hex};
+use crate::hash::{sha256_file, sha256_hex};
 
 /// The deterministic hash of a folder, which a `local` folder source's
 /// `sha256` pins.
@@ -26,11 +25,11 @@ pub fn tree_sha256(dir: &Path) -> Result<String> {
     let mut entries = Vec::new();
     walk(dir, dir, &mut entries)?;
     entries.sort();
-    let mut hasher = Sha256::new();
+    let mut hasher = crate::hash::Hasher::new();
     for (path, line) in entries {
         hasher.update(format!("{line} {path}\n").as_bytes());
     }
-    Ok(hex::encode(hasher.finalize()))
+    Ok(hasher.hex())
 }
 
 fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> {
@@ -117,7 +116,7 @@ fn sha256_file_remembered(path: &Path, memo_dir: &Path) -> Result<String> {
         meta.ctime(),
         meta.ctime_nsec()
     );
-    let memo = memo_dir.join(crate::cache::sha256_hex(
+    let memo = memo_dir.join(crate::hash::sha256_hex(
         path.display().to_string().as_bytes(),
     ));
     if let Ok(text) = std::fs::read_to_string(&memo) {

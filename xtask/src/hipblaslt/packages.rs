@@ -122,7 +122,7 @@ pub fn write(
             let name = name.to_string_lossy().into_owned();
             reporter.step(format!(
                 "package: {name} ({})",
-                crate::fetch::inputs::human_bytes(artifact.size)
+                crate::report::human_size(artifact.size)
             ));
             written.push(name);
         }

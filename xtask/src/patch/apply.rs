@@ -14,7 +14,8 @@ use super::hunk::{self, HunkFailure, HunkNote, Tolerance};
 use super::parse::{self, FilePatch};
 use super::tree::{self, Entry, Tree};
 use super::PatchInput;
-use crate::state::{sha256_hex, FileChange, HunkRecord, PatchRecord};
+use crate::hash::sha256_hex;
+use crate::state::{FileChange, HunkRecord, PatchRecord};
 
 /// Why one file of a patch could not be changed.
 #[derive(Debug, Clone, Serialize)]

@@ -17,8 +17,8 @@ pub use apply::{Check, Verdict};
 pub use hunk::Tolerance;
 
 use crate::fetch::FetchedPatch;
+use crate::hash::sha256_hex;
 use crate::recipe::{PatchOrigin, Recipe};
-use crate::state::sha256_hex;
 
 /// One patch of a series, its bytes in memory (patches are small).
 #[derive(Debug, Clone)]

@@ -110,7 +110,7 @@ pub fn apply_recipe(
     update_manifest(&staging, &mut manifest, &records)?;
     let state = State {
         format: state::FORMAT,
-        manifest_sha256: state::sha256_hex(state::manifest_to_text(&manifest).as_bytes()),
+        manifest_sha256: crate::hash::sha256_hex(state::manifest_to_text(&manifest).as_bytes()),
         patches: records,
         recipe: state::RecipeRef {
             name: recipe.name.clone(),

@@ -4,32 +4,37 @@
 
 use std::path::Path;
 
-pub fn check_commit(value: &str) -> Result<(), String> {
-    if value.len() == 40
-        && value
-            .bytes()
-            .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    {
+/// `Ok` when `ok`; else the reason: the value in backticks, then `reason`.
+fn refuse_unless(ok: bool, value: &str, reason: &str) -> Result<(), String> {
+    if ok {
         Ok(())
     } else {
-        Err(format!(
-            "`{value}` is not a full commit id: write all 40 lower-case hex digits, or set `ref` and run `cargo xtask lock`"
-        ))
+        Err(format!("`{value}` {reason}"))
     }
 }
 
-pub fn check_sha256(value: &str) -> Result<(), String> {
-    if value.len() == 64
+/// Exactly `len` lower-case hex digits.
+fn lower_hex(value: &str, len: usize) -> bool {
+    value.len() == len
         && value
             .bytes()
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a sha256: write 64 lower-case hex digits, or remove it and run `cargo xtask lock`"
-        ))
-    }
+}
+
+pub fn check_commit(value: &str) -> Result<(), String> {
+    refuse_unless(
+        lower_hex(value, 40),
+        value,
+        "is not a full commit id: write all 40 lower-case hex digits, or set `ref` and run `cargo xtask lock`",
+    )
+}
+
+pub fn check_sha256(value: &str) -> Result<(), String> {
+    refuse_unless(
+        lower_hex(value, 64),
+        value,
+        "is not a sha256: write 64 lower-case hex digits, or remove it and run `cargo xtask lock`",
+    )
 }
 
 pub(super) fn check_http_url(value: &str) -> Result<(), String> {
@@ -106,11 +111,7 @@ pub(super) fn check_package_name(value: &str) -> Result<(), String> {
         && value
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+-.".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` is not a package name: use lower-case letters, digits, `+`, `-` and `.`, starting with a letter or digit"))
-    }
+    refuse_unless(ok, value, "is not a package name: use lower-case letters, digits, `+`, `-` and `.`, starting with a letter or digit")
 }
 
 /// A version every target accepts: starts with a digit; letters, digits, `.`, `+`, `~`.
@@ -119,25 +120,15 @@ pub(super) fn check_version(value: &str) -> Result<(), String> {
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"+.~".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` is not a version: start with a digit and use letters, digits, `.`, `+` and `~` (no `-`, no spaces)"))
-    }
+    refuse_unless(ok, value, "is not a version: start with a digit and use letters, digits, `.`, `+` and `~` (no `-`, no spaces)")
 }
 
 pub(super) fn check_release(value: &str) -> Result<(), String> {
-    if !value.is_empty()
+    let ok = !value.is_empty()
         && value
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'.')
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a release: use letters, digits and `.`"
-        ))
-    }
+            .all(|b| b.is_ascii_alphanumeric() || b == b'.');
+    refuse_unless(ok, value, "is not a release: use letters, digits and `.`")
 }
 
 pub(super) fn check_one_line(value: &str) -> Result<(), String> {
@@ -239,26 +230,20 @@ pub(super) fn check_patch_name(value: &str) -> Result<(), String> {
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"._+-".contains(&b))
         && (value.ends_with(".patch") || value.ends_with(".diff"));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` is not a patch file name: letters, digits, `.`, `_`, `+`, `-`, ending in `.patch` or `.diff`"))
-    }
+    refuse_unless(ok, value, "is not a patch file name: letters, digits, `.`, `_`, `+`, `-`, ending in `.patch` or `.diff`")
 }
 
 /// A DKMS module name: what `BUILT_MODULE_NAME` and the `.ko` file accept.
 pub(super) fn check_module_name(value: &str) -> Result<(), String> {
-    if !value.is_empty()
+    let ok = !value.is_empty()
         && value
             .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
-    {
-        Ok(())
-    } else {
-        Err(format!(
-            "`{value}` is not a module name: letters, digits, `_` and `-`"
-        ))
-    }
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    refuse_unless(
+        ok,
+        value,
+        "is not a module name: letters, digits, `_` and `-`",
+    )
 }
 
 /// An absolute module directory below `/lib/modules/<kernel>/`.
@@ -268,11 +253,11 @@ pub(super) fn check_dest(value: &str) -> Result<(), String> {
         && value
             .bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"/_-.".contains(&b));
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("`{value}` must be an absolute folder such as `/updates/dkms` (letters, digits, `/`, `_`, `-`, `.`)"))
-    }
+    refuse_unless(
+        ok,
+        value,
+        "must be an absolute folder such as `/updates/dkms` (letters, digits, `/`, `_`, `-`, `.`)",
+    )
 }
 
 /// A make line for dkms.conf: one line; dkms.conf quotes it.

@@ -11,12 +11,7 @@ use crate::dkms_install::{built_module, install_for};
 use crate::support::{have_tool, is_root, system_lock, Project, Run};
 
 fn enabled() -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let asked = std::env::var("PATCHKIT_SLOW_TESTS").is_ok_and(|v| v == "1");
-    if !(ci || asked) {
-        eprintln!("skipping the amdgpu build: set PATCHKIT_SLOW_TESTS=1 to run it");
-    }
-    ci || asked
+    crate::support::slow_tests_enabled("the amdgpu build")
 }
 
 /// The newest installed kernel release of the 6.12 series that has headers.

@@ -7,11 +7,11 @@ use std::path::{Path, PathBuf};
 
 use xtask::extract::{self, Selection};
 use xtask::fetch::FetchedSource;
-use xtask::patch::{stage, Tolerance};
 use xtask::recipe::Recipe;
 use xtask::report::Reporter;
 
 use crate::patch_support::{self as ps, TarEntry as E};
+use crate::support::upstream::Upstream;
 use crate::support::Project;
 
 /// A project with a recipe whose source is an archive with `strip = 1` and
@@ -19,55 +19,25 @@ use crate::support::Project;
 fn recipe(project: &Project) -> Recipe {
     project.recipe(
         "amd-test",
-        r#"
-[package]
-name = "amd-test"
-version = "1.2.3"
-release = "1"
-summary = "test"
-description = "test"
-license = "GPL-2.0-only"
-maintainer = "t <t@patchkit.invalid>"
-
-[source]
-local = "upstream.tar.gz"
-strip = 1
-include = ["drivers/amd"]
-
-[target]
-kind = "dkms"
-kernel = ">=6.11"
-formats = ["tar"]
-"#,
+        &ps::recipe_text(
+            "amd-test",
+            "1.2.3",
+            "[source]\nlocal = \"upstream.tar.gz\"\nstrip = 1\ninclude = [\"drivers/amd\"]\n",
+        ),
     );
     Recipe::load(project.root(), "amd-test").unwrap()
 }
 
 /// The fixture upstream as `linux-x/…` in an archive at `path`.
-fn upstream_archive(repo: &ps::GitRepo, commit: &str, path: &Path) {
-    let out = std::process::Command::new("git")
-        .args(["archive", "--format=tar", "--prefix=linux-x/", commit])
-        .current_dir(&repo.dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    let name = path.to_string_lossy();
-    let bytes = if name.ends_with(".xz") {
-        let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
-        std::io::Write::write_all(&mut e, &out.stdout).unwrap();
-        e.finish().unwrap()
-    } else if name.ends_with(".zst") {
-        zstd::encode_all(&out.stdout[..], 1).unwrap()
-    } else {
-        out.stdout
-    };
-    std::fs::write(path, bytes).unwrap();
+fn upstream_archive(repo: &Upstream, commit: &str, path: &Path) {
+    let tar = repo.git_bytes(&["archive", "--format=tar", "--prefix=linux-x/", commit]);
+    ps::write_compressed(path, tar);
 }
 
 fn archive_source(path: &Path) -> FetchedSource {
     FetchedSource::Archive {
         path: path.to_path_buf(),
-        sha256: xtask::state::sha256_hex(&std::fs::read(path).unwrap()),
+        sha256: xtask::hash::sha256_hex(&std::fs::read(path).unwrap()),
     }
 }
 
@@ -85,22 +55,8 @@ fn apply_archive_gives_a_tree_with_a_reproducible_record() {
             project.root().join(format!("one-{ext}")),
             project.root().join(format!("two-{ext}")),
         );
-        let report = stage::apply_recipe(
-            &recipe,
-            &fetched,
-            &one,
-            Tolerance::strict(),
-            &Reporter::quiet(),
-        )
-        .unwrap();
-        stage::apply_recipe(
-            &recipe,
-            &fetched,
-            &two,
-            Tolerance::strict(),
-            &Reporter::quiet(),
-        )
-        .unwrap();
+        let report = ps::apply_strict(&recipe, &fetched, &one).unwrap();
+        ps::apply_strict(&recipe, &fetched, &two).unwrap();
         assert_eq!(report.state.patches.len(), 3);
         assert_eq!(
             ps::entries(&one),
@@ -146,15 +102,9 @@ fn apply_failed_series_leaves_the_target_untouched() {
     std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
     std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
     std::fs::write(dest.join("keep.txt"), "the previous tree\n").unwrap();
-    let err = stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &dest,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = ps::apply_strict(&recipe, &fetched, &dest)
+        .unwrap_err()
+        .to_string();
     for needle in [
         "0002-b.patch",
         "drivers/amd/b.c",
@@ -171,14 +121,7 @@ fn apply_failed_series_leaves_the_target_untouched() {
     );
     assert_eq!(ps::entries(&dest), vec![".patchkit", "keep.txt"]);
     let fresh = work.join("fresh");
-    stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &fresh,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap_err();
+    ps::apply_strict(&recipe, &fetched, &fresh).unwrap_err();
     assert!(!fresh.exists());
 }
 
@@ -197,14 +140,7 @@ fn apply_replaces_an_existing_tree_only_on_success() {
     std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
     std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
     std::fs::write(dest.join("old.txt"), "x").unwrap();
-    stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &dest,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap();
+    ps::apply_strict(&recipe, &fetched, &dest).unwrap();
     assert_eq!(ps::entries(&dest), vec![".patchkit", "drivers"]);
     assert_eq!(ps::entries(&project.root().join("work")), vec!["tree"]);
 }
@@ -266,16 +202,16 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let dest = tmp.path().join("dest");
     std::fs::create_dir_all(&dest).unwrap();
     let paths = vec!["drivers/amd".to_owned()];
-    let m = extract::git(&repo.dir, &s.base, &paths, &dest, &Reporter::quiet()).unwrap();
+    let m = extract::git(&repo.path(), &s.base, &paths, &dest, &Reporter::quiet()).unwrap();
     assert!(m.contains_key("drivers/amd/a.c") && !m.contains_key("docs/README"));
     assert_eq!(m["drivers/amd/tool.sh"].mode, 0o100755);
 
     repo.git(&["checkout", "-q", "-b", "evil", &s.base]);
-    std::os::unix::fs::symlink("/etc", repo.dir.join("drivers/amd/escape")).unwrap();
+    std::os::unix::fs::symlink("/etc", repo.path().join("drivers/amd/escape")).unwrap();
     let evil = repo.commit("a symlink out of the tree");
     let dest2 = tmp.path().join("dest2");
     std::fs::create_dir_all(&dest2).unwrap();
-    let err = extract::git(&repo.dir, &evil, &paths, &dest2, &Reporter::quiet()).unwrap_err();
+    let err = extract::git(&repo.path(), &evil, &paths, &dest2, &Reporter::quiet()).unwrap_err();
     assert!(format!("{err:#}").contains("outside the tree"), "{err:#}");
 
     // A tree object naming `..`, which only a hostile repository holds.
@@ -285,18 +221,18 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let commit = repo.git(&["commit-tree", &top, "-m", "hostile"]);
     let dest3 = tmp.path().join("dest3");
     std::fs::create_dir_all(&dest3).unwrap();
-    let err = extract::git(&repo.dir, &commit, &[], &dest3, &Reporter::quiet()).unwrap_err();
+    let err = extract::git(&repo.path(), &commit, &[], &dest3, &Reporter::quiet()).unwrap_err();
     assert!(format!("{err:#}").contains("refused"), "{err:#}");
 }
 
 /// Writes a tree object with raw entries (no name checks) and returns its id.
-fn raw_tree(repo: &ps::GitRepo, entries: &[(&str, &str, &str)]) -> String {
+fn raw_tree(repo: &Upstream, entries: &[(&str, &str, &str)]) -> String {
     let mut body = Vec::new();
     for (mode, name, id) in entries {
         body.extend_from_slice(format!("{mode} {name}\0").as_bytes());
         body.extend_from_slice(&hex::decode(id).unwrap());
     }
-    let file = repo.dir.join("raw-tree");
+    let file = repo.path().join("raw-tree");
     std::fs::write(&file, body).unwrap();
     let id = repo.git(&["hash-object", "-t", "tree", "-w", "--literally", "raw-tree"]);
     std::fs::remove_file(file).unwrap();

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use crate::support::have_tool;
+use crate::support::tools::stdout;
 
 /// How long a VM may take before the test calls it hung (TCG is slow, and
 /// this machine is shared).
@@ -79,21 +80,12 @@ fn busybox_is_static() -> bool {
         .is_ok_and(|s| s.success())
 }
 
-fn run(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// The module file `modprobe` would load for `name` on this machine's
 /// `kernel`, from its modules.dep (updates/ before the kernel's own).
 fn resolve(kernel: &str, name: &str) -> PathBuf {
-    PathBuf::from(run(Command::new("modinfo").args(["-k", kernel, "-F", "filename", name])).trim())
+    PathBuf::from(
+        stdout(Command::new("modinfo").args(["-k", kernel, "-F", "filename", name])).trim(),
+    )
 }
 
 /// The module files amdgpu needs, `amdgpu` (that file) first: its
@@ -114,7 +106,7 @@ fn closure(kernel: &str, amdgpu: &Path) -> Vec<PathBuf> {
         if !file.is_file() {
             continue; // built in
         }
-        let depends = run(Command::new("modinfo").args(["-F", "depends"]).arg(&file));
+        let depends = stdout(Command::new("modinfo").args(["-F", "depends"]).arg(&file));
         todo.extend(
             depends
                 .trim()
@@ -175,11 +167,11 @@ pub fn boot_amdgpu(kernel: &str, amdgpu: &Path, work: &Path) -> Boot {
     for dir in ["bin", "proc", "sys", "dev", "tmp"] {
         std::fs::create_dir_all(root.join(dir)).unwrap();
     }
-    let busybox = run(Command::new("sh").args(["-c", "command -v busybox"]));
+    let busybox = stdout(Command::new("sh").args(["-c", "command -v busybox"]));
     std::fs::copy(busybox.trim(), root.join("bin/busybox")).unwrap();
     let init = root.join("init");
     std::fs::write(&init, INIT).unwrap();
-    run(Command::new("chmod").arg("755").arg(&init));
+    stdout(Command::new("chmod").arg("755").arg(&init));
 
     // The modules, where this machine keeps them, decompressed (busybox's
     // modprobe reads plain .ko), then depmod for the VM's own tree.
@@ -221,15 +213,17 @@ pub fn boot_amdgpu(kernel: &str, amdgpu: &Path, work: &Path) -> Boot {
             std::fs::copy(host.join(meta), vm.join(meta)).unwrap();
         }
     }
-    run(Command::new("depmod").arg("-b").arg(&root).arg(kernel));
+    stdout(Command::new("depmod").arg("-b").arg(&root).arg(kernel));
 
     let image = work.join("initramfs.cpio.gz");
-    run(Command::new("sh")
-        .arg("-c")
-        .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1 > \"$2\"")
-        .arg("sh")
-        .arg(&root)
-        .arg(&image));
+    stdout(
+        Command::new("sh")
+            .arg("-c")
+            .arg("cd \"$1\" && find . | LC_ALL=C sort | cpio -o -H newc --quiet | gzip -1 > \"$2\"")
+            .arg("sh")
+            .arg(&root)
+            .arg(&image),
+    );
 
     let log = work.join("console.log");
     let started = Instant::now();

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_dkms::EPOCH;
+use crate::support::tools::{self, stdout};
 use crate::support::{have_tool, is_root, system_lock, Project, Run};
 
 const DEB: &str = "amdgpu-cwsr-off_1.0-1_all.deb";
@@ -27,26 +28,11 @@ pub(crate) fn project() -> Project {
 pub(crate) fn build(p: &Project, extra: &[&str]) -> Run {
     let mut args = vec!["build-config", "amdgpu-cwsr-off"];
     args.extend_from_slice(extra);
-    Run::of(
-        p.command(&args)
-            .env("SOURCE_DATE_EPOCH", EPOCH)
-            .output()
-            .unwrap(),
-    )
+    p.xtask_with(&args, &[("SOURCE_DATE_EPOCH", EPOCH)])
 }
 
 pub(crate) fn dist(p: &Project) -> PathBuf {
     p.root().join("dist/amdgpu-cwsr-off")
-}
-
-fn output(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 pub(crate) fn the_conf() -> String {
@@ -90,7 +76,7 @@ fn every_package_marks_the_modprobe_file_as_configuration() {
 
     if have_tool("dpkg-deb") {
         let deb = dir.join(DEB);
-        let info = output(Command::new("dpkg-deb").arg("-I").arg(&deb));
+        let info = tools::deb_info(&deb);
         for needle in [
             "Package: amdgpu-cwsr-off",
             "Architecture: all",
@@ -102,54 +88,44 @@ fn every_package_marks_the_modprobe_file_as_configuration() {
             assert!(info.contains(needle), "{needle} in\n{info}");
         }
         assert!(!info.contains("postinst"), "no maintainer scripts:\n{info}");
-        let conffiles = output(
+        let conffiles = stdout(
             Command::new("dpkg-deb")
                 .arg("-I")
                 .arg(&deb)
                 .arg("conffiles"),
         );
         assert_eq!(conffiles, format!("{CONF}\n"));
-        let contents = output(Command::new("dpkg-deb").arg("-c").arg(&deb));
+        let contents = stdout(Command::new("dpkg-deb").arg("-c").arg(&deb));
         assert!(contents.contains(&format!(".{CONF}")), "{contents}");
     }
     if have_tool("lintian") {
-        let out = Command::new("lintian")
-            .args(["--pedantic", "--display-info"])
-            .arg(dir.join(DEB))
-            .output()
-            .unwrap();
-        let tags = String::from_utf8_lossy(&out.stdout);
-        let bad: Vec<&str> = tags
-            .lines()
-            .filter(|l| l.starts_with("E:") || l.starts_with("W:"))
-            .collect();
-        assert!(bad.is_empty(), "lintian errors or warnings:\n{tags}");
+        tools::lintian(&dir.join(DEB));
     }
     if have_tool("rpm") {
         let rpm = dir.join(RPM);
-        let configs = output(Command::new("rpm").args(["-qp", "--configfiles"]).arg(&rpm));
+        let configs = stdout(Command::new("rpm").args(["-qp", "--configfiles"]).arg(&rpm));
         assert_eq!(configs, format!("{CONF}\n"));
-        let flags = output(
+        let flags = stdout(
             Command::new("rpm")
                 .args(["-qp", "--qf", "[%{FILEFLAGS:fflags} %{FILENAMES}\n]"])
                 .arg(&rpm),
         );
         assert_eq!(flags, format!("cn {CONF}\n"), "%config(noreplace)");
-        let listing = output(Command::new("rpm").arg("-qlvp").arg(&rpm));
+        let listing = stdout(Command::new("rpm").arg("-qlvp").arg(&rpm));
         assert!(
             listing.contains("-rw-r--r--") && listing.contains(CONF),
             "{listing}"
         );
-        let info = output(Command::new("rpm").arg("-qip").arg(&rpm));
+        let info = stdout(Command::new("rpm").arg("-qip").arg(&rpm));
         assert!(
             info.contains("Architecture: noarch") && info.contains("no GPU debugger"),
             "{info}"
         );
-        let check = output(Command::new("rpm").args(["-K", "--nosignature"]).arg(&rpm));
+        let check = stdout(Command::new("rpm").args(["-K", "--nosignature"]).arg(&rpm));
         assert!(check.contains("digests OK"), "{check}");
     }
     if have_tool("bsdtar") {
-        let pkginfo = output(
+        let pkginfo = stdout(
             Command::new("bsdtar")
                 .args(["-xOf"])
                 .arg(dir.join(ARCH))
@@ -162,7 +138,7 @@ fn every_package_marks_the_modprobe_file_as_configuration() {
             "{pkginfo}"
         );
         assert!(pkginfo.contains("arch = any\n"), "{pkginfo}");
-        let conf = output(
+        let conf = stdout(
             Command::new("bsdtar")
                 .args(["-xOf"])
                 .arg(dir.join(ARCH))
@@ -171,12 +147,12 @@ fn every_package_marks_the_modprobe_file_as_configuration() {
         assert_eq!(conf, the_conf());
     }
     if have_tool("pacman") {
-        let info = output(Command::new("pacman").arg("-Qip").arg(dir.join(ARCH)));
+        let info = tools::pacman_info(&dir.join(ARCH));
         assert!(
             info.contains("amdgpu-cwsr-off") && info.contains("1.0-1"),
             "{info}"
         );
-        let files = output(Command::new("pacman").arg("-Qlp").arg(dir.join(ARCH)));
+        let files = stdout(Command::new("pacman").arg("-Qlp").arg(dir.join(ARCH)));
         assert!(files.contains(CONF), "{files}");
     }
 }
@@ -191,8 +167,8 @@ fn a_rerun_is_a_no_op_and_another_checkout_builds_the_same_bytes() {
     let second = project();
     build(&second, &[]).success();
     let (a, b) = (
-        crate::build_dkms::snapshot(&dist(&first)),
-        crate::build_dkms::snapshot(&dist(&second)),
+        crate::support::snapshot(&dist(&first)),
+        crate::support::snapshot(&dist(&second)),
     );
     assert_eq!(a.len(), b.len());
     for ((name, x), (other, y)) in a.iter().zip(&b) {
@@ -216,24 +192,20 @@ fn formats_limit_the_packages_and_tar_is_refused() {
 fn the_build_command_must_match_the_kind() {
     let p = project();
     p.copy_from_repo(&["recipes/demo-hello.toml", "patches/demo-hello"]);
-    Run::of(
-        p.command(&["build-config", "demo-hello"])
-            .env("SOURCE_DATE_EPOCH", EPOCH)
-            .output()
-            .unwrap(),
+    p.xtask_with(
+        &["build-config", "demo-hello"],
+        &[("SOURCE_DATE_EPOCH", EPOCH)],
     )
     .fails_with(2)
     .stderr_has("build it with `cargo xtask build-dkms`");
-    Run::of(
-        p.command(&[
+    p.xtask_with(
+        &[
             "build-dkms",
             "amdgpu-cwsr-off",
             "--kernel",
             "6.12.117+deb12-amd64",
-        ])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .output()
-        .unwrap(),
+        ],
+        &[("SOURCE_DATE_EPOCH", EPOCH)],
     )
     .fails_with(2)
     .stderr_has("build it with `cargo xtask build-config`");
@@ -316,7 +288,7 @@ fn the_deb_installs_the_modprobe_file_and_purge_removes_it() {
     dpkg(&["-i", &dist(&p).join(DEB).display().to_string()]);
     assert_eq!(std::fs::read_to_string(CONF).unwrap(), the_conf());
     let conffiles =
-        output(Command::new("dpkg-query").args(["-W", "-f=${Conffiles}", "amdgpu-cwsr-off"]));
+        stdout(Command::new("dpkg-query").args(["-W", "-f=${Conffiles}", "amdgpu-cwsr-off"]));
     assert!(conffiles.contains(CONF), "{conffiles}");
     dpkg(&["--purge", "amdgpu-cwsr-off"]);
     assert!(!Path::new(CONF).exists(), "purge left {CONF}");

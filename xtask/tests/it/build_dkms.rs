@@ -2,10 +2,11 @@
 //! checked by the tool its users run, byte-for-byte reproducibility, atomic
 //! publication under kill -9, and the no-op re-run.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use crate::support::{have_tool, Project, Run};
+use crate::support::tools::{self, stdout_and_stderr};
+use crate::support::{have_tool, snapshot, Project, Run};
 
 pub const EPOCH: &str = "1767225600";
 
@@ -21,7 +22,9 @@ pub fn demo_project() -> Project {
     p
 }
 
-pub fn build(p: &Project, extra: &[&str]) -> Run {
+/// `build-dkms demo-hello` for Debian 12's kernel at [`EPOCH`], `extra`
+/// appended: to run in the background or with more environment.
+pub fn build_command(p: &Project, extra: &[&str]) -> Command {
     let mut args = vec![
         "build-dkms",
         "demo-hello",
@@ -29,12 +32,13 @@ pub fn build(p: &Project, extra: &[&str]) -> Run {
         "6.12.117+deb12-amd64",
     ];
     args.extend_from_slice(extra);
-    Run::of(
-        p.command(&args)
-            .env("SOURCE_DATE_EPOCH", EPOCH)
-            .output()
-            .unwrap(),
-    )
+    let mut cmd = p.command(&args);
+    cmd.env("SOURCE_DATE_EPOCH", EPOCH);
+    cmd
+}
+
+pub fn build(p: &Project, extra: &[&str]) -> Run {
+    Run::of(build_command(p, extra).output().expect("running xtask"))
 }
 
 pub fn dist(p: &Project) -> PathBuf {
@@ -45,16 +49,6 @@ const DEB: &str = "patchkit-hello-dkms_0.1.0-1_all.deb";
 const RPM: &str = "patchkit-hello-dkms-0.1.0-1.noarch.rpm";
 const ARCH: &str = "patchkit-hello-dkms-0.1.0-1-any.pkg.tar.zst";
 const TAR: &str = "patchkit-hello-0.1.0-source-only.dkms.tar.gz";
-
-fn output(cmd: &mut Command) -> String {
-    let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{cmd:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned() + &String::from_utf8_lossy(&out.stderr)
-}
 
 #[test]
 fn the_demo_publishes_every_artifact_and_plan_named_them() {
@@ -80,7 +74,7 @@ fn the_demo_publishes_every_artifact_and_plan_named_them() {
         assert!(dir.join(rel).is_file(), "{rel}");
     }
     if have_tool("sha256sum") {
-        output(
+        stdout_and_stderr(
             Command::new("sha256sum")
                 .args(["-c", "--strict", "--quiet", "SHA256SUMS"])
                 .current_dir(&dir),
@@ -123,7 +117,7 @@ fn the_deb_is_what_debian_tools_expect() {
     build(&p, &["--formats", "deb"]).success();
     let deb = dist(&p).join(DEB);
     if have_tool("dpkg-deb") {
-        let info = output(Command::new("dpkg-deb").arg("--info").arg(&deb));
+        let info = tools::deb_info(&deb);
         for needle in [
             "Package: patchkit-hello-dkms",
             "Version: 0.1.0-1",
@@ -134,7 +128,7 @@ fn the_deb_is_what_debian_tools_expect() {
         ] {
             assert!(info.contains(needle), "{needle} in\n{info}");
         }
-        let contents = output(Command::new("dpkg-deb").arg("--contents").arg(&deb));
+        let contents = stdout_and_stderr(Command::new("dpkg-deb").arg("--contents").arg(&deb));
         for needle in [
             "./usr/src/patchkit-hello-0.1.0/dkms.conf",
             "./usr/src/patchkit-hello-0.1.0/patchkit_hello.c",
@@ -147,7 +141,7 @@ fn the_deb_is_what_debian_tools_expect() {
             !contents.contains(".patchkit"),
             "the state record leaked into the package:\n{contents}"
         );
-        let postinst = output(
+        let postinst = stdout_and_stderr(
             Command::new("dpkg-deb")
                 .arg("--info")
                 .arg(&deb)
@@ -159,17 +153,7 @@ fn the_deb_is_what_debian_tools_expect() {
         );
     }
     if have_tool("lintian") {
-        let out = Command::new("lintian")
-            .args(["--pedantic", "--display-info"])
-            .arg(&deb)
-            .output()
-            .unwrap();
-        let tags = String::from_utf8_lossy(&out.stdout);
-        let bad: Vec<&str> = tags
-            .lines()
-            .filter(|l| l.starts_with("E:") || l.starts_with("W:"))
-            .collect();
-        assert!(bad.is_empty(), "lintian errors or warnings:\n{tags}");
+        tools::lintian(&deb);
     }
 }
 
@@ -180,12 +164,12 @@ fn the_rpm_arch_and_dkms_tarball_read_back() {
     let dir = dist(&p);
     assert!(!dir.join(DEB).exists(), "--formats limits the packages");
     if have_tool("rpm") {
-        let info = output(Command::new("rpm").arg("-qip").arg(dir.join(RPM)));
+        let info = stdout_and_stderr(Command::new("rpm").arg("-qip").arg(dir.join(RPM)));
         assert!(
             info.contains("Name        : patchkit-hello-dkms") && info.contains("Release     : 1"),
             "{info}"
         );
-        let scripts = output(
+        let scripts = stdout_and_stderr(
             Command::new("rpm")
                 .args(["-qp", "--scripts"])
                 .arg(dir.join(RPM)),
@@ -200,7 +184,7 @@ fn the_rpm_arch_and_dkms_tarball_read_back() {
                 && scripts.contains("dkms remove -m 'patchkit-hello' -v '0.1.0' --all"),
             "{scripts}"
         );
-        let check = output(
+        let check = stdout_and_stderr(
             Command::new("rpm")
                 .args(["-K", "--nosignature"])
                 .arg(dir.join(RPM)),
@@ -208,7 +192,7 @@ fn the_rpm_arch_and_dkms_tarball_read_back() {
         assert!(check.contains("digests OK"), "{check}");
     }
     if have_tool("bsdtar") {
-        let list = output(Command::new("bsdtar").arg("-tf").arg(dir.join(ARCH)));
+        let list = tools::bsdtar_list(&dir.join(ARCH));
         for needle in [
             ".PKGINFO",
             ".BUILDINFO",
@@ -217,11 +201,11 @@ fn the_rpm_arch_and_dkms_tarball_read_back() {
         ] {
             assert!(list.lines().any(|l| l == needle), "{needle} in\n{list}");
         }
-        let tarball = output(Command::new("bsdtar").arg("-tf").arg(dir.join(TAR)));
+        let tarball = tools::bsdtar_list(&dir.join(TAR));
         assert!(tarball.contains("dkms_source_tree/dkms.conf"), "{tarball}");
     }
     if have_tool("pacman") {
-        let info = output(Command::new("pacman").arg("-Qip").arg(dir.join(ARCH)));
+        let info = tools::pacman_info(&dir.join(ARCH));
         assert!(
             info.contains("patchkit-hello-dkms")
                 && info.contains("0.1.0-1")
@@ -265,11 +249,9 @@ fn a_rerun_with_nothing_changed_is_a_no_op() {
 #[test]
 fn a_kernel_outside_the_range_is_refused() {
     let p = demo_project();
-    let run = Run::of(
-        p.command(&["build-dkms", "demo-hello", "--kernel", "5.4.0-150-generic"])
-            .env("SOURCE_DATE_EPOCH", EPOCH)
-            .output()
-            .unwrap(),
+    let run = p.xtask_with(
+        &["build-dkms", "demo-hello", "--kernel", "5.4.0-150-generic"],
+        &[("SOURCE_DATE_EPOCH", EPOCH)],
     );
     run.fails_with(2)
         .stderr_has("kernel 5.4.0-150-generic is outside the range of recipe demo-hello (>=5.10)");
@@ -289,27 +271,6 @@ fn a_recipe_of_another_kind_is_refused() {
     build(&p, &[])
         .fails_with(2)
         .stderr_has("build it with `cargo xtask build-hipblaslt`");
-}
-
-/// Every file below `dir` with its bytes, by relative path.
-pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                out.push((
-                    path.strip_prefix(dir).unwrap().display().to_string(),
-                    std::fs::read(&path).unwrap(),
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
 }
 
 #[test]

@@ -9,11 +9,8 @@ use std::process::Command;
 use xtask::package::{self, dkms, FileTree, PackageMeta, Relations};
 
 use crate::package_support::{meta, write_module, EPOCH};
-use crate::support::{have_tool, Run};
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
+use crate::support::tools::{pacman_info, run};
+use crate::support::{ci, have_tool};
 
 fn amdgpu_meta(name: &str, version: &str) -> PackageMeta {
     PackageMeta {
@@ -26,10 +23,6 @@ fn amdgpu_meta(name: &str, version: &str) -> PackageMeta {
 
 fn tree(staging: &Path, name: &str, version: &str) -> FileTree {
     FileTree::from_dir(staging, &dkms::source_dir(name, version)).unwrap()
-}
-
-fn sh(cmd: &mut Command) -> Run {
-    Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
 }
 
 #[test]
@@ -60,7 +53,7 @@ fn each_format_declares_the_conflicts_in_its_own_terms() {
         .path;
 
     if have_tool("dpkg-deb") {
-        let field = |f: &str| sh(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(f)).stdout;
+        let field = |f: &str| run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(f)).stdout;
         assert_eq!(
             field("Conflicts").trim(),
             "amdgpu-dkms, amdgpu-patchkit-dkms"
@@ -72,7 +65,7 @@ fn each_format_declares_the_conflicts_in_its_own_terms() {
     }
     if have_tool("rpm") {
         let q = |flag: &str| {
-            sh(Command::new("rpm").args(["-qp", flag]).arg(&rpm))
+            run(Command::new("rpm").args(["-qp", flag]).arg(&rpm))
                 .success()
                 .stdout
                 .clone()
@@ -97,10 +90,7 @@ fn each_format_declares_the_conflicts_in_its_own_terms() {
         assert!(!ci(), "CI must have rpm");
     }
     if have_tool("pacman") {
-        let info = sh(Command::new("pacman").arg("-Qip").arg(&arch))
-            .success()
-            .stdout
-            .clone();
+        let info = pacman_info(&arch);
         let line = |key: &str| {
             info.lines()
                 .find(|l| l.starts_with(key))
@@ -168,7 +158,7 @@ fn dpkg_keeps_one_series_installed_at_a_time() {
         if let Some(deb) = deb {
             c.arg(deb);
         }
-        sh(&mut c)
+        run(&mut c)
     };
     dpkg(&["-i"], Some(&debs[0])).success();
     // dpkg alone refuses the second while the first is installed (apt,

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_dkms::{build, demo_project, dist};
-use crate::support::{have_tool, is_root, system_lock, Run};
+use crate::support::tools::run;
+use crate::support::{have_tool, is_root, system_lock};
 
 /// The newest kernel release with headers, as build-dkms picks it.
 fn headers_kernel() -> Option<String> {
@@ -26,10 +27,6 @@ fn can_change_the_system() -> bool {
         return false;
     }
     ["dpkg", "dkms", "modinfo"].iter().all(|t| have_tool(t))
-}
-
-fn sh(cmd: &mut Command) -> Run {
-    Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
 }
 
 /// Purges the package and whatever DKMS holds of it, even when a test fails.
@@ -51,12 +48,13 @@ impl Drop for Cleanup {
 /// running kernel, which need not have headers).
 pub fn install_for(module: &str, version: &str, kernel: &str) -> String {
     let status =
-        sh(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout;
+        run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel]))
+            .stdout;
     if !status.contains("installed") {
-        sh(Command::new("dkms").args(["install", "-m", module, "-v", version, "-k", kernel]))
+        run(Command::new("dkms").args(["install", "-m", module, "-v", version, "-k", kernel]))
             .success();
     }
-    sh(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout
+    run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout
 }
 
 /// The built module under `/lib/modules/<kernel>/updates/dkms/`, compressed or not.
@@ -89,7 +87,7 @@ fn the_demo_deb_installs_builds_for_the_headers_kernel_and_purges() {
     let p = demo_project();
     build(&p, &["--formats", "deb"]).success();
     let _cleanup = Cleanup("patchkit-hello-dkms", "patchkit-hello", "0.1.0");
-    sh(Command::new("dpkg")
+    run(Command::new("dpkg")
         .arg("-i")
         .arg(dist(&p).join("patchkit-hello-dkms_0.1.0-1_all.deb")))
     .success();
@@ -100,10 +98,10 @@ fn the_demo_deb_installs_builds_for_the_headers_kernel_and_purges() {
         "{status}"
     );
     let module = built_module(&kernel, "patchkit_hello");
-    let version = sh(Command::new("modinfo").args(["-F", "version"]).arg(&module));
+    let version = run(Command::new("modinfo").args(["-F", "version"]).arg(&module));
     assert_eq!(version.success().stdout.trim(), "0.1.0-patchkit");
-    sh(Command::new("dpkg").args(["--purge", "patchkit-hello-dkms"])).success();
-    let after = sh(Command::new("dkms").args(["status", "-m", "patchkit-hello"])).stdout;
+    run(Command::new("dpkg").args(["--purge", "patchkit-hello-dkms"])).success();
+    let after = run(Command::new("dkms").args(["status", "-m", "patchkit-hello"])).stdout;
     assert!(
         after.trim().is_empty(),
         "dkms still knows the module after purge: {after}"
@@ -121,12 +119,12 @@ fn dkms_ldtarball_loads_the_demo_tarball() {
     let p = demo_project();
     build(&p, &["--formats", "tar"]).success();
     let _cleanup = Cleanup("patchkit-hello-dkms", "patchkit-hello", "0.1.0");
-    sh(Command::new("dkms")
+    run(Command::new("dkms")
         .arg("ldtarball")
         .arg(dist(&p).join("patchkit-hello-0.1.0-source-only.dkms.tar.gz")))
     .success();
     let status =
-        sh(Command::new("dkms").args(["status", "-m", "patchkit-hello", "-v", "0.1.0"])).stdout;
+        run(Command::new("dkms").args(["status", "-m", "patchkit-hello", "-v", "0.1.0"])).stdout;
     assert!(
         status.contains("patchkit-hello/0.1.0") && status.contains("added"),
         "{status}"

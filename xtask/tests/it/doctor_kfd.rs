@@ -20,12 +20,7 @@ const HEADER: &str = "amdkfd/cwsr_trap_handler.h";
 const FIXED_TEXT: &str = "0xbfa00001, 0xbfa002b2,\n\t0xb0804009, 0xb8eef81a,";
 
 fn enabled() -> bool {
-    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
-    let asked = std::env::var("PATCHKIT_SLOW_TESTS").is_ok_and(|v| v == "1");
-    if !(ci || asked) {
-        eprintln!("skipping the amdkfd object build: set PATCHKIT_SLOW_TESTS=1 to run it");
-    }
-    ci || asked
+    crate::support::slow_tests_enabled("the amdkfd object build")
 }
 
 /// The unfixed words in the fixed ones' place: the first stays, then

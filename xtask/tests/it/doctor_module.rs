@@ -11,14 +11,10 @@ use std::process::Command;
 use xtask::doctor::module::{self, TrapHandler};
 
 use crate::doctor_support::{fault, FakeMachine};
-use crate::support::{have_tool, Run};
+use crate::support::{ci, have_tool, Run};
 
 /// Where `.ci/setup` keeps the 6.1 linux-image .deb (downloaded, not installed).
 const IMAGE_CACHE: &str = "/var/cache/rocm-patchkit/linux-image";
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
 
 /// Debian's own amdgpu of the installed 6.12 kernel.
 fn debian_612_amdgpu() -> Option<PathBuf> {

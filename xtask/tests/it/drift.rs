@@ -12,7 +12,7 @@ fn drift_against_git_archive_and_folder() {
         "drift",
         "fix",
         "--against",
-        &format!("git:{}#{}", repo.dir.display(), s.base),
+        &format!("git:{}#{}", repo.path().display(), s.base),
     ]);
     clean
         .success()
@@ -25,15 +25,15 @@ fn drift_against_git_archive_and_folder() {
         10,
         "int a_value_10 = 1000; /* fixed */",
     );
-    repo.write("drivers/amd/a.c", &a);
-    repo.write(
+    repo.file("drivers/amd/a.c", &a);
+    repo.file(
         "drivers/amd/b.c",
         &ps::replace_line(&ps::c_file("b", 30), 19, "int moved;"),
     );
     let v2 = repo.commit("upstream v2");
     repo.git(&["tag", "v2"]);
 
-    let spec = format!("{}@v2", repo.dir.display());
+    let spec = format!("{}@v2", repo.path().display());
     let run = project.xtask(&["drift", "fix", "--against", &spec]);
     run.fails_with(1)
         .stdout_has("applied      0001-a.patch")
@@ -47,7 +47,7 @@ fn drift_against_git_archive_and_folder() {
         "fix",
         "--json",
         "--against",
-        &format!("git:{}#{v2}", repo.dir.display()),
+        &format!("git:{}#{v2}", repo.path().display()),
     ]);
     let value: serde_json::Value = serde_json::from_str(&json.fails_with(1).stdout).unwrap();
     let verdicts: Vec<&str> = value["checks"]
@@ -75,18 +75,7 @@ fn drift_against_git_archive_and_folder() {
         .stdout_has("conflicts    0002-b.patch");
 
     let archive = project.root().join("v2.tar");
-    let out = std::process::Command::new("git")
-        .args([
-            "archive",
-            "--format=tar",
-            "-o",
-            archive.to_str().unwrap(),
-            "v2",
-        ])
-        .current_dir(&repo.dir)
-        .status()
-        .unwrap();
-    assert!(out.success());
+    repo.archive("v2", None, &archive);
     project
         .xtask(&["drift", "fix", "--against", archive.to_str().unwrap()])
         .fails_with(1)
@@ -110,9 +99,9 @@ fn drift_and_verify_recipe_name_offsets_and_explain_by_blob_id() {
     // Upstream v3: two lines on top of a.c (0001 lands two lines lower) and
     // a b.c that 0002 was not written for (its changed line is another).
     let a = format!("/* one */\n/* two */\n{}", ps::c_file("a", 30));
-    repo.write("drivers/amd/a.c", &a);
+    repo.file("drivers/amd/a.c", &a);
     let b = ps::c_file("b", 30).replace("int b_value_19 = 19;", "long b_value_19 = 19;");
-    repo.write("drivers/amd/b.c", &b);
+    repo.file("drivers/amd/b.c", &b);
     repo.commit("upstream v3");
     let found = xtask::patch::apply::blob_id(b.as_bytes());
     let v3 = project.root().join("v3");

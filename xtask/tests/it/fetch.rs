@@ -35,13 +35,8 @@ pub fn sha(bytes: &[u8]) -> String {
 
 /// The xtask command for `p`, with fast HTTP limits for tests.
 pub fn xtask_cmd(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
-    cmd.args(args)
-        .current_dir(p.root())
-        .env("PATCHKIT_ROOT", p.root())
-        .env("PATCHKIT_CACHE_DIR", p.cache())
-        .env("CI", "true")
-        .env("PATCHKIT_HTTP_RETRY_BASE_MS", "10")
+    let mut cmd = p.command(args);
+    cmd.env("PATCHKIT_HTTP_RETRY_BASE_MS", "10")
         .env("PATCHKIT_HTTP_READ_TIMEOUT_MS", "10000");
     for var in [
         "http_proxy",
@@ -129,15 +124,22 @@ fn git_source_by_path_then_cached() {
     assert_cache_clean(&p.cache());
 }
 
-#[test]
-fn git_daemon_shallow_fetch_of_the_pin() {
+/// `fetch` of the first of [`two_commits`] from `git daemon`, which lets
+/// clients want any reachable commit or not; it must succeed.
+fn fetch_from_daemon(allow_sha1_in_want: bool) -> (Project, Run) {
     let (up, first, _) = two_commits();
-    up.allow_sha1_in_want(true);
+    up.allow_sha1_in_want(allow_sha1_in_want);
     let daemon = up.daemon();
     let p = Project::new();
     p.recipe("r", &git_recipe(&daemon.url(), &first, None));
     let run = xtask(&p, &["fetch", "r"], &[]);
     run.success().stderr_has(&format!("@ {first}: fetched"));
+    (p, run)
+}
+
+#[test]
+fn git_daemon_shallow_fetch_of_the_pin() {
+    let (p, run) = fetch_from_daemon(true);
     assert!(
         !run.stderr.contains("fetching every branch"),
         "{}",
@@ -157,15 +159,8 @@ fn git_daemon_shallow_fetch_of_the_pin() {
 
 #[test]
 fn git_daemon_without_sha1_in_want_falls_back_to_a_full_fetch() {
-    let (up, first, _) = two_commits();
-    up.allow_sha1_in_want(false);
-    let daemon = up.daemon();
-    let p = Project::new();
-    p.recipe("r", &git_recipe(&daemon.url(), &first, None));
-    xtask(&p, &["fetch", "r"], &[])
-        .success()
-        .stderr_has("fetching every branch and tag")
-        .stderr_has(&format!("@ {first}: fetched"));
+    let (p, run) = fetch_from_daemon(false);
+    run.stderr_has("fetching every branch and tag");
     assert_cache_clean(&p.cache());
 }
 
@@ -178,6 +173,12 @@ fn git_commit_missing_upstream_is_an_error() {
     xtask(&p, &["fetch", "r"], &[])
         .fails_with(1)
         .stderr_has(&format!("commit {bogus} is not in {}", up.url()));
+    assert_no_mirror(&p);
+}
+
+/// A failed git fetch leaves no mirror behind and the cache clean.
+#[track_caller]
+fn assert_no_mirror(p: &Project) {
     assert!(std::fs::read_dir(p.cache().join("git"))
         .unwrap()
         .next()
@@ -187,11 +188,7 @@ fn git_commit_missing_upstream_is_an_error() {
 
 #[test]
 fn git_daemon_unreachable_is_an_error() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::support::free_port();
     let url = format!("git://127.0.0.1:{port}/up");
     let p = Project::new();
     let commit = "0123456789abcdef0123456789abcdef01234567";
@@ -201,11 +198,7 @@ fn git_daemon_unreachable_is_an_error() {
         .stderr_has(&format!(
             "cannot fetch commit {commit} from {url}: check the URL"
         ));
-    assert!(std::fs::read_dir(p.cache().join("git"))
-        .unwrap()
-        .next()
-        .is_none());
-    assert_cache_clean(&p.cache());
+    assert_no_mirror(&p);
 }
 
 #[test]

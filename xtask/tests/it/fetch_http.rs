@@ -4,7 +4,7 @@
 
 use crate::fetch::{assert_cache_clean, blobs, sha, tarball_recipe, xtask, HEAD};
 use crate::support::http::{Reply, Server};
-use crate::support::Project;
+use crate::support::{Project, Run};
 
 #[test]
 fn http_tarball_downloaded_then_cached() {
@@ -47,64 +47,74 @@ fn http_500_is_retried_until_it_succeeds() {
     assert_cache_clean(&p.cache());
 }
 
-#[test]
-fn http_404_is_not_retried() {
+/// Fetches a tarball recipe pinned to `pin` from `reply` served at `path`,
+/// with `env`; the fetch must fail with each of `needles` in stderr (`{url}`
+/// stands for the URL) after `hits` requests, and nothing may enter the
+/// cache. The server is returned alive for a later fetch.
+fn fetch_fails(
+    path: &str,
+    reply: Reply,
+    pin: &str,
+    env: &[(&str, &str)],
+    hits: usize,
+    needles: &[&str],
+) -> (Server, Project, Run) {
     let server = Server::start();
+    server.route(path, reply);
     let p = Project::new();
-    let url = server.url("/gone.tar");
-    p.recipe("r", &tarball_recipe(&url, &"0".repeat(64)));
-    xtask(&p, &["fetch", "r"], &[])
-        .fails_with(1)
-        .stderr_has(&format!("downloading {url}: the server answered 404"));
-    assert_eq!(server.hits("/gone.tar"), 1);
+    let url = server.url(path);
+    p.recipe("r", &tarball_recipe(&url, pin));
+    let run = xtask(&p, &["fetch", "r"], env);
+    run.fails_with(1);
+    for needle in needles {
+        run.stderr_has(&needle.replace("{url}", &url));
+    }
+    assert_eq!(server.hits(path), hits);
     assert_eq!(blobs(&p.cache()), 0);
     assert_cache_clean(&p.cache());
+    (server, p, run)
+}
+
+#[test]
+fn http_404_is_not_retried() {
+    let unpinned = "0".repeat(64);
+    let needle = "downloading {url}: the server answered 404";
+    fetch_fails(
+        "/gone.tar",
+        Reply::Status(404),
+        &unpinned,
+        &[],
+        1,
+        &[needle],
+    );
 }
 
 #[test]
 fn http_truncated_body_is_retried_and_caches_nothing() {
-    let server = Server::start();
     let body = b"only part of it".to_vec();
-    server.route(
-        "/t.tar",
-        Reply::Truncate {
-            body: body.clone(),
-            claimed: 1000,
-        },
-    );
-    let p = Project::new();
-    let url = server.url("/t.tar");
-    p.recipe("r", &tarball_recipe(&url, &sha(&body)));
-    xtask(&p, &["fetch", "r"], &[])
-        .fails_with(1)
-        .stderr_has(&format!("downloading {url} failed after 4 attempts"));
-    assert_eq!(server.hits("/t.tar"), 4);
-    assert_eq!(blobs(&p.cache()), 0);
-    assert_cache_clean(&p.cache());
+    let reply = Reply::Truncate {
+        body: body.clone(),
+        claimed: 1000,
+    };
+    let needle = "downloading {url} failed after 4 attempts";
+    fetch_fails("/t.tar", reply, &sha(&body), &[], 4, &[needle]);
 }
 
 #[test]
 fn http_stall_past_the_read_timeout_fails() {
-    let server = Server::start();
     let body = vec![7u8; 4096];
-    server.route("/slow.tar", Reply::Stall(body.clone()));
-    let p = Project::new();
-    let url = server.url("/slow.tar");
-    p.recipe("r", &tarball_recipe(&url, &sha(&body)));
     let env = [
         ("PATCHKIT_HTTP_READ_TIMEOUT_MS", "300"),
         ("PATCHKIT_HTTP_ATTEMPTS", "2"),
     ];
-    let run = xtask(&p, &["fetch", "r"], &env);
-    run.fails_with(1)
-        .stderr_has(&format!("downloading {url} failed after 2 attempts"));
+    let needle = "downloading {url} failed after 2 attempts";
+    let reply = Reply::Stall(body.clone());
+    let (_, _, run) = fetch_fails("/slow.tar", reply, &sha(&body), &env, 2, &[needle]);
     assert!(
         run.stderr.contains("read timeout") || run.stderr.contains("timed out"),
         "{}",
         run.stderr
     );
-    assert_eq!(server.hits("/slow.tar"), 2);
-    assert_cache_clean(&p.cache());
 }
 
 #[test]
@@ -123,32 +133,21 @@ fn http_redirect_is_followed() {
 
 #[test]
 fn http_redirect_to_another_scheme_is_refused() {
-    let server = Server::start();
-    server.route("/x.tar", Reply::Redirect("ftp://127.0.0.1/x.tar".into()));
-    let p = Project::new();
-    let url = server.url("/x.tar");
-    p.recipe("r", &tarball_recipe(&url, &"0".repeat(64)));
-    xtask(&p, &["fetch", "r"], &[])
-        .fails_with(1)
-        .stderr_has(&format!("downloading {url}"))
-        .stderr_has("refusing a redirect to `ftp://127.0.0.1/x.tar`");
-    assert_eq!(server.hits("/x.tar"), 1);
-    assert_cache_clean(&p.cache());
+    let reply = Reply::Redirect("ftp://127.0.0.1/x.tar".into());
+    let needles = [
+        "downloading {url}",
+        "refusing a redirect to `ftp://127.0.0.1/x.tar`",
+    ];
+    fetch_fails("/x.tar", reply, &"0".repeat(64), &[], 1, &needles);
 }
 
 #[test]
 fn http_size_cap_refuses_big_downloads() {
-    let server = Server::start();
     let body = vec![1u8; 5000];
-    server.route("/big.tar", Reply::Bytes(body.clone()));
-    let p = Project::new();
-    p.recipe("r", &tarball_recipe(&server.url("/big.tar"), &sha(&body)));
-    xtask(&p, &["fetch", "r"], &[("PATCHKIT_HTTP_MAX_BYTES", "1000")])
-        .fails_with(1)
-        .stderr_has("above the limit of 1000 bytes");
-    assert_eq!(server.hits("/big.tar"), 1);
-    assert_eq!(blobs(&p.cache()), 0);
-    assert_cache_clean(&p.cache());
+    let cap = [("PATCHKIT_HTTP_MAX_BYTES", "1000")];
+    let needle = "above the limit of 1000 bytes";
+    let reply = Reply::Bytes(body.clone());
+    fetch_fails("/big.tar", reply, &sha(&body), &cap, 1, &[needle]);
 }
 
 #[test]
@@ -178,30 +177,17 @@ fn http_sha256_mismatch_names_url_expected_and_actual() {
 
 #[test]
 fn http_size_cap_holds_while_streaming_without_a_length() {
-    let server = Server::start();
     let body = vec![1u8; 5000];
-    server.route("/unsized.tar", Reply::Unsized(body.clone()));
-    let p = Project::new();
-    p.recipe(
-        "r",
-        &tarball_recipe(&server.url("/unsized.tar"), &sha(&body)),
-    );
-    xtask(&p, &["fetch", "r"], &[("PATCHKIT_HTTP_MAX_BYTES", "1000")])
-        .fails_with(1)
-        .stderr_has("above the limit of 1000 bytes");
-    assert_eq!(server.hits("/unsized.tar"), 1);
-    assert_eq!(blobs(&p.cache()), 0);
-    assert_cache_clean(&p.cache());
+    let cap = [("PATCHKIT_HTTP_MAX_BYTES", "1000")];
+    let needle = "above the limit of 1000 bytes";
+    let reply = Reply::Unsized(body.clone());
+    let (_server, p, _) = fetch_fails("/unsized.tar", reply, &sha(&body), &cap, 1, &[needle]);
     xtask(&p, &["fetch", "r"], &[]).success();
 }
 
 #[test]
 fn http_connection_refused_is_retried_then_reported() {
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = crate::support::free_port();
     let url = format!("http://127.0.0.1:{port}/closed.tar");
     let p = Project::new();
     p.recipe("r", &tarball_recipe(&url, &"0".repeat(64)));

@@ -10,20 +10,11 @@ use std::process::Command;
 use crate::hipblaslt_support::{
     fake_rocm, have_build_tools, run, tar_names, tar_text, Monorepo, FIXED,
 };
-use crate::support::{have_tool, repo_root, Project};
+use crate::support::tools::stdout;
+use crate::support::{have_tool, repo_root, Project, Run};
 
 fn manifest(dist: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap()
-}
-
-fn output(tool: &str, args: &[&str]) -> String {
-    let out = Command::new(tool).args(args).output().expect(tool);
-    assert!(
-        out.status.success(),
-        "{tool} {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 #[test]
@@ -31,9 +22,7 @@ fn builds_the_patched_library_and_packages_it_with_a_toolchain() {
     if !have_build_tools() {
         return;
     }
-    let mono = Monorepo::new();
-    let p = Project::new();
-    mono.locked_recipe(&p, "hip", &[&mono.fix]);
+    let (p, mono) = fixed();
     let rocm = fake_rocm(p.root(), "7.1.1-0");
     let dist = p.root().join("dist/hip");
     let run = run(
@@ -107,13 +96,13 @@ fn builds_the_patched_library_and_packages_it_with_a_toolchain() {
     let rpm = dist.join(format!("hipblaslt-fixture-7.1.1-1.{arch}.rpm"));
     let pkg = dist.join(format!("hipblaslt-fixture-7.1.1-1-{arch}.pkg.tar.zst"));
     if have_tool("dpkg-deb") {
-        let info = output("dpkg-deb", &["-I", deb.to_str().unwrap()]);
+        let info = stdout(Command::new("dpkg-deb").args(["-I", deb.to_str().unwrap()]));
         assert!(
             info.contains(&format!("Architecture: {deb_arch}")),
             "{info}"
         );
         assert!(info.contains("Section: libs"), "{info}");
-        let files = output("dpkg-deb", &["-c", deb.to_str().unwrap()]);
+        let files = stdout(Command::new("dpkg-deb").args(["-c", deb.to_str().unwrap()]));
         assert!(files.contains(&format!("./{lib}")), "{files}");
         assert!(
             files.contains("libhipblaslt.so -> libhipblaslt.so.1"),
@@ -126,12 +115,14 @@ fn builds_the_patched_library_and_packages_it_with_a_toolchain() {
         assert!(!files.contains("./opt/rocm/"), "{files}");
     }
     if have_tool("rpm") {
-        let q = output(
-            "rpm",
-            &["-qp", "--qf", "%{NAME} %{ARCH}\\n", rpm.to_str().unwrap()],
-        );
+        let q = stdout(Command::new("rpm").args([
+            "-qp",
+            "--qf",
+            "%{NAME} %{ARCH}\\n",
+            rpm.to_str().unwrap(),
+        ]));
         assert_eq!(q.trim(), format!("hipblaslt-fixture {arch}"));
-        let files = output("rpm", &["-qpl", rpm.to_str().unwrap()]);
+        let files = stdout(Command::new("rpm").args(["-qpl", rpm.to_str().unwrap()]));
         assert!(files.contains(&format!("/{lib}")), "{files}");
         assert!(
             !files.lines().any(|l| l == "/opt"),
@@ -139,9 +130,9 @@ fn builds_the_patched_library_and_packages_it_with_a_toolchain() {
         );
     }
     if have_tool("bsdtar") {
-        let files = output("bsdtar", &["-tf", pkg.to_str().unwrap()]);
+        let files = stdout(Command::new("bsdtar").args(["-tf", pkg.to_str().unwrap()]));
         assert!(files.contains(lib), "{files}");
-        let info = output("bsdtar", &["-xOf", pkg.to_str().unwrap(), ".PKGINFO"]);
+        let info = stdout(Command::new("bsdtar").args(["-xOf", pkg.to_str().unwrap(), ".PKGINFO"]));
         assert!(info.contains(&format!("arch = {arch}")), "{info}");
     }
 }
@@ -151,9 +142,7 @@ fn two_builds_give_byte_identical_dist_folders() {
     if !have_build_tools() {
         return;
     }
-    let mono = Monorepo::new();
-    let p = Project::new();
-    mono.locked_recipe(&p, "hip", &[&mono.fix]);
+    let (p, _mono) = fixed();
     let rocm = fake_rocm(p.root(), "7.1.1-0");
     let rocm = rocm.to_str().unwrap();
     for out in ["dist/a", "dist/b"] {
@@ -172,9 +161,7 @@ fn two_builds_give_byte_identical_dist_folders() {
 
 #[test]
 fn auto_without_a_toolchain_publishes_the_source_and_says_why() {
-    let mono = Monorepo::new();
-    let p = Project::new();
-    mono.locked_recipe(&p, "hip", &[&mono.fix]);
+    let (p, _mono) = fixed();
     let run = run(&p, &["build-hipblaslt", "hip"], &[]);
     run.success()
         .stdout_has("binary build skipped: no usable ROCm toolchain at")
@@ -202,10 +189,16 @@ fn auto_without_a_toolchain_publishes_the_source_and_says_why() {
 
 /// Publishes a good source-only build, then returns the project, the
 /// monorepo and the bytes of its manifest for a failing run to keep.
-fn published() -> (Project, Monorepo, Vec<u8>) {
+/// A project whose recipe `hip` carries the monorepo's upstream fix, locked.
+fn fixed() -> (Project, Monorepo) {
     let mono = Monorepo::new();
     let p = Project::new();
     mono.locked_recipe(&p, "hip", &[&mono.fix]);
+    (p, mono)
+}
+
+fn published() -> (Project, Monorepo, Vec<u8>) {
+    let (p, mono) = fixed();
     run(&p, &["build-hipblaslt", "hip", "--build", "never"], &[]).success();
     let before = std::fs::read(p.root().join("dist/hip/manifest.json")).unwrap();
     (p, mono, before)
@@ -253,44 +246,44 @@ fn build_always_without_a_toolchain_fails_at_once_naming_what_is_missing() {
     assert_untouched(&p, &before);
 }
 
-#[test]
-fn a_failing_configure_shows_the_log_tail_and_keeps_dist() {
+/// `build-hipblaslt` of the published fixture with one breaking commit of
+/// the monorepo (`pick`) as its patch, against a fake ROCm 7.1.1: it must
+/// fail and leave `dist/` as it was. `None` without the build tools.
+fn build_broken(pick: fn(&Monorepo) -> &String) -> Option<Run> {
     if !have_build_tools() {
-        return;
+        return None;
     }
     let (p, mono, before) = published();
-    mono.locked_recipe(&p, "hip", &[&mono.bad_configure]);
+    mono.locked_recipe(&p, "hip", &[pick(&mono)]);
     let rocm = fake_rocm(p.root(), "7.1.1-0");
     let run = run(
         &p,
         &["build-hipblaslt", "hip", "--rocm", rocm.to_str().unwrap()],
         &[],
     );
-    run.fails_with(1)
-        .stderr_has("configure failed")
+    run.fails_with(1);
+    assert_untouched(&p, &before);
+    Some(run)
+}
+
+#[test]
+fn a_failing_configure_shows_the_log_tail_and_keeps_dist() {
+    let Some(run) = build_broken(|mono| &mono.bad_configure) else {
+        return;
+    };
+    run.stderr_has("configure failed")
         .stderr_has("fixture: configure broken on purpose")
         .stderr_has("build.log");
-    assert_untouched(&p, &before);
 }
 
 #[test]
 fn a_failing_build_shows_the_log_tail_and_keeps_dist() {
-    if !have_build_tools() {
+    let Some(run) = build_broken(|mono| &mono.bad_build) else {
         return;
-    }
-    let (p, mono, before) = published();
-    mono.locked_recipe(&p, "hip", &[&mono.bad_build]);
-    let rocm = fake_rocm(p.root(), "7.1.1-0");
-    let run = run(
-        &p,
-        &["build-hipblaslt", "hip", "--rocm", rocm.to_str().unwrap()],
-        &[],
-    );
-    run.fails_with(1)
-        .stderr_has("build failed")
+    };
+    run.stderr_has("build failed")
         .stderr_has("fixture: compile error on purpose");
     assert!(!run.stderr.contains("configure failed"));
-    assert_untouched(&p, &before);
 }
 
 #[test]
@@ -475,7 +468,7 @@ fn the_built_kernels_must_show_the_fix_or_nothing_is_published() {
         .map(|e| e.path())
         .find(|p| p.extension().is_some_and(|e| e == "deb"))
         .unwrap();
-    let listing = output("dpkg-deb", &["-c", deb.to_str().unwrap()]);
+    let listing = stdout(Command::new("dpkg-deb").args(["-c", deb.to_str().unwrap()]));
     assert!(
         listing.contains("/lib/hipblaslt/library/TensileLibrary_HH_gfx1201.co"),
         "{listing}"

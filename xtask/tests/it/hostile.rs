@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::build_dkms::{build, demo_project, dist, EPOCH};
-use crate::support::{have_tool, Project};
+use crate::support::{have_tool, line_of, Project};
 
 /// The demo recipe with `from` replaced by `to` (the replacement must happen).
 fn demo_with(p: &Project, from: &str, to: &str) -> String {
@@ -16,14 +16,6 @@ fn demo_with(p: &Project, from: &str, to: &str) -> String {
     let text = text.replace(from, to);
     std::fs::write(&path, &text).unwrap();
     text
-}
-
-/// The line of `text` (1-based) holding `needle`.
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .expect("needle in text")
-        + 1
 }
 
 #[test]

@@ -6,10 +6,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::build_dkms::{demo_project, dist, EPOCH};
+use crate::build_dkms::{build, build_command, demo_project, dist};
 use crate::support::Run;
-
-const KERNEL: &str = "6.12.117+deb12-amd64";
 
 /// The `*.staging-*` and `*.old-*` entries of a folder.
 fn leftovers(dir: &Path) -> Vec<String> {
@@ -29,19 +27,11 @@ fn ten_concurrent_builds_of_one_recipe_all_succeed() {
     let p = demo_project();
     let children: Vec<_> = (0..10)
         .map(|_| {
-            p.command(&[
-                "build-dkms",
-                "demo-hello",
-                "--kernel",
-                KERNEL,
-                "--formats",
-                "tar",
-            ])
-            .env("SOURCE_DATE_EPOCH", EPOCH)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap()
+            build_command(&p, &["--formats", "tar"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
         })
         .collect();
     let runs: Vec<Run> = children
@@ -77,16 +67,7 @@ fn staging_left_by_a_kill_during_extraction_is_removed_by_the_next_run() {
     }
     std::fs::write(&big, &data).unwrap();
     let work = p.root().join("target/patchkit/work/demo-hello");
-    let mut child = p
-        .command(&[
-            "build-dkms",
-            "demo-hello",
-            "--kernel",
-            KERNEL,
-            "--formats",
-            "tar",
-        ])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
+    let mut child = build_command(&p, &["--formats", "tar"])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -115,20 +96,7 @@ fn staging_left_by_a_kill_during_extraction_is_removed_by_the_next_run() {
         "a killed extraction leaves its staging folder: {left:?}"
     );
     std::fs::remove_file(&big).unwrap();
-    Run::of(
-        p.command(&[
-            "build-dkms",
-            "demo-hello",
-            "--kernel",
-            KERNEL,
-            "--formats",
-            "tar",
-        ])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .output()
-        .unwrap(),
-    )
-    .success();
+    build(&p, &["--formats", "tar"]).success();
     assert_eq!(leftovers(&work), Vec::<String>::new());
     p.xtask(&["verify", "dist/demo-hello"]).success();
 }
@@ -171,28 +139,12 @@ fn demo_from_tarball(
     (sha, body)
 }
 
-fn build_tar(p: &crate::support::Project) -> Run {
-    Run::of(
-        p.command(&[
-            "build-dkms",
-            "demo-hello",
-            "--kernel",
-            KERNEL,
-            "--formats",
-            "tar",
-        ])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .output()
-        .unwrap(),
-    )
-}
-
 #[test]
 fn a_tampered_cache_blob_is_moved_aside_and_fetched_again() {
     let server = crate::support::http::Server::start();
     let p = demo_project();
     let (sha, _) = demo_from_tarball(&p, &server);
-    build_tar(&p).success();
+    build(&p, &["--formats", "tar"]).success();
     let sums = std::fs::read_to_string(dist(&p).join("SHA256SUMS")).unwrap();
 
     // Other bytes under the pin's name, and no work tree to fall back on.
@@ -213,10 +165,12 @@ fn a_tampered_cache_blob_is_moved_aside_and_fetched_again() {
     assert!(tampered.success());
     std::fs::remove_dir_all(p.root().join("target/patchkit/work")).unwrap();
 
-    build_tar(&p).success().stderr_has(&format!(
-        "the cached blob {} no longer hashes to its name",
-        blob.display()
-    ));
+    build(&p, &["--formats", "tar"])
+        .success()
+        .stderr_has(&format!(
+            "the cached blob {} no longer hashes to its name",
+            blob.display()
+        ));
     assert_eq!(server.hits("/demo.tar.gz"), 2, "fetched again");
     assert_eq!(
         std::fs::read_to_string(dist(&p).join("SHA256SUMS")).unwrap(),
@@ -267,11 +221,9 @@ fn an_archive_bomb_stops_at_the_extraction_limits() {
     );
     demo_from_local_archive(&p, "bomb.tar.gz");
     let tree = p.root().join("target/patchkit/work/demo-hello");
-    let run = Run::of(
-        p.command(&["apply", "demo-hello"])
-            .env("PATCHKIT_EXTRACT_MAX_BYTES", "64M")
-            .output()
-            .unwrap(),
+    let run = p.xtask_with(
+        &["apply", "demo-hello"],
+        &[("PATCHKIT_EXTRACT_MAX_BYTES", "64M")],
     );
     run.fails_with(1)
         .stderr_has("expands to more than 67108864 bytes")
@@ -290,11 +242,9 @@ fn an_archive_bomb_stops_at_the_extraction_limits() {
         .unwrap()
         .replace("bomb.tar.gz", "many.tar.gz");
     std::fs::write(&path, text).unwrap();
-    Run::of(
-        p.command(&["apply", "demo-hello"])
-            .env("PATCHKIT_EXTRACT_MAX_FILES", "100")
-            .output()
-            .unwrap(),
+    p.xtask_with(
+        &["apply", "demo-hello"],
+        &[("PATCHKIT_EXTRACT_MAX_FILES", "100")],
     )
     .fails_with(1)
     .stderr_has("holds more than 100 files")

@@ -10,20 +10,13 @@ use std::process::Command;
 
 use crate::build_dkms::{build, demo_project, dist};
 use crate::dkms_install::install_for;
-use crate::support::{have_tool, is_root, repo_root, system_lock, Run};
+use crate::support::tools::run;
+use crate::support::{ci, have_tool, is_root, repo_root, system_lock, Run};
 
 const MODULES: &str = "/etc/initramfs-tools/modules";
 
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-fn sh(cmd: &mut Command) -> Run {
-    Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
-}
-
 pub fn lsinitramfs(kernel: &str) -> String {
-    sh(Command::new("lsinitramfs").arg(format!("/boot/initrd.img-{kernel}")))
+    run(Command::new("lsinitramfs").arg(format!("/boot/initrd.img-{kernel}")))
         .success()
         .stdout
         .clone()
@@ -51,18 +44,24 @@ impl ListedForInitramfs {
 
 impl Drop for ListedForInitramfs {
     fn drop(&mut self) {
-        match &self.before {
-            Some(text) => {
-                let _ = std::fs::write(MODULES, text);
-            }
-            None => {
-                let _ = std::fs::remove_file(MODULES);
-            }
-        }
-        let _ = Command::new("update-initramfs")
-            .args(["-u", "-k", &self.kernel])
-            .output();
+        put_back_modules(&self.before, &self.kernel);
     }
+}
+
+/// Writes /etc/initramfs-tools/modules back as it was (`None`: absent) and
+/// rebuilds the initramfs of `kernel`; errors ignored, as in a drop.
+fn put_back_modules(before: &Option<String>, kernel: &str) {
+    match before {
+        Some(text) => {
+            let _ = std::fs::write(MODULES, text);
+        }
+        None => {
+            let _ = std::fs::remove_file(MODULES);
+        }
+    }
+    let _ = Command::new("update-initramfs")
+        .args(["-u", "-k", kernel])
+        .output();
 }
 
 /// Puts /etc/initramfs-tools/modules back, purges the demo and rebuilds
@@ -80,17 +79,7 @@ impl Drop for Restore {
         let _ = Command::new("dkms")
             .args(["remove", "-m", "patchkit-hello", "-v", "0.1.0", "--all"])
             .output();
-        match &self.modules {
-            Some(text) => {
-                let _ = std::fs::write(MODULES, text);
-            }
-            None => {
-                let _ = std::fs::remove_file(MODULES);
-            }
-        }
-        let _ = Command::new("update-initramfs")
-            .args(["-u", "-k", &self.kernel])
-            .output();
+        put_back_modules(&self.modules, &self.kernel);
     }
 }
 
@@ -126,14 +115,14 @@ fn dpkg_i_puts_the_dkms_module_into_the_initramfs_and_purge_takes_it_out() {
     std::fs::write(MODULES, listed).unwrap();
 
     let deb = dist(&p).join("patchkit-hello-dkms_0.1.0-1_all.deb");
-    let install = sh(Command::new("dpkg").arg("-i").arg(&deb));
+    let install = run(Command::new("dpkg").arg("-i").arg(&deb));
     install.success();
     let status = install_for("patchkit-hello", "0.1.0", &kernel);
     assert!(status.contains("installed"), "{status}");
     if !install.stdout.contains(&format!("initrd.img-{kernel}")) {
         // The postinst built for other kernels only (the running one and
         // the newest): configure again now that DKMS has this one.
-        sh(Command::new("dpkg-reconfigure").arg("patchkit-hello-dkms")).success();
+        run(Command::new("dpkg-reconfigure").arg("patchkit-hello-dkms")).success();
     }
     let listing = lsinitramfs(&kernel);
     let ours = format!("lib/modules/{kernel}/updates/dkms/patchkit_hello.ko");
@@ -144,7 +133,7 @@ fn dpkg_i_puts_the_dkms_module_into_the_initramfs_and_purge_takes_it_out() {
         install.stderr
     );
 
-    let purge = sh(Command::new("dpkg").args(["--purge", "patchkit-hello-dkms"]));
+    let purge = run(Command::new("dpkg").args(["--purge", "patchkit-hello-dkms"]));
     purge.success();
     assert!(
         purge.stdout.contains("regenerating"),
@@ -181,7 +170,7 @@ fn recorders(dir: &Path, tools: &[&str], listing: &str, fail: bool) -> PathBuf {
         );
         let path = bin.join(tool);
         std::fs::write(&path, body).unwrap();
-        sh(Command::new("chmod").arg("755").arg(&path));
+        run(Command::new("chmod").arg("755").arg(&path));
     }
     bin
 }
@@ -199,7 +188,7 @@ pub fn rendered(script: &str) -> String {
 /// Runs `body` after sourcing `script` in `sh`, with only `bin` on PATH.
 fn run_with(script: &str, bin: &Path, body: &str) -> Run {
     let shell = which("sh");
-    sh(Command::new(shell)
+    run(Command::new(shell)
         .arg("-c")
         .arg(format!("{script}\n{body}"))
         .env("PATH", bin))
@@ -207,7 +196,7 @@ fn run_with(script: &str, bin: &Path, body: &str) -> Run {
 
 fn which(tool: &str) -> PathBuf {
     PathBuf::from(
-        sh(Command::new("sh").args(["-c", &format!("command -v {tool}")]))
+        run(Command::new("sh").args(["-c", &format!("command -v {tool}")]))
             .stdout
             .trim(),
     )

@@ -13,18 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::initramfs::rendered;
-use crate::support::{have_tool, is_root, system_lock, Run};
+use crate::support::tools::run;
+use crate::support::{ci, have_tool, is_root, system_lock};
 
 const MODULE: &str = "patchkit_dracut";
 const CONF: &str = "/etc/dracut.conf.d/zz-rocm-patchkit-test.conf";
-
-fn ci() -> bool {
-    std::env::var("CI").is_ok_and(|v| v == "true")
-}
-
-fn sh(cmd: &mut Command) -> Run {
-    Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
-}
 
 /// A module of our own, compiled by kbuild against `kernel`'s headers.
 fn compile_module(dir: &Path, kernel: &str) -> PathBuf {
@@ -41,7 +34,7 @@ fn compile_module(dir: &Path, kernel: &str) -> PathBuf {
     )
     .unwrap();
     std::fs::write(dir.join("Kbuild"), format!("obj-m := {MODULE}.o\n")).unwrap();
-    sh(Command::new("make")
+    run(Command::new("make")
         .arg("-C")
         .arg(Path::new("/lib/modules").join(kernel).join("build"))
         .arg(format!("M={}", dir.display()))
@@ -119,7 +112,7 @@ fn module_index(kernel: &str) -> Vec<(PathBuf, Vec<u8>)> {
 }
 
 fn lsinitrd(image: &Path) -> String {
-    sh(Command::new("lsinitrd").arg(image))
+    run(Command::new("lsinitrd").arg(image))
         .success()
         .stdout
         .clone()
@@ -176,7 +169,7 @@ fn the_rpm_post_dracut_branch_runs_real_dracut_and_the_image_carries_the_module(
     };
     std::fs::create_dir_all(updates).unwrap();
     std::fs::copy(&ko, &installed).unwrap();
-    sh(Command::new("depmod").arg(&kernel)).success();
+    run(Command::new("depmod").arg(&kernel)).success();
     std::fs::write(CONF, format!("add_drivers+=\" {MODULE} \"\n")).unwrap();
     let carried = format!("/lib/modules/{kernel}/updates/{MODULE}.ko");
     assert!(
@@ -189,7 +182,7 @@ fn the_rpm_post_dracut_branch_runs_real_dracut_and_the_image_carries_the_module(
     let snippet = rendered("scripts/initramfs");
     assert!(rendered("scripts/rpm-post").contains(&snippet));
     let bin = path_without_update_initramfs(dir.path(), &std::env::var("PATH").unwrap());
-    let run = sh(Command::new("sh")
+    let run = run(Command::new("sh")
         .arg("-c")
         .arg(format!(
             "{snippet}\npatchkit_initramfs '{kernel}' '{MODULE}'"

@@ -9,22 +9,13 @@ use xtask::patch::{PatchInput, Tolerance, Verdict};
 
 use crate::patch_support as ps;
 
-fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
-    patches
-        .iter()
-        .map(|(n, b)| PatchInput::new(n.clone(), b.clone()))
-        .collect()
-}
-
 #[test]
 fn patch_format_patch_series_gives_the_committed_tree() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = ps::series(tmp.path());
-    let tree = tmp.path().join("tree");
-    s.repo.checkout(&s.base, &tree);
+    let (s, tree) = ps::series_at_base(tmp.path());
     let records = series(
         &mut Tree::writing(&tree),
-        &inputs(&s.patches),
+        &ps::inputs(&s.patches),
         Tolerance::strict(),
     )
     .unwrap();
@@ -85,20 +76,12 @@ fn patch_plain_unified_diffs_from_diff_urn_apply() {
 #[test]
 fn patch_failure_names_patch_file_hunk_line_and_blob() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = ps::series(tmp.path());
-    let tree = tmp.path().join("tree");
-    s.repo.checkout(&s.base, &tree);
+    let (s, tree) = ps::series_at_base(tmp.path());
     // Line 7 is the first context line of 0001's only hunk: changed, the
     // context matches nowhere, and fuzz 1 would ignore it.
     let a = ps::replace_line(&ps::c_file("a", 30), 7, "int a_value_6 = 60;");
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
-    let err = series(
-        &mut Tree::dry(&tree),
-        &inputs(&s.patches[..1]),
-        Tolerance::strict(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = ps::strict_refusal(&mut Tree::dry(&tree), &ps::inputs(&s.patches[..1]));
     for needle in [
         "0001-a.patch",
         "drivers/amd/a.c",
@@ -179,13 +162,11 @@ fn patch_refuses_writing_through_a_symlink() {
 #[test]
 fn patch_check_gives_the_three_verdicts() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = ps::series(tmp.path());
-    let tree = tmp.path().join("tree");
-    s.repo.checkout(&s.base, &tree);
+    let (s, tree) = ps::series_at_base(tmp.path());
     // The tree carries 0001 already and b.c moved under 0002.
     series(
         &mut Tree::writing(&tree),
-        &inputs(&s.patches[..1]),
+        &ps::inputs(&s.patches[..1]),
         Tolerance::strict(),
     )
     .unwrap();
@@ -196,7 +177,7 @@ fn patch_check_gives_the_three_verdicts() {
     );
     std::fs::write(tree.join("drivers/amd/b.c"), b).unwrap();
     let before = ps::snapshot(&tree);
-    let checks = check(&tree, &inputs(&s.patches), Tolerance::strict()).unwrap();
+    let checks = check(&tree, &ps::inputs(&s.patches), Tolerance::strict()).unwrap();
     let verdicts: Vec<Verdict> = checks.iter().map(|c| c.verdict).collect();
     assert_eq!(
         verdicts,

@@ -11,16 +11,13 @@ use crate::patch_support as ps;
 
 /// 0001 of the fixture series, as the engine takes it.
 fn first_patch(s: &ps::Series) -> Vec<PatchInput> {
-    let (name, bytes) = &s.patches[0];
-    vec![PatchInput::new(name.clone(), bytes.clone())]
+    ps::inputs(&s.patches[..1])
 }
 
 #[test]
 fn patch_placement_exact_context_at_an_offset_is_taken_and_recorded() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = ps::series(tmp.path());
-    let tree = tmp.path().join("tree");
-    s.repo.checkout(&s.base, &tree);
+    let (s, tree) = ps::series_at_base(tmp.path());
     let a = format!("/* one */\n/* two */\n{}", ps::c_file("a", 30));
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
     let records = series(
@@ -61,9 +58,7 @@ fn patch_placement_exact_context_at_an_offset_is_taken_and_recorded() {
 #[test]
 fn patch_placement_context_matching_twice_is_refused_naming_both_lines() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = ps::series(tmp.path());
-    let tree = tmp.path().join("tree");
-    s.repo.checkout(&s.base, &tree);
+    let (s, tree) = ps::series_at_base(tmp.path());
     // Lines 7-13 of a.c twice, below a header that moves both copies away
     // from the hunk's stated line 7.
     let original = ps::c_file("a", 30);
@@ -76,13 +71,7 @@ fn patch_placement_context_matching_twice_is_refused_naming_both_lines() {
     let a = format!("/* header */\n{block}/* between */\n{block}");
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
     let before = ps::snapshot(&tree);
-    let err = series(
-        &mut Tree::writing(&tree),
-        &first_patch(&s),
-        Tolerance::strict(),
-    )
-    .unwrap_err()
-    .to_string();
+    let err = ps::strict_refusal(&mut Tree::writing(&tree), &first_patch(&s));
     for needle in [
         "0001-a.patch",
         "drivers/amd/a.c",
@@ -98,17 +87,13 @@ fn patch_placement_context_matching_twice_is_refused_naming_both_lines() {
 #[test]
 fn patch_placement_fuzz_only_when_asked_and_recorded_hunk_by_hunk() {
     let tmp = tempfile::tempdir().unwrap();
-    let s = ps::series(tmp.path());
-    let tree = tmp.path().join("tree");
-    s.repo.checkout(&s.base, &tree);
+    let (s, tree) = ps::series_at_base(tmp.path());
     // The last context line of the hunk (line 13) differs, and three lines
     // above move the hunk: fuzz 1 at offset +3.
     let a = ps::replace_line(&ps::c_file("a", 30), 13, "int a_value_12 = 120;");
     let a = format!("/* 1 */\n/* 2 */\n/* 3 */\n{a}");
     std::fs::write(tree.join("drivers/amd/a.c"), &a).unwrap();
-    let err = series(&mut Tree::dry(&tree), &first_patch(&s), Tolerance::strict())
-        .unwrap_err()
-        .to_string();
+    let err = ps::strict_refusal(&mut Tree::dry(&tree), &first_patch(&s));
     assert!(
         err.contains("--fuzz 1") && err.contains("offset +3"),
         "{err}"
@@ -158,9 +143,7 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
     let other = ps::c_file("a", 30).replace("int a_value_9 = 9;", "long a_value_9 = 9;");
     std::fs::write(tree.join("drivers/amd/a.c"), &other).unwrap();
     let found = xtask::patch::apply::blob_id(other.as_bytes());
-    let err = series(&mut Tree::dry(&tree), &first_patch(&s), Tolerance::strict())
-        .unwrap_err()
-        .to_string();
+    let err = ps::strict_refusal(&mut Tree::dry(&tree), &first_patch(&s));
     let expected = format!(
         "written for another version of amd/a.c (expected blob {}…, the tree has {}…): \
          it needs a backport for this series, not an offset",
@@ -171,9 +154,7 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
 
     // The post-image: the change is already there.
     s.repo.checkout("work~2", &tree);
-    let err = series(&mut Tree::dry(&tree), &first_patch(&s), Tolerance::strict())
-        .unwrap_err()
-        .to_string();
+    let err = ps::strict_refusal(&mut Tree::dry(&tree), &first_patch(&s));
     let expected = format!(
         "the change is already there: amd/a.c is the patch's post-image (blob {}…)",
         &post[..12]

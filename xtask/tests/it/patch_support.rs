@@ -1,92 +1,42 @@
 //! Fixtures for the patch engine tests: a small upstream written for these
-//! tests, real git repositories built with the `git` CLI, patches made by
+//! tests, real git repositories (`support::upstream`), patches made by
 //! `git format-patch` and `diff -urN`, and tar archives (including crafted,
 //! hostile ones).
 
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use xtask::fetch::{Fetched, FetchedPatch, FetchedSource};
+use xtask::patch::tree::Tree;
+use xtask::patch::{stage, PatchInput, Tolerance};
+use xtask::recipe::Recipe;
+use xtask::report::Reporter;
 
-/// A git working repository driven through the `git` CLI with a fixed
-/// identity and dates, so commit ids are the same on every run.
-pub struct GitRepo {
-    pub dir: PathBuf,
-}
+use crate::support::upstream::Upstream;
 
-impl GitRepo {
-    /// The tree of `commit` written into `dir`, without moving HEAD.
-    pub fn checkout(&self, commit: &str, dir: &Path) {
-        std::fs::create_dir_all(dir).unwrap();
-        self.git(&[
-            "--work-tree",
-            dir.to_str().unwrap(),
-            "checkout",
-            "-q",
-            commit,
-            "--",
-            ".",
-        ]);
-    }
+/// A test recipe: its `[package]` table, then `source` (the `[source]`
+/// table and any `[[patch]]`) as given, then a `[target]` for DKMS on
+/// kernels >= 6.11 that builds the tarball only.
+pub fn recipe_text(name: &str, version: &str, source: &str) -> String {
+    format!(
+        r#"
+[package]
+name = "{name}"
+version = "{version}"
+release = "1"
+summary = "test"
+description = "test"
+license = "GPL-2.0-only"
+maintainer = "t <t@patchkit.invalid>"
 
-    pub fn init(dir: &Path) -> GitRepo {
-        std::fs::create_dir_all(dir).unwrap();
-        let repo = GitRepo {
-            dir: dir.to_path_buf(),
-        };
-        repo.git(&["init", "-q", "-b", "main"]);
-        repo
-    }
-
-    pub fn git(&self, args: &[&str]) -> String {
-        let out = Command::new("git")
-            .args([
-                "-c",
-                "user.name=patchkit test",
-                "-c",
-                "user.email=t@patchkit.invalid",
-            ])
-            .args(["-c", "core.autocrlf=false", "-c", "commit.gpgsign=false"])
-            .args(args)
-            .current_dir(&self.dir)
-            .env("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
-            .env("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
-            .output()
-            .expect("running git");
-        assert!(
-            out.status.success(),
-            "git {args:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
-    }
-
-    pub fn write(&self, rel: &str, text: &str) -> &GitRepo {
-        let path = self.dir.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
-        self
-    }
-
-    /// Commits everything and returns the commit id.
-    pub fn commit(&self, message: &str) -> String {
-        self.git(&["add", "-A"]);
-        self.git(&["commit", "-q", "-m", message]);
-        self.git(&["rev-parse", "HEAD"])
-    }
-
-    /// `git format-patch -1 <commit>` as bytes.
-    pub fn format_patch(&self, commit: &str) -> Vec<u8> {
-        let out = Command::new("git")
-            .args(["format-patch", "-1", "--stdout", "-M", commit])
-            .current_dir(&self.dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success());
-        out.stdout
-    }
+{source}
+[target]
+kind = "dkms"
+kernel = ">=6.11"
+formats = ["tar"]
+"#
+    )
 }
 
 /// Lines of a C file: `count` lines after a header naming `name`.
@@ -132,34 +82,34 @@ pub fn replace_line(text: &str, n: usize, with: &str) -> String {
 /// 0003 deletes gone.c, renames c.c to renamed.c and makes tool.sh
 /// non-executable.
 pub struct Series {
-    pub repo: GitRepo,
+    pub repo: Upstream,
     pub base: String,
     pub patches: Vec<(String, Vec<u8>)>,
 }
 
 pub fn series(dir: &Path) -> Series {
-    let repo = GitRepo::init(&dir.join("upstream"));
+    let repo = Upstream::init(&dir.join("upstream"));
     for (rel, text) in upstream_files() {
-        repo.write(rel, &text);
+        repo.file(rel, &text);
     }
     std::fs::set_permissions(
-        repo.dir.join("drivers/amd/tool.sh"),
+        repo.path().join("drivers/amd/tool.sh"),
         std::os::unix::fs::PermissionsExt::from_mode(0o755),
     )
     .unwrap();
     let base = repo.commit("upstream base");
     repo.git(&["checkout", "-q", "-b", "work"]);
     let a = replace_line(&c_file("a", 30), 10, "int a_value_10 = 1000; /* fixed */");
-    repo.write("drivers/amd/a.c", &a);
+    repo.file("drivers/amd/a.c", &a);
     let one = repo.commit("a: fix value 10");
     let b = replace_line(&c_file("b", 30), 20, "int b_value_20 = 2000; /* fixed */");
-    repo.write("drivers/amd/b.c", &b);
-    repo.write("drivers/amd/new.c", &c_file("new", 5));
+    repo.file("drivers/amd/b.c", &b);
+    repo.file("drivers/amd/new.c", &c_file("new", 5));
     let two = repo.commit("b: fix value 20, add new.c");
-    std::fs::remove_file(repo.dir.join("drivers/amd/gone.c")).unwrap();
+    std::fs::remove_file(repo.path().join("drivers/amd/gone.c")).unwrap();
     repo.git(&["mv", "drivers/amd/c.c", "drivers/amd/renamed.c"]);
     std::fs::set_permissions(
-        repo.dir.join("drivers/amd/tool.sh"),
+        repo.path().join("drivers/amd/tool.sh"),
         std::os::unix::fs::PermissionsExt::from_mode(0o644),
     )
     .unwrap();
@@ -180,6 +130,32 @@ pub fn series(dir: &Path) -> Series {
     }
 }
 
+/// The fixture [`series`] below `dir` and its base commit checked out into
+/// `dir/tree`, the tree each patch test starts from.
+pub fn series_at_base(dir: &Path) -> (Series, PathBuf) {
+    let s = series(dir);
+    let tree = dir.join("tree");
+    s.repo.checkout(&s.base, &tree);
+    (s, tree)
+}
+
+/// Patches as the engine takes them.
+pub fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
+    patches
+        .iter()
+        .map(|(n, b)| PatchInput::new(n.clone(), b.clone()))
+        .collect()
+}
+
+/// The error of a strict [`series`](xtask::patch::apply::series) that must
+/// fail, as text.
+#[track_caller]
+pub fn strict_refusal(tree: &mut Tree, patches: &[PatchInput]) -> String {
+    xtask::patch::apply::series(tree, patches, Tolerance::strict())
+        .unwrap_err()
+        .to_string()
+}
+
 /// Writes the patches to `dir` and returns them as fetched patches.
 pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<FetchedPatch> {
     std::fs::create_dir_all(dir).unwrap();
@@ -191,7 +167,7 @@ pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<Fetched
             FetchedPatch {
                 name: name.clone(),
                 path,
-                sha256: xtask::state::sha256_hex(bytes),
+                sha256: xtask::hash::sha256_hex(bytes),
             }
         })
         .collect()
@@ -199,6 +175,22 @@ pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<Fetched
 
 pub fn fetched(source: FetchedSource, patches: Vec<FetchedPatch>) -> Fetched {
     Fetched { source, patches }
+}
+
+/// `apply_recipe` with strict tolerance and no reporting: the apply every
+/// library test makes.
+pub fn apply_strict(
+    recipe: &Recipe,
+    fetched: &Fetched,
+    dest: &Path,
+) -> anyhow::Result<stage::Report> {
+    stage::apply_recipe(
+        recipe,
+        fetched,
+        dest,
+        Tolerance::strict(),
+        &Reporter::quiet(),
+    )
 }
 
 /// One entry of a hand-made archive.
@@ -241,59 +233,34 @@ pub fn tar(path: &Path, entries: &[TarEntry]) {
         header.set_cksum();
         builder.append(&header, data).unwrap();
     }
-    let bytes = builder.into_inner().unwrap();
+    write_compressed(path, builder.into_inner().unwrap());
+}
+
+/// Writes a tar archive to `path`, gzip-, xz- or zstd-compressed after its
+/// extension (plain for any other).
+pub fn write_compressed(path: &Path, tar: Vec<u8>) {
     let name = path.to_string_lossy();
     let out = if name.ends_with(".gz") {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        std::io::Write::write_all(&mut e, &bytes).unwrap();
+        std::io::Write::write_all(&mut e, &tar).unwrap();
         e.finish().unwrap()
     } else if name.ends_with(".xz") {
         let mut e = xz2::write::XzEncoder::new(Vec::new(), 1);
-        std::io::Write::write_all(&mut e, &bytes).unwrap();
+        std::io::Write::write_all(&mut e, &tar).unwrap();
         e.finish().unwrap()
     } else if name.ends_with(".zst") {
-        zstd::encode_all(&bytes[..], 1).unwrap()
+        zstd::encode_all(&tar[..], 1).unwrap()
     } else {
-        bytes
+        tar
     };
     std::fs::write(path, out).unwrap();
 }
 
 /// Every file below `dir` (not `.patchkit/`) with its bytes, sorted.
 pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let e = e.unwrap();
-            let rel = e
-                .path()
-                .strip_prefix(dir)
-                .unwrap()
-                .to_string_lossy()
-                .into_owned();
-            if rel == ".patchkit" {
-                continue;
-            }
-            let t = e.file_type().unwrap();
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_symlink() {
-                out.push((
-                    rel,
-                    std::fs::read_link(e.path())
-                        .unwrap()
-                        .to_string_lossy()
-                        .into_owned()
-                        .into_bytes(),
-                ));
-            } else {
-                out.push((rel, std::fs::read(e.path()).unwrap()));
-            }
-        }
-    }
-    out.sort();
-    out
+    let mut all = crate::support::snapshot(dir);
+    all.retain(|(rel, _)| rel != ".patchkit" && !rel.starts_with(".patchkit/"));
+    all
 }
 
 /// Names of the entries of `dir`.

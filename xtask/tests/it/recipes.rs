@@ -1,7 +1,7 @@
 //! Recipe parsing and validation through the real binary: every problem at
 //! once, each as `path:line:col: message` naming the key, exit status 2.
 
-use crate::support::Project;
+use crate::support::{line_of, Project, Run};
 
 const GOOD: &str = r#"
 [package]
@@ -48,12 +48,13 @@ fn project_with(recipe: &str) -> Project {
     p
 }
 
-/// The line of `text` (1-based) holding `needle`.
-fn line_of(text: &str, needle: &str) -> usize {
-    text.lines()
-        .position(|l| l.contains(needle))
-        .expect("needle in text")
-        + 1
+/// `plan demo` of a project holding `text` as its recipe, which must be
+/// refused as invalid input (exit 2).
+#[track_caller]
+fn plan_refuses(text: &str) -> Run {
+    let run = project_with(text).xtask(&["plan", "demo"]);
+    run.fails_with(2);
+    run
 }
 
 #[test]
@@ -68,8 +69,8 @@ fn a_valid_recipe_plans() {
 #[test]
 fn an_unknown_key_is_named_with_its_place() {
     let text = GOOD.replace("license =", "colour = \"red\"\nlicense =");
-    let run = project_with(&text).xtask(&["plan", "demo"]);
-    run.fails_with(2).stderr_has(&format!(
+    let run = plan_refuses(&text);
+    run.stderr_has(&format!(
         "recipes/demo.toml:{}:1: `package.colour`: unknown field `colour`",
         line_of(&text, "colour")
     ));
@@ -78,17 +79,14 @@ fn an_unknown_key_is_named_with_its_place() {
 #[test]
 fn an_unknown_table_is_named() {
     let text = format!("{GOOD}\n[extra]\nx = 1\n");
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
-        .stderr_has("`extra`: unknown field `extra`");
+    plan_refuses(&text).stderr_has("`extra`: unknown field `extra`");
 }
 
 #[test]
 fn a_wrong_type_is_named_and_not_also_reported_missing() {
     let text = GOOD.replace("version = \"1.0\"", "version = 3");
-    let run = project_with(&text).xtask(&["plan", "demo"]);
-    run.fails_with(2).stderr_has(&format!(
+    let run = plan_refuses(&text);
+    run.stderr_has(&format!(
         "recipes/demo.toml:{}:11: `package.version`: invalid type: integer `3`",
         line_of(&text, "version = 3")
     ));
@@ -105,13 +103,10 @@ fn a_short_commit_id_is_refused() {
         "commit = \"b7851f8c66191cd23a0a08bd484465ad74bbbb7d\"",
         "commit = \"b7851f8c\"",
     );
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
-        .stderr_has(&format!(
-            "recipes/demo.toml:{}:10: `source.commit`: `b7851f8c` is not a full commit id",
-            line_of(&text, "\"b7851f8c\"")
-        ));
+    plan_refuses(&text).stderr_has(&format!(
+        "recipes/demo.toml:{}:10: `source.commit`: `b7851f8c` is not a full commit id",
+        line_of(&text, "\"b7851f8c\"")
+    ));
 }
 
 #[test]
@@ -120,10 +115,7 @@ fn a_non_hex_sha256_is_refused() {
         "0000000000000000000000000000000000000000000000000000000000000000",
         "not-a-hash",
     );
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
-        .stderr_has("`patch[1].sha256`: `not-a-hash` is not a sha256");
+    plan_refuses(&text).stderr_has("`patch[1].sha256`: `not-a-hash` is not a sha256");
 }
 
 #[test]
@@ -155,9 +147,7 @@ fn duplicate_patch_names_are_refused() {
         "name = \"0002-upstream.patch\"",
         "name = \"0001-fix.patch\"",
     );
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
+    plan_refuses(&text)
         .stderr_has("duplicate patch name `0001-fix.patch` (first used by patch[0])");
 }
 
@@ -175,8 +165,7 @@ fn every_problem_is_reported_at_once() {
             "kind = \"dkms\"",
             "kind = \"dkms\"\nformats = [\"deb\", \"zip\"]",
         );
-    let run = project_with(&text).xtask(&["plan", "demo"]);
-    run.fails_with(2);
+    let run = plan_refuses(&text);
     for needle in [
         "`package.colour`",
         "`source.commit`",
@@ -197,10 +186,7 @@ fn every_problem_is_reported_at_once() {
 #[test]
 fn keys_of_another_source_kind_are_refused() {
     let text = GOOD.replace("paths = [\"drivers/gpu/drm/amd\"]", "strip = 1");
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
-        .stderr_has("`strip` does not apply to a git source");
+    plan_refuses(&text).stderr_has("`strip` does not apply to a git source");
 }
 
 #[test]
@@ -261,9 +247,7 @@ fn dkms_modules_are_checked() {
     let text = GOOD
         .replace("name = \"amdgpu\"", "name = \"amd gpu\"")
         .replace("location = \"amdgpu\"", "location = \"../x\"");
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
+    plan_refuses(&text)
         .stderr_has("`dkms.module[0].name`: `amd gpu` is not a module name")
         .stderr_has("`dkms.module[0].location`: `../x` must be a relative path");
 }
@@ -283,11 +267,8 @@ fn a_patch_fuzz_is_planned_and_bounded() {
         "file = \"0001-fix.patch\"\n",
         "file = \"0001-fix.patch\"\nfuzz = 9\n",
     );
-    project_with(&text)
-        .xtask(&["plan", "demo"])
-        .fails_with(2)
-        .stderr_has(&format!(
-            "recipes/demo.toml:{}:8: `patch[0].fuzz` must be between 0 and 3",
-            line_of(&text, "fuzz = 9")
-        ));
+    plan_refuses(&text).stderr_has(&format!(
+        "recipes/demo.toml:{}:8: `patch[0].fuzz` must be between 0 and 3",
+        line_of(&text, "fuzz = 9")
+    ));
 }

@@ -10,11 +10,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
-use crate::build_dkms::{build, demo_project, dist, EPOCH};
+use crate::build_dkms::EPOCH;
 use crate::rebuild::{
-    assert_same_tree, assignments, copy_into, dpkg_buildpackage_beside_ours, lintian, patches, run,
+    assert_same_arch_package, assert_same_package, assert_same_tree, assignments, copy_into,
+    demo_built, dpkg_buildpackage_beside_ours, rpm_sources, run,
 };
-use crate::support::{have_tool, is_root};
+use crate::support::is_root;
+use crate::support::tools::{bsdtar_list, bsdtar_unpack};
 
 const DSC: &str = "patchkit-hello_0.1.0-1.dsc";
 const DEBIAN_TAR: &str = "patchkit-hello_0.1.0-1.debian.tar.xz";
@@ -59,14 +61,12 @@ pub(crate) fn assert_listed(dist: &Path, name: &str) {
 
 #[test]
 fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
-    for tool in ["dpkg-source", "dpkg-buildpackage", "dh_dkms", "lintian"] {
-        if !have_tool(tool) {
-            return;
-        }
-    }
-    let p = demo_project();
-    build(&p, &["--formats", "deb"]).success();
-    let dist = dist(&p);
+    let Some((p, dist)) = demo_built(
+        &["dpkg-source", "dpkg-buildpackage", "dh_dkms", "lintian"],
+        "deb",
+    ) else {
+        return;
+    };
     for name in [DSC, DEBIAN_TAR] {
         assert_listed(&dist, &format!("source/{name}"));
     }
@@ -153,24 +153,15 @@ fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     // lintian on the .dsc: no error, no warning; the one tag left is the
     // information that there is no debian/watch (the recipe pins the
     // upstream instead of watching it).
-    let (report, tags) = lintian(&dist.join("source").join(DSC));
-    assert!(
-        tags.iter()
-            .all(|t| t.starts_with("I:") && t.ends_with("debian-watch-file-is-missing")),
-        "{report}"
-    );
+    crate::support::tools::lintian(&dist.join("source").join(DSC))
+        .assert_only(Some(&['I']), &["debian-watch-file-is-missing"]);
 }
 
 #[test]
 fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
-    for tool in ["rpm", "rpmbuild", "bsdtar"] {
-        if !have_tool(tool) {
-            return;
-        }
-    }
-    let p = demo_project();
-    build(&p, &["--formats", "rpm"]).success();
-    let dist = dist(&p);
+    let Some((p, dist)) = demo_built(&["rpm", "rpmbuild", "bsdtar"], "rpm") else {
+        return;
+    };
     let srpm = dist.join(SRPM);
     assert_listed(&dist, SRPM);
 
@@ -191,13 +182,7 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
 
     // The header says what rpmbuild -bs says of the same spec and sources.
     let top = p.root().join("farm-rpm");
-    let sources = top.join("SOURCES");
-    let mut files = vec![
-        dist.join("source").join(ORIG),
-        dist.join("packaging/dkms.conf"),
-    ];
-    files.extend(patches(&dist));
-    copy_into(&sources, &files);
+    rpm_sources(&dist, &top);
     run(Command::new("rpmbuild")
         .arg("-bs")
         .arg("--define")
@@ -238,16 +223,7 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
         .env("SOURCE_DATE_EPOCH", EPOCH));
     let rpm = format!("{PKGNAME}-0.1.0-1.noarch.rpm");
     let theirs_rpm = rebuild.join("RPMS/noarch").join(&rpm);
-    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
-    for (pkg, dir) in [(dist.join(&rpm), &ours), (theirs_rpm.clone(), &theirs)] {
-        std::fs::create_dir_all(dir).unwrap();
-        run(Command::new("bsdtar")
-            .arg("-xf")
-            .arg(pkg)
-            .arg("-C")
-            .arg(dir));
-    }
-    assert_same_tree(&ours, &theirs, &[]);
+    assert_same_package(p.root(), &dist.join(&rpm), &theirs_rpm, &[]);
     let scripts = |pkg: &Path| run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg));
     assert_eq!(scripts(&dist.join(&rpm)), scripts(&theirs_rpm));
     let built_from = run(Command::new("rpm")
@@ -258,25 +234,16 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
 
 #[test]
 fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
-    for tool in ["makepkg", "fakeroot", "bsdtar", "pacman"] {
-        if !have_tool(tool) {
-            return;
-        }
-    }
-    let p = demo_project();
-    build(&p, &["--formats", "arch"]).success();
-    let dist = dist(&p);
+    let Some((p, dist)) = demo_built(&["makepkg", "fakeroot", "bsdtar", "pacman"], "arch") else {
+        return;
+    };
     assert_listed(&dist, ARCH_SRC);
     assert_listed(&dist, "packaging/arch/.SRCINFO");
     // makepkg refuses to run as root: as root, build as `nobody` in a
     // folder it owns, outside the project's private temporary folder.
     let outside = tempfile::tempdir().unwrap();
     std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    run(Command::new("bsdtar")
-        .arg("-xf")
-        .arg(dist.join(ARCH_SRC))
-        .arg("-C")
-        .arg(outside.path()));
+    bsdtar_unpack(&dist.join(ARCH_SRC), outside.path());
     let work = outside.path().join(PKGNAME);
     let makepkg = |args: &[&str]| makepkg_in(outside.path(), &work, args);
     // Our .SRCINFO is what makepkg prints for our PKGBUILD.
@@ -296,25 +263,12 @@ fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
         log.contains("Validating source files with sha256sums"),
         "{log}"
     );
-    let pkg = format!("{PKGNAME}-0.1.0-1-any.pkg.tar.zst");
-    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
-    for (file, dir) in [(dist.join(&pkg), &ours), (work.join(&pkg), &theirs)] {
-        std::fs::create_dir_all(dir).unwrap();
-        run(Command::new("bsdtar")
-            .arg("-xf")
-            .arg(file)
-            .arg("-C")
-            .arg(dir));
-    }
-    assert_same_tree(&ours, &theirs, &[".PKGINFO", ".BUILDINFO", ".MTREE"]);
+    let pkg = assert_same_arch_package(p.root(), &dist, &work);
     // makepkg --source packs the same files we did.
     std::fs::remove_file(work.join(&pkg)).unwrap();
     makepkg(&["--source", "--nodeps"]);
     let list = |file: &Path| {
-        let mut names: Vec<String> = run(Command::new("bsdtar").arg("-tf").arg(file))
-            .lines()
-            .map(str::to_owned)
-            .collect();
+        let mut names: Vec<String> = bsdtar_list(file).lines().map(str::to_owned).collect();
         names.sort();
         names
     };

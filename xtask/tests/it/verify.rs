@@ -5,9 +5,7 @@
 use std::path::PathBuf;
 
 use xtask::fetch::FetchedSource;
-use xtask::patch::{stage, Tolerance};
 use xtask::recipe::Recipe;
-use xtask::report::Reporter;
 
 use crate::patch_support as ps;
 use crate::support::Project;
@@ -26,26 +24,10 @@ pub fn project_with_series() -> (Project, ps::Series) {
     project.file("patches/fix/series", series);
     project.recipe(
         "fix",
-        &format!(
-            r#"
-[package]
-name = "fix"
-version = "0.1.0"
-release = "1"
-summary = "test"
-description = "test"
-license = "GPL-2.0-only"
-maintainer = "t <t@patchkit.invalid>"
-
-[source]
-local = "upstream"
-
-{entries}
-[target]
-kind = "dkms"
-kernel = ">=6.11"
-formats = ["tar"]
-"#
+        &ps::recipe_text(
+            "fix",
+            "0.1.0",
+            &format!("[source]\nlocal = \"upstream\"\n\n{entries}"),
         ),
     );
     (project, s)
@@ -56,28 +38,13 @@ fn applied_tree(project: &Project, s: &ps::Series) -> PathBuf {
     let recipe = Recipe::load(project.root(), "fix").unwrap();
     let src = project.root().join("pristine");
     std::fs::create_dir_all(&src).unwrap();
-    s.repo.git(&[
-        "--work-tree",
-        src.to_str().unwrap(),
-        "checkout",
-        "-q",
-        &s.base,
-        "--",
-        ".",
-    ]);
+    s.repo.checkout(&s.base, &src);
     let fetched = ps::fetched(
         FetchedSource::Dir { path: src },
         ps::fetched_patches(&project.root().join("p"), &s.patches),
     );
     let dest = project.root().join("tree");
-    stage::apply_recipe(
-        &recipe,
-        &fetched,
-        &dest,
-        Tolerance::strict(),
-        &Reporter::quiet(),
-    )
-    .unwrap();
+    ps::apply_strict(&recipe, &fetched, &dest).unwrap();
     dest
 }
 

@@ -5,6 +5,7 @@
 
 pub mod codeobj;
 pub mod http;
+pub mod tools;
 pub mod upstream;
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,13 @@ impl Project {
     /// `cargo xtask <args>` with this project as root and its own cache.
     pub fn xtask(&self, args: &[&str]) -> Run {
         Run::of(self.command(args).output().expect("running xtask"))
+    }
+
+    /// `cargo xtask <args>` with these environment variables set.
+    pub fn xtask_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut cmd = self.command(args);
+        cmd.envs(env.iter().copied());
+        Run::of(cmd.output().expect("running xtask"))
     }
 
     /// The command behind [`Project::xtask`], to add environment or run it
@@ -109,6 +117,15 @@ pub fn system_lock() -> SystemLock {
 pub struct SystemLock {
     _file: std::fs::File,
     _guard: std::sync::MutexGuard<'static, ()>,
+}
+
+/// A port on 127.0.0.1 that nothing listens on (the kernel's pick of a free
+/// one, released before it returns).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port on 127.0.0.1")
+        .port()
 }
 
 /// Whether this process is root (the dpkg and dkms tests need it).
@@ -182,6 +199,46 @@ pub fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
+/// Whether this run is CI's (`CI=true`): there a missing tool or a missing
+/// privilege fails a test instead of skipping it.
+pub fn ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true")
+}
+
+/// Whether the slow tests run: in CI, or when `PATCHKIT_SLOW_TESTS=1`
+/// asks; otherwise says that `what` is skipped and how to run it.
+pub fn slow_tests_enabled(what: &str) -> bool {
+    let asked = std::env::var("PATCHKIT_SLOW_TESTS").is_ok_and(|v| v == "1");
+    if !(ci() || asked) {
+        eprintln!("skipping {what}: set PATCHKIT_SLOW_TESTS=1 to run it");
+    }
+    ci() || asked
+}
+
+/// Every file below `dir` by relative path, sorted, with its bytes (a
+/// symlink with its target's text).
+pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            let kind = std::fs::symlink_metadata(&path).unwrap().file_type();
+            if kind.is_symlink() {
+                let target = std::fs::read_link(&path).unwrap();
+                out.push((rel, target.as_os_str().as_encoded_bytes().to_vec()));
+            } else if kind.is_dir() {
+                stack.push(path);
+            } else {
+                out.push((rel, std::fs::read(&path).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 /// Whether a tool is on PATH. In CI (`CI=true`) a missing tool is a failure,
 /// never a skip.
 pub fn have_tool(tool: &str) -> bool {
@@ -190,11 +247,26 @@ pub fn have_tool(tool: &str) -> bool {
         .arg(format!("command -v {tool}"))
         .output()
         .is_ok_and(|o| o.status.success());
-    if !found && std::env::var("CI").is_ok_and(|v| v == "true") {
+    if !found && ci() {
         panic!("`{tool}` is missing and CI=true: .ci/run must install it");
     }
     if !found {
         eprintln!("skipping: `{tool}` is not installed");
     }
     found
+}
+
+/// Whether every tool is on PATH (see [`have_tool`]: in CI a missing one
+/// is a failure).
+pub fn have_tools(tools: &[&str]) -> bool {
+    tools.iter().all(|tool| have_tool(tool))
+}
+
+/// The line of `text` (1-based) holding `needle`.
+#[track_caller]
+pub fn line_of(text: &str, needle: &str) -> usize {
+    text.lines()
+        .position(|l| l.contains(needle))
+        .expect("needle in text")
+        + 1
 }

@@ -1,39 +1,56 @@
 //! Real upstream git repositories made by a test, served by path, by
 //! `file://` URL and by a real `git daemon` on 127.0.0.1.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A git repository in a temp dir, built commit by commit.
+/// A git repository built commit by commit through the `git` CLI, with a
+/// fixed identity and dates, so commit ids are the same on every run. Its
+/// folder is a temp dir of its own ([`Upstream::new`]) or one a test names
+/// ([`Upstream::init`]).
 pub struct Upstream {
-    dir: tempfile::TempDir,
+    /// The temp dir that holds the repository, when it owns one.
+    _home: Option<tempfile::TempDir>,
+    path: PathBuf,
     commits: std::cell::Cell<u32>,
 }
 
 impl Upstream {
     /// An empty repository with branch `main` (its folder is named `up`).
     pub fn new() -> Upstream {
-        let dir = tempfile::Builder::new()
+        let home = tempfile::Builder::new()
             .prefix("patchkit-upstream-")
             .tempdir()
             .expect("temp dir");
-        std::fs::create_dir(dir.path().join("up")).unwrap();
+        let path = home.path().join("up");
+        Upstream::make(Some(home), path)
+    }
+
+    /// An empty repository with branch `main` in `dir` (created).
+    pub fn init(dir: &Path) -> Upstream {
+        Upstream::make(None, dir.to_path_buf())
+    }
+
+    fn make(home: Option<tempfile::TempDir>, path: PathBuf) -> Upstream {
+        std::fs::create_dir_all(&path).unwrap();
         let up = Upstream {
-            dir,
+            _home: home,
+            path,
             commits: std::cell::Cell::new(0),
         };
         up.git(&["init", "-q", "-b", "main"]);
         up.git(&["config", "user.name", "Upstream Dev"]);
         up.git(&["config", "user.email", "dev@upstream.invalid"]);
         up.git(&["config", "commit.gpgsign", "false"]);
+        up.git(&["config", "core.autocrlf", "false"]);
         up
     }
 
     /// The working tree (and the path URL of the repository).
     pub fn path(&self) -> PathBuf {
-        self.dir.path().join("up")
+        self.path.clone()
     }
 
     pub fn url(&self) -> String {
@@ -46,11 +63,18 @@ impl Upstream {
 
     /// Runs `git <args>` in the repository and returns its trimmed stdout.
     pub fn git(&self, args: &[&str]) -> String {
+        String::from_utf8_lossy(&self.git_bytes(args))
+            .trim()
+            .to_owned()
+    }
+
+    /// Runs `git <args>` in the repository and returns its stdout as is.
+    pub fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
         let out = Command::new("git")
             .args(args)
-            .current_dir(self.path())
+            .current_dir(&self.path)
             .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", self.dir.path())
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
             .env(
                 "GIT_AUTHOR_DATE",
                 format!("2025-11-14T20:{:02}:00Z", self.commits.get() % 60),
@@ -66,12 +90,12 @@ impl Upstream {
             "git {args:?} failed: {}",
             String::from_utf8_lossy(&out.stderr)
         );
-        String::from_utf8_lossy(&out.stdout).trim().to_owned()
+        out.stdout
     }
 
     /// Writes a file of the working tree.
     pub fn file(&self, rel: &str, text: &str) -> &Upstream {
-        let path = self.path().join(rel);
+        let path = self.path.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
         self
@@ -87,6 +111,34 @@ impl Upstream {
 
     pub fn head(&self) -> String {
         self.git(&["rev-parse", "HEAD"])
+    }
+
+    /// The tree of `commit` written into `dir`, without moving HEAD.
+    pub fn checkout(&self, commit: &str, dir: &Path) {
+        std::fs::create_dir_all(dir).unwrap();
+        self.git(&[
+            "--work-tree",
+            dir.to_str().unwrap(),
+            "checkout",
+            "-q",
+            commit,
+            "--",
+            ".",
+        ]);
+    }
+
+    /// `git archive --format=tar [--prefix=<prefix>] <commit>` into `path`.
+    pub fn archive(&self, commit: &str, prefix: Option<&str>, path: &Path) {
+        let prefix = prefix.map(|p| format!("--prefix={p}"));
+        let mut args = vec!["archive", "--format=tar", "-o", path.to_str().unwrap()];
+        args.extend(prefix.as_deref());
+        args.push(commit);
+        self.git(&args);
+    }
+
+    /// `git format-patch -1 <commit>` as bytes.
+    pub fn format_patch(&self, commit: &str) -> Vec<u8> {
+        self.git_bytes(&["format-patch", "-1", "--stdout", "-M", commit])
     }
 
     /// An annotated tag at HEAD.
@@ -114,7 +166,15 @@ impl Upstream {
 
     /// Serves the repository with `git daemon` on 127.0.0.1.
     pub fn daemon(&self) -> Daemon {
-        Daemon::serve(self.dir.path(), "up")
+        let base = self
+            .path
+            .parent()
+            .expect("a repository folder has a parent");
+        let name = self
+            .path
+            .file_name()
+            .expect("a repository folder has a name");
+        Daemon::serve(base, &name.to_string_lossy())
     }
 }
 
@@ -127,10 +187,7 @@ pub struct Daemon {
 
 impl Daemon {
     fn serve(base: &Path, name: &str) -> Daemon {
-        let port = TcpListener::bind("127.0.0.1:0")
-            .and_then(|l| l.local_addr())
-            .expect("free port")
-            .port();
+        let port = super::free_port();
         let child = Command::new(git_daemon())
             .arg("--reuseaddr")
             .arg(format!("--base-path={}", base.display()))

@@ -1,0 +1,63 @@
+//! A local folder copied into the [`Sink`] (without `.git` and
+//! `.patchkit`), sorted, with only files, folders and links taken.
+
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::sink::Sink;
+use super::{include_set, included, Selection};
+use crate::state::Manifest;
+
+/// Copies a local folder (without `.git` and `.patchkit`).
+pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
+    let include = include_set(&sel.include)?;
+    let mut sink = Sink::new(dest)?;
+    let mut stack = vec![String::new()];
+    while let Some(rel_dir) = stack.pop() {
+        let dir = src.join(&rel_dir);
+        let mut entries: Vec<_> = std::fs::read_dir(&dir)
+            .with_context(|| format!("listing {}", dir.display()))?
+            .collect::<std::io::Result<_>>()
+            .with_context(|| format!("listing {}", dir.display()))?;
+        entries.sort_by_key(|e| e.file_name());
+        for entry in entries {
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                bail!("{} has a name that is not UTF-8", entry.path().display());
+            };
+            if rel_dir.is_empty() && (name == ".git" || name == crate::state::DIR) {
+                continue;
+            }
+            let rel = if rel_dir.is_empty() {
+                name.to_owned()
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let meta = entry
+                .metadata()
+                .with_context(|| format!("reading {}", entry.path().display()))?;
+            let refuse = |e: anyhow::Error| e.context(format!("copying {}", src.display()));
+            if meta.is_dir() {
+                stack.push(rel);
+            } else if !included(&include, &rel) {
+                continue;
+            } else if meta.is_file() {
+                use std::os::unix::fs::PermissionsExt;
+                let data = std::fs::File::open(entry.path())
+                    .with_context(|| format!("reading {}", entry.path().display()))?;
+                sink.file(&rel, meta.permissions().mode() & 0o111 != 0, data)
+                    .map_err(refuse)?;
+            } else if meta.file_type().is_symlink() {
+                let target = std::fs::read_link(entry.path())?;
+                let target = target.to_str().unwrap_or("/").as_bytes().to_vec();
+                sink.symlink(&rel, &target).map_err(refuse)?;
+            } else {
+                return Err(refuse(anyhow::anyhow!(
+                    "`{rel}` is a device, fifo or socket; only files, folders and links are copied"
+                )));
+            }
+        }
+    }
+    Ok(sink.manifest)
+}

@@ -1,0 +1,114 @@
+//! Extraction: materialises a fetched source (an archive, a git commit's
+//! tree, a local folder) into a staging folder, limited to the paths the
+//! recipe names, refusing every entry that could land outside the tree
+//! (absolute paths, `..`, device files, links out of the tree, writes
+//! through a symlink), stopping at a limit of bytes and files (archive
+//! bombs), and lists what it wrote as a [`Manifest`].
+//!
+//! One file an idea: `limits` (how much one extraction may write), `sink`
+//! (the one writer every kind of source goes through, and where the refusals
+//! live), and one reader per kind of source: `archive`, `dir`, `git`.
+
+mod archive;
+mod dir;
+mod git;
+mod limits;
+mod sink;
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use globset::{Glob, GlobSet, GlobSetBuilder};
+
+use crate::fetch::FetchedSource;
+use crate::recipe::Source;
+use crate::report::Reporter;
+use crate::state::Manifest;
+
+pub use archive::archive;
+pub use dir::dir;
+pub use git::git;
+pub use limits::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};
+
+/// Which part of a source ends up in the tree.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// Leading path components dropped from archive entries.
+    pub strip: u32,
+    /// Globs (archives, folders): an entry is kept when it or a folder above
+    /// it matches one. Empty keeps everything.
+    pub include: Vec<String>,
+    /// Paths (git): files or folders of the commit's tree. Empty keeps everything.
+    pub paths: Vec<String>,
+}
+
+impl Selection {
+    pub fn of(source: &Source) -> Selection {
+        match source {
+            Source::Git { paths, .. } => Selection {
+                paths: paths.clone(),
+                ..Selection::default()
+            },
+            Source::Tarball { strip, include, .. } | Source::Local { strip, include, .. } => {
+                Selection {
+                    strip: *strip,
+                    include: include.clone(),
+                    paths: Vec::new(),
+                }
+            }
+        }
+    }
+}
+
+/// Extracts `source` into the existing, empty folder `dest`.
+pub fn extract(
+    source: &FetchedSource,
+    sel: &Selection,
+    dest: &Path,
+    reporter: &Reporter,
+) -> Result<Manifest> {
+    match source {
+        FetchedSource::Archive { path, .. } => archive(path, sel, dest, reporter),
+        FetchedSource::Dir { path } if path.is_file() => archive(path, sel, dest, reporter),
+        FetchedSource::Dir { path } => dir(path, sel, dest),
+        FetchedSource::Git { repo, commit } => git(repo, commit, &sel.paths, dest, reporter),
+    }
+}
+
+/// The globs of `include` as one set; `None` keeps everything.
+fn include_set(globs: &[String]) -> Result<Option<GlobSet>> {
+    if globs.is_empty() {
+        return Ok(None);
+    }
+    let mut builder = GlobSetBuilder::new();
+    for g in globs {
+        builder.add(Glob::new(g).with_context(|| format!("`{g}` is not a glob"))?);
+    }
+    Ok(Some(builder.build()?))
+}
+
+/// Whether `rel` or a folder above it matches `set`.
+fn included(set: &Option<GlobSet>, rel: &str) -> bool {
+    let Some(set) = set else { return true };
+    let mut end = 0;
+    while end < rel.len() {
+        end = rel[end..].find('/').map_or(rel.len(), |i| end + i);
+        if set.is_match(&rel[..end]) {
+            return true;
+        }
+        end += 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn include_matches_folders_above() {
+        let set = include_set(&["drivers/gpu/drm/amd".into()]).unwrap();
+        assert!(included(&set, "drivers/gpu/drm/amd/amdkfd/kfd_chardev.c"));
+        assert!(!included(&set, "drivers/gpu/drm/i915/i915_drv.c"));
+    }
+}

@@ -1,0 +1,231 @@
+//! The one writer below a staging folder that every kind of source goes
+//! through: it refuses any entry that could land outside the tree (absolute
+//! paths, `..`, links out of the tree, writes through a symlink), counts
+//! bytes and files against the [`Limits`], and records what it wrote.
+
+use std::collections::HashSet;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::limits::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};
+use crate::state::{FileId, Manifest};
+
+/// Writes entries below `dest`, refusing anything that could leave it.
+pub(super) struct Sink {
+    dest: PathBuf,
+    pub(super) manifest: Manifest,
+    symlinks: HashSet<String>,
+    dirs: HashSet<PathBuf>,
+    limits: Limits,
+    bytes: u64,
+    entries: u64,
+}
+
+/// The limit was reached: not a path problem, so reported on its own.
+#[derive(Debug)]
+pub(super) struct OverLimit(pub(super) String);
+
+impl std::fmt::Display for OverLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for OverLimit {}
+
+impl Sink {
+    pub(super) fn new(dest: &Path) -> Result<Sink> {
+        Ok(Sink {
+            dest: dest.to_path_buf(),
+            manifest: Manifest::new(),
+            symlinks: HashSet::new(),
+            dirs: HashSet::new(),
+            limits: Limits::from_env()?,
+            bytes: 0,
+            entries: 0,
+        })
+    }
+
+    /// Counts one more entry against the file limit.
+    fn count(&mut self) -> Result<()> {
+        self.entries += 1;
+        if self.entries > self.limits.files {
+            return Err(OverLimit(format!(
+                "the source holds more than {} files, the limit of one extraction: it may be an \
+                 archive bomb; if this many files are expected, raise the limit with \
+                 {MAX_FILES_ENV}=<count>",
+                self.limits.files
+            ))
+            .into());
+        }
+        Ok(())
+    }
+
+    fn over_bytes(&self) -> anyhow::Error {
+        OverLimit(format!(
+            "the source expands to more than {} bytes, the limit of one extraction: it may be an \
+             archive bomb; if it is expected, raise the limit with {MAX_BYTES_ENV}=<bytes> \
+             (such as 16G)",
+            self.limits.bytes
+        ))
+        .into()
+    }
+
+    /// Refuses a path whose parent folders or itself are symlinks written earlier.
+    fn through_symlink(&self, rel: &str) -> Result<()> {
+        let mut end = 0;
+        while end < rel.len() {
+            end = rel[end..].find('/').map_or(rel.len(), |i| end + i);
+            if self.symlinks.contains(&rel[..end]) {
+                bail!(
+                    "`{rel}` would be written through the symlink `{}`",
+                    &rel[..end]
+                );
+            }
+            end += 1;
+        }
+        Ok(())
+    }
+
+    fn parent(&mut self, rel: &str) -> Result<PathBuf> {
+        self.through_symlink(rel)?;
+        let path = self.dest.join(rel);
+        if let Some(parent) = path.parent() {
+            if !self.dirs.contains(parent) {
+                std::fs::create_dir_all(parent)
+                    .with_context(|| format!("creating {}", parent.display()))?;
+                self.dirs.insert(parent.to_path_buf());
+            }
+        }
+        Ok(path)
+    }
+
+    pub(super) fn dir(&mut self, rel: &str) -> Result<()> {
+        self.count()?;
+        let path = self.parent(rel)?;
+        std::fs::create_dir_all(&path).with_context(|| format!("creating {}", path.display()))?;
+        self.dirs.insert(path);
+        Ok(())
+    }
+
+    pub(super) fn file(&mut self, rel: &str, exec: bool, data: impl Read) -> Result<()> {
+        self.count()?;
+        let path = self.parent(rel)?;
+        if path.symlink_metadata().is_ok() {
+            std::fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
+        }
+        let mut out =
+            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        let room = self.limits.bytes.saturating_sub(self.bytes);
+        let mut data = data.take(room.saturating_add(1));
+        let (sha256, size) = crate::hash::copy_hashed(&mut data, &mut out)
+            .with_context(|| format!("writing {}", path.display()))?;
+        if size > room {
+            return Err(self.over_bytes());
+        }
+        self.bytes += size;
+        let mode = if exec { 0o755 } else { 0o644 };
+        use std::os::unix::fs::PermissionsExt;
+        out.set_permissions(std::fs::Permissions::from_mode(mode))?;
+        self.manifest.insert(
+            rel.to_owned(),
+            FileId {
+                mode: 0o100000 | mode,
+                sha256,
+                size,
+            },
+        );
+        Ok(())
+    }
+
+    pub(super) fn symlink(&mut self, rel: &str, target: &[u8]) -> Result<()> {
+        self.count()?;
+        let target = std::str::from_utf8(target)
+            .map_err(|_| anyhow::anyhow!("symlink `{rel}` has a target that is not UTF-8"))?;
+        if target.starts_with('/') {
+            bail!("symlink `{rel}` points to the absolute path `{target}`, outside the tree");
+        }
+        let mut depth = rel.split('/').count() as isize - 1;
+        for part in target.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => depth -= 1,
+                _ => depth += 1,
+            }
+            if depth < 0 {
+                bail!("symlink `{rel}` points to `{target}`, outside the tree");
+            }
+        }
+        let path = self.parent(rel)?;
+        if path.symlink_metadata().is_ok() {
+            std::fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
+        }
+        std::os::unix::fs::symlink(target, &path)
+            .with_context(|| format!("creating symlink {}", path.display()))?;
+        self.symlinks.insert(rel.to_owned());
+        self.manifest.insert(
+            rel.to_owned(),
+            FileId {
+                mode: 0o120000,
+                sha256: crate::hash::sha256_hex(target.as_bytes()),
+                size: target.len() as u64,
+            },
+        );
+        Ok(())
+    }
+
+    /// A tar hard link: a copy of a file extracted earlier in this tree.
+    pub(super) fn hardlink(&mut self, rel: &str, target: &str) -> Result<()> {
+        let Some(id) = self.manifest.get(target).filter(|id| id.mode != 0o120000) else {
+            bail!(
+                "hard link `{rel}` points to `{target}`, which is not a file of the extracted tree"
+            );
+        };
+        let exec = id.mode & 0o111 != 0;
+        let from = self.dest.join(target);
+        let data =
+            std::fs::File::open(&from).with_context(|| format!("reading {}", from.display()))?;
+        self.file(rel, exec, data)
+    }
+}
+
+/// A `/`-separated entry path made safe: `None` when nothing is left after
+/// stripping, an error for absolute paths and `..`.
+pub(super) fn entry_path(raw: &[u8], strip: u32) -> Result<Option<String>> {
+    let text = std::str::from_utf8(raw).map_err(|_| anyhow::anyhow!("path is not UTF-8"))?;
+    if text.starts_with('/') {
+        bail!("is an absolute path");
+    }
+    let mut parts = Vec::new();
+    for part in text.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => bail!("has a `..` component"),
+            p if p.contains('\n') || p.contains('\0') => bail!("has a newline or NUL in its name"),
+            p => parts.push(p),
+        }
+    }
+    let strip = strip as usize;
+    if parts.len() <= strip {
+        return Ok(None);
+    }
+    Ok(Some(parts[strip..].join("/")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entry_paths_are_stripped_and_checked() {
+        assert_eq!(
+            entry_path(b"linux-6.12/drivers/x.c", 1).unwrap().as_deref(),
+            Some("drivers/x.c")
+        );
+        assert_eq!(entry_path(b"linux-6.12/", 1).unwrap(), None);
+        assert!(entry_path(b"/etc/passwd", 0).is_err());
+        assert!(entry_path(b"a/../../x", 0).is_err());
+    }
+}
