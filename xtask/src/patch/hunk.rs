@@ -85,13 +85,13 @@ impl std::fmt::Display for HunkFailure {
         }
         write!(
             f,
-            "hunk #{} `{}`: line {} should be `{}` but is {}",
+            "hunk #{} `{}`: line {} should be {} but is {}",
             self.hunk,
             self.header,
             self.line,
-            self.expected,
+            shown(&self.expected),
             match &self.found {
-                Some(t) => format!("`{t}`"),
+                Some(t) => shown(t),
                 None => "past the end of the file".to_owned(),
             }
         )?;
@@ -106,6 +106,16 @@ impl std::fmt::Display for HunkFailure {
             write!(f, " (its context matches nowhere in the file)")?;
         }
         Ok(())
+    }
+}
+
+/// A line of a file or a hunk as a message shows it: quoted, or named when
+/// it is empty (an empty pair of backquotes reads as a typo).
+fn shown(line: &str) -> String {
+    if line.is_empty() {
+        "an empty line".to_owned()
+    } else {
+        format!("`{line}`")
     }
 }
 
@@ -374,6 +384,24 @@ mod tests {
         let (out, notes) = apply(changed, &hunks(P), Tolerance::fuzz(1)).unwrap();
         assert_eq!(out, b"a\nB\nC\nD\ne\n");
         assert_eq!(notes[0].fuzz, 1);
+    }
+
+    #[test]
+    fn an_empty_expected_line_is_named_not_shown_as_empty_quotes() {
+        // The hunk's trailing context is an empty line the file does not have.
+        let p = "--- a/f\n+++ b/f\n@@ -2,3 +2,3 @@\n b\n-c\n+C\n \n";
+        let err = apply(b"a\nb\nc\n", &hunks(p), Tolerance::strict()).unwrap_err();
+        let text = err[0].to_string();
+        assert!(
+            text.contains("line 4 should be an empty line but is past the end of the file"),
+            "{text}"
+        );
+        let err = apply(b"a\nb\nc\n\nz\n", &hunks(P), Tolerance::strict()).unwrap_err();
+        let text = err[0].to_string();
+        assert!(
+            text.contains("line 4 should be `d` but is an empty line"),
+            "{text}"
+        );
     }
 
     #[test]

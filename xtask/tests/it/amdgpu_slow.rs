@@ -1,8 +1,10 @@
 //! The real thing, slow: amdgpu from Debian's `/usr/src/linux-source-6.12.tar.xz`
 //! through build-dkms, `dpkg -i`, and DKMS building amdgpu.ko for the
 //! installed 6.12 headers (about 7 minutes on 2 cores), then Debian's 6.12
-//! kernel booted under qemu loading that very module. Runs in CI
-//! (`CI=true`) or when `PATCHKIT_SLOW_TESTS=1`.
+//! kernel booted under qemu loading that very module; then the same package
+//! built by DKMS for an older 6.12 point release's headers (within the series,
+//! the tree of the newest release meets an earlier kernel: about 7 minutes
+//! more). Runs in CI (`CI=true`) or when `PATCHKIT_SLOW_TESTS=1`.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,11 +16,13 @@ fn enabled() -> bool {
     crate::support::slow_tests_enabled("the amdgpu build")
 }
 
-/// The newest installed kernel release of the 6.12 series that has headers.
-pub fn debian_612_headers() -> Option<String> {
+/// The installed kernel releases of the 6.12 series that have headers,
+/// oldest first.
+fn debian_612_releases() -> Vec<String> {
     let mut releases: Vec<(xtask::recipe::KernelVersion, String)> =
         std::fs::read_dir("/lib/modules")
-            .ok()?
+            .into_iter()
+            .flatten()
             .flatten()
             .filter_map(|e| e.file_name().into_string().ok())
             .filter(|r| {
@@ -27,7 +31,12 @@ pub fn debian_612_headers() -> Option<String> {
             .filter_map(|r| Some((xtask::recipe::KernelVersion::from_release(&r)?, r)))
             .collect();
     releases.sort();
-    releases.pop().map(|(_, r)| r)
+    releases.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The newest installed kernel release of the 6.12 series that has headers.
+pub fn debian_612_headers() -> Option<String> {
+    debian_612_releases().pop()
 }
 
 #[test]
@@ -142,6 +151,58 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         );
         eprintln!("boot: our amdgpu loaded in {:?}", boot.took);
     }
+    // Within the series: the package holds the newest release's tree and
+    // must build for an earlier 6.12 kernel of its range too (.ci/setup
+    // installs the oldest 6.12 headers at or above the range's lower bound).
+    // DKMS builds it against those headers; the module's vermagic names that
+    // kernel.
+    let recipe = xtask::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
+    let range = recipe
+        .target
+        .kernel
+        .expect("amdgpu-debian-6.12 has a kernel range");
+    let older = debian_612_releases().into_iter().find(|r| {
+        *r != kernel
+            && xtask::recipe::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
+    });
+    let older = older.as_ref();
+    if std::env::var("CI").is_ok_and(|v| v == "true") {
+        assert!(
+            older.is_some(),
+            "CI must install an older 6.12 point release's headers inside `{}` (.ci/setup does)",
+            range.as_str()
+        );
+    }
+    let mut older_module = None;
+    if let Some(older) = older {
+        let status = install_for("amdgpu-debian", "6.12.0.1", older);
+        assert!(
+            status.contains(&format!("amdgpu-debian/6.12.0.1, {older}"))
+                && status.contains("installed"),
+            "the 6.12.117 tree did not build for {older}: {status}"
+        );
+        let built = built_module(older, "amdgpu");
+        let info = Run::of(
+            Command::new("modinfo")
+                .args(["-F", "vermagic"])
+                .arg(&built)
+                .output()
+                .unwrap(),
+        );
+        let vermagic = info.success().stdout.trim().to_owned();
+        assert!(
+            vermagic.starts_with(&format!("{older} ")),
+            "{} was built for `{vermagic}`, not {older}",
+            built.display()
+        );
+        let file = xtask::doctor::module::read(Path::new("/"), built.strip_prefix("/").unwrap());
+        assert_eq!(
+            file.trap_handler,
+            xtask::doctor::module::TrapHandler::Fixed,
+            "{file:?}"
+        );
+        older_module = Some(built);
+    }
     Run::of(
         Command::new("dpkg")
             .args(["--purge", "amdgpu-debian-dkms"])
@@ -150,6 +211,9 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
     )
     .success();
     assert!(!module.exists(), "purge left {}", module.display());
+    if let Some(built) = older_module {
+        assert!(!built.exists(), "purge left {}", built.display());
+    }
     if initramfs {
         let listing = crate::initramfs::lsinitramfs(&kernel);
         assert!(

@@ -1,6 +1,7 @@
 //! `cargo xtask doctor` against fake machine trees (`--root`), one per
-//! verdict, through the real binary; and the repository rule that every
-//! recipe the knowledge file names exists or is announced.
+//! verdict, through the real binary; and the repository rules that every
+//! recipe the knowledge file names exists or is announced, and builds for
+//! every kernel the knowledge offers it for.
 
 use std::collections::BTreeSet;
 
@@ -368,6 +369,25 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
                     "{}: package {} missing from fixed_by_packages",
                     fix.recipe,
                     recipe.package.name
+                );
+            }
+            // doctor offers a DKMS fix only where its package builds: every
+            // kernel the fix is offered for is inside the recipe's range
+            // (whose BUILD_EXCLUSIVE_KERNEL skips the others).
+            if let (Some(offered), Some(builds)) = (&fix.kernel, &recipe.target.kernel) {
+                let outside: Vec<String> = (0..=25)
+                    .flat_map(|minor| (0..=300).map(move |patch| (minor, patch)))
+                    .map(|(minor, patch)| xtask::recipe::KernelVersion(6, minor, patch))
+                    .filter(|v| offered.matches(*v) && !builds.matches(*v))
+                    .map(|v| v.to_string())
+                    .collect();
+                assert!(
+                    outside.is_empty(),
+                    "fault {} offers {} for kernels its `kernel = \"{}\"` refuses: {}",
+                    fault.id,
+                    fix.recipe,
+                    builds.as_str(),
+                    outside.join(", ")
                 );
             }
         }
