@@ -5,19 +5,20 @@
 //! stream. The bytes depend on the codec, its level and the payload only:
 //! never on the thread count, the write sizes or what the cache holds.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::io::{self, Write};
 use std::sync::mpsc::{self, Receiver, SyncSender};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 
 use flate2::{Compress, Crc, FlushCompress, Status};
+use sha2::{Digest, Sha256};
 
 use super::chunk_cache::{ChunkCache, Piece};
 
 /// How a chunk is compressed, with the chunk sizes chosen for it (see
 /// README, "Compressors").
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Codec {
     /// Raw deflate at a level, sync-flushed; one gzip member around all.
     Gzip(u32),
@@ -66,18 +67,47 @@ impl Codec {
         }
     }
 
-    /// Names the cache folder: codec, level, chunk format and the codec
-    /// library's version, so that a cached piece is always what a cold
-    /// compression would write.
+    /// Names the cache folder: codec, level, chunk format, the codec
+    /// library's version and what the encoder makes of a fixed sample, so
+    /// that a cached piece is always what a cold compression would write,
+    /// even after a library update that kept its version.
     pub fn tag(self) -> String {
-        match self {
-            Codec::Gzip(l) => format!("gzip{l}-deflate-zlibrs-v1"),
+        let base = match self {
+            Codec::Gzip(l) => format!("gzip{l}-deflate-v1"),
             Codec::Xz(l) => format!("xz{l}-block-crc64-lzma{}-v1", xz_version()),
             Codec::Zstd(l) => format!(
                 "zstd{l}-long27-frame-zstd{}-v1",
                 zstd::zstd_safe::version_number()
             ),
+        };
+        format!("{base}-{}", self.fingerprint())
+    }
+
+    /// The first 12 hex digits of the sha256 of this codec's piece of a
+    /// fixed 256 KiB sample, taken once per process.
+    fn fingerprint(self) -> String {
+        static SEEN: OnceLock<Mutex<HashMap<Codec, String>>> = OnceLock::new();
+        let seen = SEEN.get_or_init(Mutex::default);
+        if let Some(fp) = seen.lock().ok().and_then(|m| m.get(&self).cloned()) {
+            return fp;
         }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let sample: Vec<u8> = (0..256 << 10)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                b"0123456789abcdef mmREG_\n"[(state >> 59) as usize % 24]
+            })
+            .collect();
+        let fp = match self.compress(&sample, false) {
+            Ok(piece) => hex::encode(&Sha256::digest(&piece.bytes)[..6]),
+            Err(_) => "unknown".to_owned(),
+        };
+        if let Ok(mut m) = seen.lock() {
+            m.insert(self, fp.clone());
+        }
+        fp
     }
 
     /// The cache folder of a chunk: a stream's last deflate chunk ends
@@ -692,6 +722,25 @@ mod tests {
                 "{codec:?} changed with the thread count"
             );
         }
+    }
+
+    #[test]
+    fn cache_folders_tell_codecs_levels_and_encoders_apart() {
+        let tags: Vec<String> = [
+            Codec::Gzip(6),
+            Codec::Gzip(9),
+            Codec::Xz(2),
+            Codec::Zstd(12),
+        ]
+        .iter()
+        .map(|c| c.tag())
+        .collect();
+        assert!(tags[0].starts_with("gzip6-") && tags[3].starts_with("zstd12-long27"));
+        // The sample's pieces differ between levels, so the fingerprints do.
+        let fp = |t: &str| t.rsplit('-').next().unwrap().to_owned();
+        assert_ne!(fp(&tags[0]), fp(&tags[1]), "{tags:?}");
+        assert_eq!(Codec::Gzip(6).tag(), tags[0]);
+        assert_eq!(Codec::Gzip(6).folder(true), format!("{}-end", tags[0]));
     }
 
     #[test]
