@@ -26,6 +26,7 @@ pub mod srpm;
 pub mod tar;
 pub mod tarball;
 pub mod tree;
+mod xz_blocks;
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
