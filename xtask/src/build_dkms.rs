@@ -62,6 +62,16 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let mut build = BTreeMap::new();
     build.insert("kernel".to_owned(), kernel.clone());
     build.insert("formats".to_owned(), publish::formats_line(&formats));
+    let packing = package::Packing {
+        deb: package::Packing::current()
+            .deb
+            .or(recipe.package.compression),
+        ..package::Packing::current()
+    };
+    if let Some(deb) = packing.deb {
+        build.insert("deb-compression".to_owned(), deb.to_string());
+    }
+    let _packing = packing.enter();
     let mut manifest = Manifest::new(&plan, &fetched, epoch, build, &templates)?;
     let lock = ws.lock_work(&recipe.name)?;
     let work = lock.dir.clone();

@@ -8,6 +8,7 @@ use anyhow::Result;
 
 use crate::build_dkms::{self, Options};
 use crate::fetch::FetchOptions;
+use crate::package::{ChunkCache, Compression, Packing};
 use crate::recipe::Format;
 use crate::workspace::Workspace;
 
@@ -56,6 +57,12 @@ pub struct Args {
     /// Fetch inputs that have no pin, and record the pins taken
     #[arg(long)]
     pub allow_unpinned: bool,
+    /// The .deb's compressor and level: xz[:0-6], zstd[:1-19] or gzip[:1-9]
+    /// (xz:6 is dpkg-deb's own, 28% smaller and nine times slower; zstd
+    /// members need dpkg >= 1.21.18, and lintian 2.116 calls them
+    /// malformed) [default: the recipe's `package.compression`, else xz:2]
+    #[arg(long, value_name = "CODEC[:LEVEL]")]
+    pub compression: Option<Compression>,
 }
 
 fn parse_format(text: &str) -> Result<Format, String> {
@@ -67,6 +74,11 @@ fn parse_format(text: &str) -> Result<Format, String> {
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let _packing = Packing {
+        deb: args.compression,
+        cache: Some(ChunkCache::new(ws.work_dir.join("chunks"))),
+    }
+    .enter();
     let opts = Options {
         recipe: args.recipe.clone(),
         kernel: args.kernel.clone(),

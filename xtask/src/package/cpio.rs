@@ -6,7 +6,7 @@ use std::io::Write;
 
 use anyhow::{bail, Context, Result};
 
-use super::compress::{copy_hashed, Want};
+use super::compress::{copy_hashed, EntryWrite, Want};
 use super::tree::{Entry, Kind};
 
 pub(crate) fn rpm_mode(entry: &Entry) -> u32 {
@@ -19,7 +19,7 @@ pub(crate) fn rpm_mode(entry: &Entry) -> u32 {
 
 /// One newc record named `./<path>`; returns the sha256 of a file's bytes.
 pub(crate) fn cpio_entry(
-    out: &mut dyn Write,
+    out: &mut dyn EntryWrite,
     entry: &Entry,
     ino: u32,
     mtime: u32,
@@ -29,7 +29,7 @@ pub(crate) fn cpio_entry(
 
 /// One newc record under `name`; returns the sha256 of a file's bytes.
 pub(crate) fn cpio_entry_named(
-    out: &mut dyn Write,
+    out: &mut dyn EntryWrite,
     entry: &Entry,
     name: &str,
     ino: u32,
@@ -75,6 +75,7 @@ pub(crate) fn cpio_entry_named(
         }
     };
     out.write_all(&[0u8; 3][..pad4(size)]).with_context(what)?;
+    out.entry_end().with_context(what)?;
     Ok(digest)
 }
 
@@ -114,8 +115,9 @@ fn cpio_header(
     out.write_all(&[0u8; 3][..pad4(110 + namesize as u64)])
 }
 
-pub(crate) fn cpio_trailer(out: &mut dyn Write) -> std::io::Result<()> {
-    cpio_header(out, 0, 0, 1, 0, 0, "TRAILER!!!")
+pub(crate) fn cpio_trailer(out: &mut dyn EntryWrite) -> std::io::Result<()> {
+    cpio_header(out, 0, 0, 1, 0, 0, "TRAILER!!!")?;
+    out.entry_end()
 }
 
 fn pad4(n: u64) -> usize {

@@ -1,5 +1,6 @@
 //! `.deb` writer: `debian-binary`, `control.tar.xz` (control, md5sums,
-//! maintainer scripts) and `data.tar.xz` in an `ar` archive, plus the
+//! maintainer scripts) and `data.tar.xz` in an `ar` archive (`.zst` or
+//! `.gz` members when the build's [`Packing`] asks), plus the
 //! `copyright` (DEP-5) and `changelog.Debian.gz` that Debian policy asks
 //! of every binary package.
 
@@ -8,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::compress::{compress_bytes, Compression, Want};
+use super::compress::{compress_bytes, Compression, Packing, Want};
 use super::meta::{Format, Machine, PackageMeta};
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
@@ -65,12 +66,15 @@ pub fn write_for(
         )?;
     }
 
-    // data.tar.xz first, to a scratch file, taking the md5sums on the way.
+    // data.tar.xz (or the build's compression) first, to a scratch file,
+    // taking the md5sums on the way.
+    let compression = Packing::current().deb();
+    let data_name = format!("data.tar.{}", compression.extension());
+    let control_name = format!("control.tar.{}", compression.extension());
     let mut data = scratch(out_dir)?;
     let mut md5sums = String::new();
     {
-        let enc =
-            Compression::DEB.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
+        let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
         let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
         tar.root()?;
         for entry in tree.entries() {
@@ -87,13 +91,20 @@ pub fn write_for(
                 md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
             }
         }
-        let mut buf = tar.finish()?.finish().context("compressing data.tar.xz")?;
-        buf.flush().context("writing data.tar.xz")?;
+        let mut buf = tar
+            .finish()?
+            .finish()
+            .with_context(|| format!("compressing {data_name}"))?;
+        buf.flush()
+            .with_context(|| format!("writing {data_name}"))?;
     }
-    let data_len = data.seek(SeekFrom::End(0)).context("writing data.tar.xz")?;
-    data.rewind().context("reading back data.tar.xz")?;
+    let data_len = data
+        .seek(SeekFrom::End(0))
+        .with_context(|| format!("writing {data_name}"))?;
+    data.rewind()
+        .with_context(|| format!("reading back {data_name}"))?;
 
-    let control_tar = control_tar(meta, machine, &tree, scripts, &md5sums, epoch)?;
+    let control_tar = control_tar(meta, machine, &tree, scripts, &md5sums, epoch, compression)?;
 
     let mut out = Output::create(out_dir, &file_name_for(meta, machine))?;
     {
@@ -101,13 +112,13 @@ pub fn write_for(
         let what = || format!("writing {}", file_name_for(meta, machine));
         w.write_all(ar::MAGIC).with_context(what)?;
         ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
-        ar::member(&mut w, "control.tar.xz", epoch, &control_tar).with_context(what)?;
-        w.write_all(&ar::member_header("data.tar.xz", epoch, data_len))
+        ar::member(&mut w, &control_name, epoch, &control_tar).with_context(what)?;
+        w.write_all(&ar::member_header(&data_name, epoch, data_len))
             .with_context(what)?;
         let copied = std::io::copy(&mut data, &mut w).with_context(what)?;
         if copied != data_len {
             bail!(
-                "data.tar.xz shrank while being copied into {}",
+                "{data_name} shrank while being copied into {}",
                 file_name_for(meta, machine)
             );
         }
@@ -124,6 +135,7 @@ fn control_tar(
     scripts: &Scripts,
     md5sums: &str,
     epoch: u64,
+    compression: Compression,
 ) -> Result<Vec<u8>> {
     let mut files = control_area(tree, scripts);
     files.push((
@@ -133,13 +145,15 @@ fn control_tar(
     ));
     files.push(("./md5sums", 0o644, md5sums.as_bytes().to_vec()));
     files.sort_by(|a, b| a.0.cmp(b.0));
-    let enc = Compression::DEB.encoder(Vec::new())?;
+    let enc = compression.encoder(Vec::new())?;
     let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
     tar.root()?;
     for (name, mode, bytes) in &files {
         tar.bytes(name, *mode, bytes)?;
     }
-    tar.finish()?.finish().context("compressing control.tar.xz")
+    tar.finish()?
+        .finish()
+        .with_context(|| format!("compressing control.tar.{}", compression.extension()))
 }
 
 /// The `control` file, fields in dpkg-gencontrol's order.

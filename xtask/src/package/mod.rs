@@ -11,13 +11,14 @@
 
 pub mod ar;
 pub mod arch;
+mod chunk_cache;
+pub mod chunked;
 pub mod compress;
 mod cpio;
 pub mod deb;
 pub mod dkms;
 pub mod dsc;
 pub mod meta;
-mod pgz;
 pub mod rpm;
 mod rpm_header;
 pub mod srcinfo;
@@ -25,6 +26,7 @@ pub mod srpm;
 pub mod tar;
 pub mod tarball;
 pub mod tree;
+mod xz_blocks;
 
 use std::fs::File;
 use std::io::{BufWriter, Seek, Write};
@@ -32,7 +34,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-pub use compress::Compression;
+pub use compress::{ChunkCache, Compression, Packing};
 pub use dkms::Scripts;
 pub use meta::{Format, Machine, PackageMeta, Relations};
 pub use tree::FileTree;

@@ -13,7 +13,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use super::compress::{Compression, Tally};
+use super::compress::{Compression, EntryWrite, Tally};
 use super::cpio::{cpio_entry, cpio_trailer, rpm_mode};
 use super::meta::{Format, Machine, PackageMeta};
 use super::rpm_header::{Header, Value};
@@ -131,7 +131,7 @@ pub fn write(
 /// The payload [`write`] compresses, uncompressed: the cpio archive of
 /// `tree`'s explicit entries, streamed to `out` (which is returned).
 /// `bench package` times our compressor alone on it.
-pub fn write_payload<W: Write>(tree: &FileTree, epoch: u64, mut out: W) -> Result<W> {
+pub fn write_payload<W: EntryWrite>(tree: &FileTree, epoch: u64, mut out: W) -> Result<W> {
     let epoch32 =
         u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
     for (i, entry) in tree.entries().filter(|e| e.explicit).enumerate() {

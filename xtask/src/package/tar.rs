@@ -3,11 +3,9 @@
 //! `././@LongLink` records for names over 100 bytes, digests of each file
 //! taken while it streams through.
 
-use std::io::Write;
-
 use anyhow::{bail, Context, Result};
 
-use super::compress::{copy_hashed, Digests, Want};
+use super::compress::{copy_hashed, Digests, EntryWrite, Want};
 use super::tree::{Entry, Kind};
 
 const BLOCK: usize = 512;
@@ -22,25 +20,37 @@ pub enum Names {
 }
 
 /// A tar stream being written to `W`.
-pub struct TarWriter<W: Write> {
+pub struct TarWriter<W: EntryWrite> {
     out: W,
     mtime: u64,
     names: Names,
 }
 
-impl<W: Write> TarWriter<W> {
+impl<W: EntryWrite> TarWriter<W> {
     pub fn new(out: W, mtime: u64, names: Names) -> TarWriter<W> {
         TarWriter { out, mtime, names }
     }
 
     /// The `./` entry that dpkg-deb and `tar -C dir .` put first.
     pub fn root(&mut self) -> Result<()> {
-        self.header("./", b'5', 0o755, 0, "")
+        self.header("./", b'5', 0o755, 0, "")?;
+        self.entry_end()
     }
 
     /// Appends one entry of a tree, streaming a file's content and taking
     /// the digests asked for.
     pub fn entry(&mut self, entry: &Entry, want: Want) -> Result<Digests> {
+        let digests = self.record(entry, want)?;
+        self.entry_end()?;
+        Ok(digests)
+    }
+
+    /// Tells the stream that an entry ended (a compressor may cut there).
+    fn entry_end(&mut self) -> Result<()> {
+        self.out.entry_end().context("writing a tar stream")
+    }
+
+    fn record(&mut self, entry: &Entry, want: Want) -> Result<Digests> {
         let name = self.name(&entry.path, entry.is_dir());
         match &entry.kind {
             Kind::Dir => {
@@ -73,7 +83,8 @@ impl<W: Write> TarWriter<W> {
     pub fn bytes(&mut self, name: &str, mode: u32, bytes: &[u8]) -> Result<()> {
         self.header(name, b'0', mode, bytes.len() as u64, "")?;
         self.out.write_all(bytes).context("writing a tar stream")?;
-        self.pad(bytes.len() as u64)
+        self.pad(bytes.len() as u64)?;
+        self.entry_end()
     }
 
     /// Writes the end-of-archive blocks and returns the writer.
@@ -176,7 +187,7 @@ fn octal(field: &mut [u8], value: u64) {
 
 /// Writes a whole tree as a tar stream to `out`, returning it after the
 /// end-of-archive blocks.
-pub fn write_tree<W: Write>(
+pub fn write_tree<W: EntryWrite>(
     out: W,
     tree: &super::tree::FileTree,
     mtime: u64,

@@ -94,6 +94,10 @@ pub struct Package {
     pub license: String,
     pub homepage: Option<String>,
     pub maintainer: String,
+    /// `package.compression`: the `.deb` members' compressor and level
+    /// (`xz:6`, `zstd:19`, `gzip:9`); `--compression` overrides it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub compression: Option<crate::package::Compression>,
 }
 
 /// Where the pristine upstream source comes from.

@@ -31,6 +31,7 @@ pub struct RawPackage {
     pub license: Str,
     pub homepage: Str,
     pub maintainer: Str,
+    pub compression: Str,
 }
 
 #[derive(Debug, Deserialize)]

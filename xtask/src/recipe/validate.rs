@@ -15,6 +15,7 @@ use super::grammar::{
 use super::raw::{self, RawRecipe, RawSource, Str, StrList};
 use super::{ExpertSched, Format, KernelRange, Kind, Package, Recipe, Source, Target};
 use crate::diag::{Diag, InvalidInput};
+use crate::package::Compression;
 
 pub(super) struct Checker<'a> {
     pub(super) file: &'a Path,
@@ -211,6 +212,7 @@ fn empty_package() -> raw::RawPackage {
         license: None,
         homepage: None,
         maintainer: None,
+        compression: None,
     }
 }
 
@@ -268,6 +270,11 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
         }
         check_http_url(h)
     });
+    let compression = c
+        .checked(&p.compression, "package.compression", |text| {
+            text.parse::<Compression>().map(|_| ())
+        })
+        .and_then(|text| text.parse().ok());
     Package {
         name,
         version,
@@ -277,6 +284,7 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
         license,
         homepage,
         maintainer,
+        compression,
     }
 }
 

@@ -119,6 +119,32 @@ fn a_non_hex_sha256_is_refused() {
 }
 
 #[test]
+fn a_bad_package_compression_is_named_with_its_place() {
+    let text = GOOD.replace("license =", "compression = \"xz:9\"\nlicense =");
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has(&format!(
+            "recipes/demo.toml:{}:15: `package.compression`: `xz:9`: the xz level must be a number from 0 to 6",
+            line_of(&text, "compression =")
+        ));
+    let text = GOOD.replace("license =", "compression = \"lz4\"\nlicense =");
+    project_with(&text)
+        .xtask(&["plan", "demo"])
+        .fails_with(2)
+        .stderr_has("`package.compression`: `lz4` is not a compression: use xz[:0-6], zstd[:1-19] or gzip[:1-9]");
+}
+
+#[test]
+fn a_package_compression_is_planned() {
+    let text = GOOD.replace("license =", "compression = \"zstd\"\nlicense =");
+    project_with(&text)
+        .xtask(&["plan", "demo", "--json"])
+        .success()
+        .stdout_has("\"compression\": \"zstd:12\"");
+}
+
+#[test]
 fn a_missing_patch_file_is_named() {
     let p = project_with(GOOD);
     std::fs::remove_file(p.root().join("patches/demo/0001-fix.patch")).unwrap();

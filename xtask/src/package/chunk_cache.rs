@@ -1,0 +1,232 @@
+//! The chunk cache: compressed chunks in the work directory
+//! (`work/chunks/<codec tag>/<sha256 of the uncompressed chunk>`), each
+//! stored with the sha256 of what follows it and checked on every read,
+//! so a rebuild recompresses only the chunks whose content changed. It
+//! changes speed, never output: a piece is used only when it verifies, and
+//! anything else (missing, damaged, unreadable) is compressed afresh.
+//! Bounded in size: the least recently used pieces go first.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use sha2::{Digest, Sha256};
+
+use super::chunked::Codec;
+
+/// One compressed chunk: the bytes that go into the stream, and for xz
+/// blocks the sizes the stream's index records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Piece {
+    pub bytes: Vec<u8>,
+    /// xz: the block's size without its padding; 0 for other codecs.
+    pub unpadded: u64,
+    pub uncompressed: u64,
+}
+
+/// What the cache may hold before the oldest pieces are removed: the
+/// four packages of the amdgpu tree take about 150 MiB.
+pub const DEFAULT_LIMIT: u64 = 512 << 20;
+
+/// A handle to a chunk cache folder; clones share their counters.
+#[derive(Debug, Clone)]
+pub struct ChunkCache {
+    dir: PathBuf,
+    limit: u64,
+    stats: Arc<Stats>,
+}
+
+#[derive(Debug, Default)]
+struct Stats {
+    hits: AtomicU64,
+    misses: AtomicU64,
+}
+
+impl ChunkCache {
+    /// The cache in `dir` (made on first write), [`DEFAULT_LIMIT`] bytes.
+    pub fn new(dir: impl Into<PathBuf>) -> ChunkCache {
+        ChunkCache::with_limit(dir, DEFAULT_LIMIT)
+    }
+
+    pub fn with_limit(dir: impl Into<PathBuf>, limit: u64) -> ChunkCache {
+        ChunkCache {
+            dir: dir.into(),
+            limit,
+            stats: Arc::default(),
+        }
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Chunks taken from the cache so far, through this handle and its clones.
+    pub fn hits(&self) -> u64 {
+        self.stats.hits.load(Ordering::Relaxed)
+    }
+
+    /// Chunks compressed so far, through this handle and its clones.
+    pub fn misses(&self) -> u64 {
+        self.stats.misses.load(Ordering::Relaxed)
+    }
+
+    /// The piece of `data`: from the cache when a stored one verifies,
+    /// else compressed and stored. A cache that cannot be read or written
+    /// costs time only.
+    pub(crate) fn get_or_compress(
+        &self,
+        codec: Codec,
+        data: &[u8],
+        last: bool,
+    ) -> io::Result<Piece> {
+        let key: [u8; 32] = Sha256::digest(data).into();
+        let path = self.dir.join(codec.folder(last)).join(hex::encode(key));
+        if let Some(piece) = read_piece(&path).filter(|p| p.uncompressed == data.len() as u64) {
+            self.stats.hits.fetch_add(1, Ordering::Relaxed);
+            // Mark it used, for the pruning order.
+            let _ = fs::File::options()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_modified(SystemTime::now()));
+            return Ok(piece);
+        }
+        let piece = codec.compress(data, last)?;
+        self.stats.misses.fetch_add(1, Ordering::Relaxed);
+        let _ = self.store(&path, &piece);
+        Ok(piece)
+    }
+
+    /// Writes a piece under its key: a temporary file, then a rename.
+    fn store(&self, path: &Path, piece: &Piece) -> io::Result<()> {
+        let dir = path.parent().unwrap_or(&self.dir);
+        fs::create_dir_all(dir)?;
+        let mut tmp = tempfile::Builder::new().prefix(".tmp.").tempfile_in(dir)?;
+        let body = encode(piece);
+        tmp.write_all(&Sha256::digest(&body))?;
+        tmp.write_all(&body)?;
+        tmp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    }
+
+    /// Removes the least recently used pieces until the cache holds at
+    /// most its limit (and left-over temporary files of killed runs).
+    pub fn prune(&self) {
+        let mut files = Vec::new();
+        let Ok(tags) = fs::read_dir(&self.dir) else {
+            return;
+        };
+        for tag in tags.flatten() {
+            let Ok(entries) = fs::read_dir(tag.path()) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                let Ok(meta) = e.metadata() else { continue };
+                let used = meta.modified().unwrap_or(SystemTime::UNIX_EPOCH);
+                let stale_tmp = e.file_name().to_string_lossy().starts_with(".tmp.")
+                    && used.elapsed().is_ok_and(|age| age.as_secs() > 3600);
+                if stale_tmp {
+                    let _ = fs::remove_file(e.path());
+                    continue;
+                }
+                files.push((used, meta.len(), e.path()));
+            }
+        }
+        let mut total: u64 = files.iter().map(|f| f.1).sum();
+        if total <= self.limit {
+            return;
+        }
+        files.sort();
+        for (_, len, path) in files {
+            if total <= self.limit {
+                break;
+            }
+            if fs::remove_file(&path).is_ok() {
+                total -= len;
+            }
+        }
+    }
+}
+
+/// `unpadded`, `uncompressed` (u64 little-endian), then the bytes.
+fn encode(piece: &Piece) -> Vec<u8> {
+    let mut body = Vec::with_capacity(16 + piece.bytes.len());
+    body.extend_from_slice(&piece.unpadded.to_le_bytes());
+    body.extend_from_slice(&piece.uncompressed.to_le_bytes());
+    body.extend_from_slice(&piece.bytes);
+    body
+}
+
+/// A stored piece whose sha256 matches; a damaged one is removed.
+fn read_piece(path: &Path) -> Option<Piece> {
+    let stored = fs::read(path).ok()?;
+    let ok = stored.len() >= 48 && Sha256::digest(&stored[32..])[..] == stored[..32];
+    if !ok {
+        let _ = fs::remove_file(path);
+        return None;
+    }
+    let u64_at = |at: usize| u64::from_le_bytes(stored[at..at + 8].try_into().unwrap_or([0; 8]));
+    Some(Piece {
+        unpadded: u64_at(32),
+        uncompressed: u64_at(40),
+        bytes: stored[48..].to_vec(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(seed: u8) -> Vec<u8> {
+        (0..200_000u32).map(|i| (i % 251) as u8 ^ seed).collect()
+    }
+
+    #[test]
+    fn a_damaged_piece_is_compressed_again_and_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ChunkCache::new(dir.path());
+        let codec = Codec::Zstd(3);
+        let cold = codec.compress(&data(1), false).unwrap();
+        assert_eq!(cache.get_or_compress(codec, &data(1), false).unwrap(), cold);
+        let key = hex::encode(Sha256::digest(data(1)));
+        let path = dir.path().join(codec.tag()).join(key);
+        let mut stored = fs::read(&path).unwrap();
+        let last = stored.len() - 1;
+        stored[last] ^= 0xff;
+        fs::write(&path, &stored).unwrap();
+        assert_eq!(cache.get_or_compress(codec, &data(1), false).unwrap(), cold);
+        assert_eq!(
+            (cache.hits(), cache.misses()),
+            (0, 2),
+            "the damaged piece was used"
+        );
+        assert_eq!(cache.get_or_compress(codec, &data(1), false).unwrap(), cold);
+        assert_eq!(cache.hits(), 1, "the replaced piece was not used");
+    }
+
+    #[test]
+    fn pruning_keeps_the_recently_used_pieces_within_the_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let codec = Codec::Gzip(1);
+        let one = codec.compress(&data(1), false).unwrap().bytes.len() as u64 + 48;
+        let cache = ChunkCache::with_limit(dir.path(), 2 * one + one / 2);
+        for seed in 1..=3 {
+            cache.get_or_compress(codec, &data(seed), false).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        cache.get_or_compress(codec, &data(1), false).unwrap();
+        cache.prune();
+        let hits = cache.hits();
+        cache.get_or_compress(codec, &data(1), false).unwrap();
+        cache.get_or_compress(codec, &data(3), false).unwrap();
+        assert_eq!(cache.hits(), hits + 2, "a recently used piece was pruned");
+        cache.get_or_compress(codec, &data(2), false).unwrap();
+        assert_eq!(
+            cache.hits(),
+            hits + 2,
+            "the oldest piece was kept past the limit"
+        );
+    }
+}

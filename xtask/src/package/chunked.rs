@@ -1,0 +1,662 @@
+//! Chunked compression: a payload is cut at entry boundaries into chunks
+//! whose ends depend only on content, each chunk is compressed on its own
+//! (a zstd frame, an xz block, a run of raw deflate) on a worker thread or
+//! taken from the [`ChunkCache`], and the pieces are joined into one valid
+//! stream. The bytes depend on the codec, its level and the payload only:
+//! never on the thread count, the write sizes or what the cache holds.
+
+use std::collections::{HashMap, VecDeque};
+use std::io::{self, Write};
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+
+use flate2::{Compress, Crc, FlushCompress, Status};
+use sha2::{Digest, Sha256};
+
+use super::chunk_cache::{ChunkCache, Piece};
+use super::xz_blocks::{xz_block, xz_footer, xz_index, XZ_HEADER};
+
+/// How a chunk is compressed, with the chunk sizes chosen for it (see
+/// README, "Compressors").
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Codec {
+    /// Raw deflate at a level, sync-flushed; one gzip member around all.
+    Gzip(u32),
+    /// One xz block per chunk (LZMA2 at a preset, CRC64); one stream, one index.
+    Xz(u32),
+    /// One zstd frame per chunk (level, content checksum, long-distance
+    /// matching with a 2^27 window).
+    Zstd(i32),
+}
+
+/// Chunk sizes: a chunk ends after an entry once it holds `min` bytes and
+/// the entry's hash says so (about once per `target` bytes), always after
+/// an entry once it holds `max`, and inside an entry at `max` exactly
+/// (so no chunk, and no memory, grows past it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Sizes {
+    pub target: usize,
+    pub min: usize,
+    pub max: usize,
+}
+
+impl Sizes {
+    pub const fn around(target: usize) -> Sizes {
+        Sizes {
+            target,
+            min: target / 4,
+            max: target + target / 2,
+        }
+    }
+}
+
+impl Codec {
+    /// The chunk sizes measured best for this codec on the amdgpu tree.
+    pub fn sizes(self) -> Sizes {
+        match self {
+            // deflate looks back 32 KiB: 1 MiB chunks cost 0.1%, 4 MiB
+            // chunks nothing measurable.
+            Codec::Gzip(_) => Sizes::around(4 << 20),
+            // xz -2 looks back 2 MiB (-6: 8 MiB): 4 MiB chunks cost 4%,
+            // 64 MiB ones save 0.6% and hold four times the memory.
+            Codec::Xz(_) => Sizes::around(16 << 20),
+            // The long-distance matches reach far (register headers repeat
+            // across the tree): 8 MiB chunks cost 67%, 32 MiB 28%, 64 MiB
+            // 9%, one chunk for all 0% but the whole payload in memory.
+            Codec::Zstd(_) => Sizes::around(64 << 20),
+        }
+    }
+
+    /// Names the cache folder: codec, level, chunk format, the codec
+    /// library's version and what the encoder makes of a fixed sample, so
+    /// that a cached piece is always what a cold compression would write,
+    /// even after a library update that kept its version.
+    pub fn tag(self) -> String {
+        let base = match self {
+            Codec::Gzip(l) => format!("gzip{l}-deflate-v1"),
+            Codec::Xz(l) => format!("xz{l}-block-crc64-lzma{}-v1", xz_version()),
+            Codec::Zstd(l) => format!(
+                "zstd{l}-long27-frame-zstd{}-v1",
+                zstd::zstd_safe::version_number()
+            ),
+        };
+        format!("{base}-{}", self.fingerprint())
+    }
+
+    /// The first 12 hex digits of the sha256 of this codec's piece of a
+    /// fixed 256 KiB sample, taken once per process.
+    fn fingerprint(self) -> String {
+        static SEEN: OnceLock<Mutex<HashMap<Codec, String>>> = OnceLock::new();
+        let seen = SEEN.get_or_init(Mutex::default);
+        if let Some(fp) = seen.lock().ok().and_then(|m| m.get(&self).cloned()) {
+            return fp;
+        }
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let sample: Vec<u8> = (0..256 << 10)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                b"0123456789abcdef mmREG_\n"[(state >> 59) as usize % 24]
+            })
+            .collect();
+        let fp = match self.compress(&sample, false) {
+            Ok(piece) => hex::encode(&Sha256::digest(&piece.bytes)[..6]),
+            Err(_) => "unknown".to_owned(),
+        };
+        if let Ok(mut m) = seen.lock() {
+            m.insert(self, fp.clone());
+        }
+        fp
+    }
+
+    /// The cache folder of a chunk: a stream's last deflate chunk ends
+    /// with the final block, the others with a sync flush.
+    pub fn folder(self, last: bool) -> String {
+        match self {
+            Codec::Gzip(_) if last => format!("{}-end", self.tag()),
+            _ => self.tag(),
+        }
+    }
+
+    /// Compresses one chunk on its own; `last` when it ends the stream.
+    pub fn compress(self, data: &[u8], last: bool) -> io::Result<Piece> {
+        match self {
+            Codec::Gzip(level) => Ok(Piece {
+                bytes: deflate(level, data, last)?,
+                unpadded: 0,
+                uncompressed: data.len() as u64,
+            }),
+            Codec::Xz(preset) => xz_block(preset, data),
+            Codec::Zstd(level) => {
+                let mut c = zstd::bulk::Compressor::new(level)?;
+                use zstd::zstd_safe::CParameter as P;
+                c.set_parameter(P::ChecksumFlag(true))?;
+                c.set_parameter(P::EnableLongDistanceMatching(true))?;
+                c.set_parameter(P::WindowLog(27))?;
+                Ok(Piece {
+                    bytes: c.compress(data)?,
+                    unpadded: 0,
+                    uncompressed: data.len() as u64,
+                })
+            }
+        }
+    }
+
+    /// Worker threads (output never depends on them), bounded by memory:
+    /// a build holds the chunk being filled and one per worker, plus each
+    /// worker's encoder: zstd with a 2^27 window ~90 MiB on a 96 MiB
+    /// chunk (one worker: zstd alone does ~80 MB/s at -12 on this
+    /// payload), xz -6 ~94 MiB (two).
+    fn threads(self) -> usize {
+        let cores = std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+            .clamp(1, 8);
+        match self {
+            Codec::Zstd(_) => 1,
+            Codec::Xz(_) => cores.min(2),
+            Codec::Gzip(_) => cores.min(4),
+        }
+    }
+}
+
+fn xz_version() -> u32 {
+    // SAFETY: a pure function of liblzma returning a constant.
+    unsafe { lzma_sys::lzma_version_number() }
+}
+
+type Reply = Receiver<io::Result<Piece>>;
+
+struct Job {
+    data: Vec<u8>,
+    last: bool,
+    reply: SyncSender<io::Result<Piece>>,
+}
+
+/// Worker threads taking chunks from one queue.
+struct Pool {
+    jobs: Option<SyncSender<Job>>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+impl Pool {
+    fn new(threads: usize, codec: Codec, cache: Option<ChunkCache>) -> Pool {
+        let (tx, rx) = mpsc::sync_channel::<Job>(0);
+        let rx = Arc::new(Mutex::new(rx));
+        let workers = (0..threads)
+            .map(|_| {
+                let rx = Arc::clone(&rx);
+                let cache = cache.clone();
+                std::thread::spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let piece = piece(codec, cache.as_ref(), &job.data, job.last);
+                    let _ = job.reply.send(piece);
+                })
+            })
+            .collect();
+        Pool {
+            jobs: Some(tx),
+            workers,
+        }
+    }
+}
+
+impl Drop for Pool {
+    fn drop(&mut self) {
+        self.jobs = None;
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+/// A chunk's piece, from the cache when it holds a verified one.
+fn piece(codec: Codec, cache: Option<&ChunkCache>, data: &[u8], last: bool) -> io::Result<Piece> {
+    match cache {
+        Some(cache) => cache.get_or_compress(codec, data, last),
+        None => codec.compress(data, last),
+    }
+}
+
+/// A compressing writer that cuts its input into chunks at the entry
+/// boundaries it is told of ([`Chunked::entry_end`]); call
+/// [`Chunked::finish`].
+pub struct Chunked<W: Write> {
+    inner: W,
+    codec: Codec,
+    sizes: Sizes,
+    cache: Option<ChunkCache>,
+    threads: usize,
+    buf: Vec<u8>,
+    /// Where the current entry began in `buf`.
+    entry_start: usize,
+    header: bool,
+    pieces: u64,
+    crc: Crc,
+    /// xz index records: (unpadded size, uncompressed size) per block.
+    index: Vec<(u64, u64)>,
+    pool: Option<Pool>,
+    pending: VecDeque<Reply>,
+}
+
+impl<W: Write> Chunked<W> {
+    pub fn new(inner: W, codec: Codec, cache: Option<ChunkCache>) -> Chunked<W> {
+        Chunked::with_sizes(inner, codec, codec.sizes(), cache)
+    }
+
+    pub fn with_sizes(
+        inner: W,
+        codec: Codec,
+        sizes: Sizes,
+        cache: Option<ChunkCache>,
+    ) -> Chunked<W> {
+        Chunked {
+            inner,
+            codec,
+            sizes,
+            cache,
+            threads: codec.threads(),
+            buf: Vec::new(),
+            entry_start: 0,
+            header: false,
+            pieces: 0,
+            crc: Crc::new(),
+            index: Vec::new(),
+            pool: None,
+            pending: VecDeque::new(),
+        }
+    }
+
+    /// An entry (a tar or cpio record with its content) ends here: the
+    /// chunk may end with it.
+    pub fn entry_end(&mut self) -> io::Result<()> {
+        let len = self.buf.len();
+        let entry = &self.buf[self.entry_start..];
+        let cut = len >= self.sizes.max || (len >= self.sizes.min && chosen(entry, self.sizes));
+        if cut {
+            self.submit(false)?;
+        }
+        self.entry_start = self.buf.len();
+        Ok(())
+    }
+
+    /// Compresses what is left, ends the stream and returns the writer.
+    pub fn finish(mut self) -> io::Result<W> {
+        // The rest ends the stream; an empty stream is still one (empty)
+        // zstd frame, and one final deflate block.
+        let ended = !self.buf.is_empty() || self.pieces == 0;
+        if ended {
+            self.submit(true)?;
+        }
+        while !self.pending.is_empty() {
+            self.write_oldest()?;
+        }
+        self.write_header()?;
+        match self.codec {
+            Codec::Gzip(_) => {
+                // The final block (an empty one when a cut at `max` ended
+                // the data), then CRC32 and size mod 2^32.
+                let mut end = if ended { vec![] } else { vec![0x03, 0x00] };
+                end.extend_from_slice(&self.crc.sum().to_le_bytes());
+                end.extend_from_slice(&self.crc.amount().to_le_bytes());
+                self.inner.write_all(&end)?;
+            }
+            Codec::Xz(_) => {
+                let index = xz_index(&self.index);
+                self.inner.write_all(&index)?;
+                self.inner.write_all(&xz_footer(index.len()))?;
+            }
+            Codec::Zstd(_) => {}
+        }
+        self.pool = None;
+        if let Some(cache) = &self.cache {
+            cache.prune();
+        }
+        Ok(self.inner)
+    }
+
+    fn write_header(&mut self) -> io::Result<()> {
+        if !self.header {
+            match self.codec {
+                Codec::Gzip(level) => {
+                    // XFL as gzip sets it: 2 for -9, 4 for -1; OS Unix.
+                    let xfl = match level {
+                        9 => 2,
+                        1 => 4,
+                        _ => 0,
+                    };
+                    self.inner
+                        .write_all(&[0x1f, 0x8b, 8, 0, 0, 0, 0, 0, xfl, 3])?;
+                }
+                Codec::Xz(_) => self.inner.write_all(&XZ_HEADER)?,
+                Codec::Zstd(_) => {}
+            }
+            self.header = true;
+        }
+        Ok(())
+    }
+
+    /// Hands the current chunk to a worker.
+    fn submit(&mut self, last: bool) -> io::Result<()> {
+        let data = std::mem::take(&mut self.buf);
+        self.entry_start = 0;
+        self.pieces += 1;
+        self.crc.update(&data);
+        let (threads, codec, cache) = (self.threads, self.codec, self.cache.clone());
+        let pool = self
+            .pool
+            .get_or_insert_with(|| Pool::new(threads, codec, cache));
+        let (reply, result) = mpsc::sync_channel(1);
+        let jobs = pool.jobs.as_ref().ok_or_else(broken)?;
+        jobs.send(Job { data, last, reply }).map_err(|_| broken())?;
+        self.pending.push_back(result);
+        // Bound the memory: a chunk being filled, one per worker, and the
+        // finished pieces waiting their turn.
+        while self.pending.len() > self.threads {
+            self.write_oldest()?;
+        }
+        Ok(())
+    }
+
+    fn write_oldest(&mut self) -> io::Result<()> {
+        if let Some(rx) = self.pending.pop_front() {
+            let piece = rx.recv().map_err(|_| broken())??;
+            self.write_header()?;
+            if let Codec::Xz(_) = self.codec {
+                if piece.uncompressed == 0 {
+                    return Ok(());
+                }
+                self.index.push((piece.unpadded, piece.uncompressed));
+            }
+            self.inner.write_all(&piece.bytes)?;
+        }
+        Ok(())
+    }
+}
+
+impl<W: Write> Write for Chunked<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = buf.len().min(self.sizes.max - self.buf.len());
+        self.buf.extend_from_slice(&buf[..n]);
+        if self.buf.len() == self.sizes.max {
+            // An entry larger than a chunk: cut inside it, at `max`.
+            self.submit(false)?;
+        }
+        Ok(n)
+    }
+
+    /// Writes out the pieces already compressed; the current chunk stays
+    /// (ending it here would make the bytes depend on when flush is called).
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+/// Whether a chunk ends after this entry: with probability about
+/// `len / target`, decided by the CRC32 of the entry's bytes (header and
+/// content), so the same entry decides the same way wherever it is.
+fn chosen(entry: &[u8], sizes: Sizes) -> bool {
+    let mut crc = Crc::new();
+    crc.update(entry);
+    (crc.sum() as u128) * (sizes.target as u128) < (entry.len() as u128) << 32
+}
+
+fn broken() -> io::Error {
+    io::Error::other("a compression worker thread stopped")
+}
+
+/// Raw deflate of `data` on its own, ending byte-aligned with a sync
+/// flush, or with the final block when `last` (so a one-chunk stream is
+/// what `gzip -n` writes). A fresh compressor each time: zlib-rs keeps
+/// match-finder state across `reset`.
+fn deflate(level: u32, data: &[u8], last: bool) -> io::Result<Vec<u8>> {
+    let c = &mut Compress::new(flate2::Compression::new(level), false);
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
+    let mut out = Vec::with_capacity(data.len() / 4 + 1024);
+    loop {
+        if out.capacity() - out.len() < 1024 {
+            out.reserve(out.capacity());
+        }
+        let consumed = c.total_in() as usize;
+        let status = c
+            .compress_vec(&data[consumed..], &mut out, flush)
+            .map_err(io::Error::other)?;
+        let done_in = c.total_in() as usize == data.len();
+        match status {
+            Status::StreamEnd => break,
+            // A sync flush is complete once it leaves output space unused.
+            _ if !last && done_in && out.len() < out.capacity() => break,
+            _ => {}
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Entries of varied sizes and contents from a fixed generator.
+    fn entries(count: usize) -> Vec<Vec<u8>> {
+        let mut state = 7u64;
+        let mut next = move || {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            state >> 33
+        };
+        (0..count)
+            .map(|i| {
+                let len = (next() % 40_000) as usize + if i % 17 == 0 { 300_000 } else { 0 };
+                let words = [&b"reg "[..], b"mmCP_", b"0x1f ", b"SHIFT\n", b"MASK "];
+                let mut e = Vec::with_capacity(len);
+                while e.len() < len {
+                    e.extend_from_slice(words[(next() % 5) as usize]);
+                }
+                e
+            })
+            .collect()
+    }
+
+    const SMALL: Sizes = Sizes {
+        target: 256 << 10,
+        min: 64 << 10,
+        max: 512 << 10,
+    };
+
+    fn pack(codec: Codec, entries: &[Vec<u8>], cache: Option<ChunkCache>, step: usize) -> Vec<u8> {
+        let mut w = Chunked::with_sizes(Vec::new(), codec, SMALL, cache);
+        for e in entries {
+            for piece in e.chunks(step) {
+                w.write_all(piece).unwrap();
+            }
+            w.entry_end().unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    fn unpack(codec: Codec, bytes: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        match codec {
+            Codec::Gzip(_) => {
+                flate2::read::GzDecoder::new(bytes)
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+            Codec::Xz(_) => {
+                xz2::read::XzDecoder::new(bytes)
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+            Codec::Zstd(_) => {
+                zstd::stream::read::Decoder::new(bytes)
+                    .unwrap()
+                    .read_to_end(&mut out)
+                    .unwrap();
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn cold_warm_and_changed_builds_write_what_a_cold_build_writes() {
+        let mut data = entries(60);
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ChunkCache::new(dir.path().join("chunks"));
+        for codec in [Codec::Gzip(6), Codec::Xz(1), Codec::Zstd(3)] {
+            let cold = pack(codec, &data, None, 65_536);
+            let whole: Vec<u8> = data.concat();
+            assert!(
+                unpack(codec, &cold) == whole,
+                "{codec:?} does not read back"
+            );
+            assert!(
+                cold == pack(codec, &data, None, 7_777),
+                "{codec:?} depends on write sizes"
+            );
+            let filling = pack(codec, &data, Some(cache.clone()), 65_536);
+            assert!(
+                filling == cold,
+                "{codec:?}: a build filling the cache wrote other bytes"
+            );
+            let hits_before = cache.hits();
+            let warm = pack(codec, &data, Some(cache.clone()), 65_536);
+            assert!(warm == cold, "{codec:?}: a warm build wrote other bytes");
+            assert!(
+                cache.hits() > hits_before,
+                "{codec:?}: the warm build hit nothing"
+            );
+
+            // One entry changes: the result is the cold result of the new input.
+            data[30].extend_from_slice(b"one more line\n");
+            let hits_before = cache.hits();
+            let changed = pack(codec, &data, Some(cache.clone()), 65_536);
+            assert!(
+                changed == pack(codec, &data, None, 65_536),
+                "{codec:?}: changed input, other bytes than cold"
+            );
+            assert!(
+                cache.hits() - hits_before >= 2,
+                "{codec:?}: one changed entry recompressed more than its chunk"
+            );
+        }
+    }
+
+    /// Where each zstd frame's content begins in the uncompressed stream.
+    fn cuts(stream: &[u8]) -> Vec<usize> {
+        let (mut at, mut rest, mut out) = (0, stream, Vec::new());
+        while !rest.is_empty() {
+            let n = zstd::zstd_safe::find_frame_compressed_size(rest).unwrap();
+            let len = zstd::zstd_safe::get_frame_content_size(&rest[..n])
+                .unwrap()
+                .unwrap();
+            out.push(at);
+            at += len as usize;
+            rest = &rest[n..];
+        }
+        out
+    }
+
+    #[test]
+    fn one_changed_entry_moves_no_other_chunk_boundary() {
+        let data = entries(120);
+        let before = cuts(&pack(Codec::Zstd(1), &data, None, 65_536));
+        assert!(before.len() > 5, "too few chunks to tell: {before:?}");
+        let mut changed = data.clone();
+        changed[50].extend_from_slice(b"x");
+        let after = cuts(&pack(Codec::Zstd(1), &changed, None, 65_536));
+        let at50: usize = data[..50].iter().map(Vec::len).sum();
+        let end50 = at50 + data[50].len();
+        let early = |v: &[usize]| v.iter().copied().filter(|&c| c <= at50).collect::<Vec<_>>();
+        assert_eq!(
+            early(&before),
+            early(&after),
+            "a cut before the change moved"
+        );
+        // After the chunk holding entry 50, every cut is where it was,
+        // one byte later.
+        let next = *before.iter().find(|&&c| c > end50 + SMALL.max).unwrap();
+        let late = |v: &[usize], shift: usize| {
+            v.iter()
+                .copied()
+                .filter(|&c| c >= next + shift)
+                .map(|c| c - shift)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            late(&before, 0),
+            late(&after, 1),
+            "a cut after the change moved"
+        );
+    }
+
+    #[test]
+    fn the_thread_count_changes_no_byte() {
+        let data = entries(40);
+        for codec in [Codec::Gzip(6), Codec::Xz(0), Codec::Zstd(3)] {
+            let run = |threads: usize| {
+                let mut w = Chunked::with_sizes(Vec::new(), codec, SMALL, None);
+                w.threads = threads;
+                for e in &data {
+                    w.write_all(e).unwrap();
+                    w.entry_end().unwrap();
+                }
+                w.finish().unwrap()
+            };
+            let one = run(1);
+            assert!(
+                one == run(2) && one == run(5),
+                "{codec:?} changed with the thread count"
+            );
+        }
+    }
+
+    #[test]
+    fn cache_folders_tell_codecs_levels_and_encoders_apart() {
+        let tags: Vec<String> = [
+            Codec::Gzip(6),
+            Codec::Gzip(9),
+            Codec::Xz(2),
+            Codec::Zstd(12),
+        ]
+        .iter()
+        .map(|c| c.tag())
+        .collect();
+        assert!(tags[0].starts_with("gzip6-") && tags[3].starts_with("zstd12-long27"));
+        // The sample's pieces differ between levels, so the fingerprints do.
+        let fp = |t: &str| t.rsplit('-').next().unwrap().to_owned();
+        assert_ne!(fp(&tags[0]), fp(&tags[1]), "{tags:?}");
+        assert_eq!(Codec::Gzip(6).tag(), tags[0]);
+        assert_eq!(Codec::Gzip(6).folder(true), format!("{}-end", tags[0]));
+    }
+
+    #[test]
+    fn empty_streams_read_back() {
+        for codec in [Codec::Gzip(9), Codec::Xz(6), Codec::Zstd(12)] {
+            let out = pack(codec, &[], None, 1);
+            assert!(unpack(codec, &out).is_empty(), "{codec:?}");
+        }
+    }
+
+    #[test]
+    fn a_large_entry_is_cut_at_max() {
+        let big = vec![entries(40).concat()];
+        assert!(big[0].len() > 3 * SMALL.max);
+        let out = pack(Codec::Zstd(3), &big, None, 100_000);
+        let starts = cuts(&out);
+        assert_eq!(starts.len(), big[0].len().div_ceil(SMALL.max));
+        assert!(starts.iter().all(|c| c % SMALL.max == 0), "{starts:?}");
+        assert!(unpack(Codec::Zstd(3), &out) == big[0]);
+    }
+}
