@@ -378,18 +378,7 @@ fn patched_tree(
     dest: &Path,
 ) -> Result<PathBuf> {
     if let Ok(Some((recorded, _))) = state::read(dest) {
-        let same_patches = recorded.patches.len() == fetched.patches.len()
-            && recorded
-                .patches
-                .iter()
-                .zip(&fetched.patches)
-                .all(|(r, f)| r.name == f.name && r.sha256 == f.sha256);
-        let pin = stage::source_pin(&fetched.source, &extract::Selection::of(&recipe.source));
-        if same_patches
-            && recorded.recipe.name == recipe.name
-            && pin.pin.is_some()
-            && pin == recorded.source
-        {
+        if stage::made_by(&recorded, recipe, fetched, Tolerance::strict()) {
             let report = verify::tree(dest, &ws.reporter)?;
             if report.ok {
                 ws.reporter.step(format!(
