@@ -16,9 +16,10 @@ use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
 use super::compress::{compress_bytes, Compression, Digests, Want};
-use super::meta::{Format, Machine, PackageMeta};
+use super::meta::{Machine, PackageMeta};
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
+use super::Format;
 use super::{scratch, Artifact, Output, Scripts};
 
 /// `<name>-<version>-<release>-any.pkg.tar.zst`

@@ -9,9 +9,10 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::compress::{compress_bytes, Compression, Want};
-use super::meta::{Format, Machine, PackageMeta};
+use super::meta::{Machine, PackageMeta};
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
+use super::Format;
 use super::{ar, rfc2822, scratch, Artifact, Output, Scripts};
 
 /// `<name>_<version>-<release>_all.deb`

@@ -34,8 +34,49 @@ use anyhow::{Context, Result};
 
 pub use compress::Compression;
 pub use dkms::Scripts;
-pub use meta::{Format, Machine, PackageMeta, Relations};
+pub use meta::{Machine, PackageMeta, Relations};
 pub use tree::FileTree;
+
+/// A package format: what a recipe's `target.formats` names, what
+/// `--formats` takes, and which writer [`write`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Deb,
+    Rpm,
+    Arch,
+    /// The plain DKMS source tarball (`dkms ldtarball`).
+    Tar,
+}
+
+impl Format {
+    pub const ALL: [(&'static str, Format); 4] = [
+        ("deb", Format::Deb),
+        ("rpm", Format::Rpm),
+        ("arch", Format::Arch),
+        ("tar", Format::Tar),
+    ];
+
+    /// `deb`, `rpm`, `arch`, `tar`: the recipe's and the command line's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Deb => "deb",
+            Format::Rpm => "rpm",
+            Format::Arch => "arch",
+            Format::Tar => "tar",
+        }
+    }
+
+    /// The name of the format's rules in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Deb => "Debian",
+            Format::Rpm => "rpm",
+            Format::Arch => "Arch",
+            Format::Tar => "DKMS tarball",
+        }
+    }
+}
 
 /// A written package file.
 #[derive(Debug, Clone, PartialEq, Eq)]

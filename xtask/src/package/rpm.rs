@@ -15,9 +15,10 @@ use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, Tally};
 use super::cpio::{cpio_entry, cpio_trailer, rpm_mode};
-use super::meta::{Format, Machine, PackageMeta};
+use super::meta::{Machine, PackageMeta};
 use super::rpm_header::{Header, Value};
 use super::tree::{Entry, FileTree, Kind};
+use super::Format;
 use super::{scratch, Artifact, Output, Scripts};
 
 /// rpmtag.h / rpmds.h numbers used here.

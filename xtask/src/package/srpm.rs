@@ -12,10 +12,11 @@ use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, Tally};
 use super::cpio::{cpio_entry_named, cpio_trailer};
-use super::meta::{Format, PackageMeta};
+use super::meta::PackageMeta;
 use super::rpm::{lead_of, sense, tag, SHA256_ALGO};
 use super::rpm_header::{Header, Value};
 use super::tree::{Entry, FileTree, Kind};
+use super::Format;
 use super::{scratch, Artifact, Output};
 
 /// Tags only a source rpm carries (rpmtag.h).
