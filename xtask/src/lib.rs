@@ -3,8 +3,7 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
-pub mod build_config;
-pub mod build_dkms;
+pub mod build;
 pub mod cache;
 pub mod codeobj;
 pub mod commands;
@@ -22,7 +21,7 @@ pub mod manifest;
 pub mod package;
 pub mod packaging;
 pub mod patch;
-pub mod plan;
+pub use build::plan;
 pub mod publish;
 pub mod recipe;
 pub mod render;

@@ -5,13 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use crate::diag::UsageError;
 use crate::dist::{self, Staging};
 use crate::manifest::Manifest;
 use crate::package::Artifact;
-use crate::recipe::{Format, Kind, Recipe};
 use crate::report::Reporter;
 
 /// How a build ended.
@@ -45,19 +43,6 @@ impl Outcome {
             }
         }
     }
-}
-
-/// Refuses a recipe of another kind, naming the command that builds it.
-pub fn require_kind(recipe: &Recipe, kind: Kind) -> Result<()> {
-    if recipe.target.kind != kind {
-        bail!(UsageError(format!(
-            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
-            recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str()
-        )));
-    }
-    Ok(())
 }
 
 /// Publishes `staging` with `manifest` (its outputs filled in), then records
@@ -139,15 +124,6 @@ pub fn wrote(reporter: &Reporter, artifact: &Artifact, dir: &Path) {
         relative(&artifact.path, dir),
         human_size(artifact.size)
     ));
-}
-
-/// The manifest's `formats` entry: `deb,rpm`.
-pub fn formats_line(formats: &[Format]) -> String {
-    formats
-        .iter()
-        .map(|f| f.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// `path` relative to `base`, for messages.

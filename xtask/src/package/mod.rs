@@ -17,6 +17,7 @@ pub mod deb;
 pub mod dkms;
 pub mod dsc;
 pub mod meta;
+pub mod names;
 mod pgz;
 pub mod rpm;
 mod rpm_header;
@@ -74,6 +75,48 @@ impl Format {
             Format::Rpm => "rpm",
             Format::Arch => "Arch",
             Format::Tar => "DKMS tarball",
+        }
+    }
+}
+
+/// One binary package to write: what every writer takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Package<'a> {
+    pub meta: &'a PackageMeta,
+    /// What the files run on: `all`/`noarch`/`any` or the host's machine.
+    pub machine: Machine,
+    /// The installed files, paths relative to `/`.
+    pub tree: &'a FileTree,
+    /// The maintainer scripts, in this format's words.
+    pub scripts: &'a Scripts,
+    /// Arch: the PKGBUILD shipped beside the package (recorded by its
+    /// sha256 in `.BUILDINFO`).
+    pub pkgbuild: Option<&'a [u8]>,
+    /// `SOURCE_DATE_EPOCH`: every mtime and date.
+    pub epoch: u64,
+}
+
+impl Package<'_> {
+    /// The name the writer of `format` gives this package.
+    pub fn file_name(&self, format: Format) -> String {
+        names::file_name(format, self.meta, self.machine)
+    }
+}
+
+/// Writes `pkg` as `format` into `out_dir`, named [`Package::file_name`].
+/// For [`Format::Tar`] the tree must hold the DKMS source at
+/// `usr/src/<module>-<version>` with its `dkms.conf`.
+pub fn write(format: Format, pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+    match format {
+        Format::Deb => deb::write(pkg, out_dir),
+        Format::Rpm => rpm::write(pkg, out_dir),
+        Format::Arch => arch::write(pkg, out_dir),
+        Format::Tar => {
+            let module = names::source_name(pkg.meta);
+            let source = pkg
+                .tree
+                .subtree(&dkms::source_dir(module, &pkg.meta.version))?;
+            tarball::write_dkms(&source, module, &pkg.meta.version, pkg.epoch, out_dir)
         }
     }
 }

@@ -50,11 +50,6 @@ pub struct SourceRpm<'a> {
     pub build_arch: &'a str,
 }
 
-/// `<name>-<version>-<release>.src.rpm`
-pub fn file_name(meta: &PackageMeta) -> String {
-    format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release)
-}
-
 /// Writes `<out_dir>/<file_name>`.
 pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) -> Result<Artifact> {
     meta.validate(Format::Rpm)?;
@@ -130,7 +125,7 @@ pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) ->
     payload
         .seek(SeekFrom::Start(0))
         .context("reading back the source rpm payload")?;
-    let name = file_name(meta);
+    let name = super::names::srpm(meta);
     let mut out = Output::create(out_dir, &name)?;
     {
         let what = || format!("writing {name}");

@@ -70,3 +70,126 @@ fn build_line_never_packages_a_tree_applied_with_fuzz() {
     assert_eq!(placement[0]["fuzz"], 1, "{manifest:#}");
     assert_eq!(placement[0]["file"], "patchkit_hello.c", "{manifest:#}");
 }
+
+/// The steps `plan --json` lists for `recipe`.
+fn planned_steps(p: &Project, recipe: &str) -> serde_json::Value {
+    let plan: serde_json::Value =
+        serde_json::from_str(&p.xtask(&["plan", recipe, "--json"]).success().stdout).unwrap();
+    plan["steps"].clone()
+}
+
+/// The steps the last build of `recipe` ran, from its work folder.
+fn steps_run(p: &Project, recipe: &str) -> serde_json::Value {
+    let log = p
+        .root()
+        .join("target/patchkit/work")
+        .join(recipe)
+        .join("steps.json");
+    serde_json::from_slice(&std::fs::read(&log).unwrap()).unwrap()
+}
+
+#[test]
+fn build_line_runs_exactly_the_planned_steps_in_order() {
+    let p = demo_project();
+    build(&p, &[]).success();
+    let planned = planned_steps(&p, "demo-hello");
+    let labels: Vec<&str> = planned
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["step"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        labels,
+        [
+            "fetch",
+            "ensure-applied",
+            "verify",
+            "publish-source",
+            "render",
+            "assemble",
+            "package",
+            "package",
+            "package",
+            "package",
+            "publish"
+        ]
+    );
+    assert_eq!(steps_run(&p, "demo-hello"), planned);
+    // Every file a step names is published, and nothing else but the
+    // packaging files the render step writes.
+    let mut named: Vec<String> = planned
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| {
+            let mut files: Vec<String> = s["files"]
+                .as_array()
+                .map(|a| a.iter().map(|f| f.as_str().unwrap().to_owned()).collect())
+                .unwrap_or_default();
+            files.extend(s["file"].as_str().map(str::to_owned));
+            files
+        })
+        .chain(["SHA256SUMS".to_owned(), "manifest.json".to_owned()])
+        .collect();
+    named.sort();
+    let published: Vec<String> = xtask::dist::hash_tree(&dist(&p), &[])
+        .unwrap()
+        .into_keys()
+        .filter(|name| !name.starts_with("packaging/"))
+        .chain(["SHA256SUMS".to_owned(), "manifest.json".to_owned()])
+        .collect();
+    let mut published = published;
+    published.sort();
+    published.dedup();
+    assert_eq!(published, named);
+}
+
+#[test]
+fn build_dispatches_on_the_kind_and_runs_the_same_line() {
+    let p = Project::new();
+    p.copy_from_repo(&["recipes/amdgpu-cwsr-off.toml", "examples/amdgpu-cwsr-off"]);
+    let run = |args: &[&str]| {
+        crate::support::Run::of(
+            p.command(args)
+                .env("SOURCE_DATE_EPOCH", crate::build_dkms::EPOCH)
+                .output()
+                .unwrap(),
+        )
+    };
+    run(&[
+        "build",
+        "amdgpu-cwsr-off",
+        "--kernel",
+        "6.12.117+deb12-amd64",
+    ])
+    .fails_with(2)
+    .stderr_has(
+        "--kernel is for `kind = \"dkms\"` recipes; recipe amdgpu-cwsr-off is `kind = \"config\"`",
+    );
+    run(&["build", "amdgpu-cwsr-off", "--formats", "deb"])
+        .success()
+        .stdout_has("published dist/amdgpu-cwsr-off")
+        .stderr_has("step 5/6: package deb");
+    let planned = planned_steps(&p, "amdgpu-cwsr-off");
+    let run_steps = steps_run(&p, "amdgpu-cwsr-off");
+    // The plan lists the recipe's formats; the run took --formats deb.
+    let kept: Vec<&serde_json::Value> = planned
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["step"] != "package" || s["format"] == "deb")
+        .collect();
+    assert_eq!(
+        run_steps.as_array().unwrap().iter().collect::<Vec<_>>(),
+        kept
+    );
+    assert!(p
+        .root()
+        .join("dist/amdgpu-cwsr-off/amdgpu-cwsr-off_1.0-1_all.deb")
+        .is_file());
+    // The same line's no-op re-run, whichever command runs it.
+    run(&["build-config", "amdgpu-cwsr-off", "--formats", "deb"])
+        .success()
+        .stdout_has("dist/amdgpu-cwsr-off is up to date: nothing to do");
+}
