@@ -377,6 +377,11 @@ pub fn to_text(plan: &Plan) -> String {
             pin(&patch.sha256)
         );
     }
+    let _ = writeln!(s, "steps    {}", plan.steps.len());
+    for (i, step) in plan.steps.iter().enumerate() {
+        let files = step.files().join(" ");
+        let _ = writeln!(s, "  {:>2}. {:<16} {files}", i + 1, step.label());
+    }
     let _ = writeln!(s, "outputs  (in dist/)");
     for out in &plan.outputs {
         let _ = writeln!(s, "  {out}");

@@ -62,19 +62,15 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     check_flags(&recipe, args)?;
     let defaults = Settings::default();
     let opts = Options {
-        recipe: args.recipe.clone(),
-        kind: None,
         kernel: args.kernel.clone(),
-        modules_dir: PathBuf::from("/lib/modules"),
         formats: args.formats.clone(),
-        out: args.publish.out.clone(),
-        fetch: args.publish.fetch(),
         hipblaslt: Settings {
             rocm: args.rocm.clone(),
             gpu_targets: args.gpu_targets.clone().unwrap_or(defaults.gpu_targets),
             mode: args.build.unwrap_or(defaults.mode),
             jobs: args.jobs.unwrap_or(defaults.jobs),
         },
+        ..args.publish.options(&args.recipe, None)
     };
     build::run(ws, &opts)?.print();
     Ok(())

@@ -2,8 +2,6 @@
 //! `amdgpu-cwsr-off` stop-gap) as .deb, .rpm and Arch, published into
 //! `dist/<recipe>/` through the one build line (`build::run`).
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
 use crate::build::{self, Options};
@@ -47,14 +45,8 @@ fn parse_format(text: &str) -> Result<Format, String> {
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
-        recipe: args.recipe.clone(),
-        kind: Some(Kind::Config),
-        kernel: None,
-        modules_dir: PathBuf::from("/lib/modules"),
         formats: args.formats.clone(),
-        out: args.publish.out.clone(),
-        fetch: args.publish.fetch(),
-        hipblaslt: Default::default(),
+        ..args.publish.options(&args.recipe, Some(Kind::Config))
     };
     build::run(ws, &opts)?.print();
     Ok(())

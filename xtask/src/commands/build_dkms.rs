@@ -2,8 +2,6 @@
 //! apply, verify, render, package and publish a DKMS recipe into
 //! `dist/<recipe>/`, through the one build line (`build::run`).
 
-use std::path::PathBuf;
-
 use anyhow::Result;
 
 use crate::build::{self, Options};
@@ -51,14 +49,9 @@ pub struct Args {
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
-        recipe: args.recipe.clone(),
-        kind: Some(Kind::Dkms),
         kernel: args.kernel.clone(),
-        modules_dir: PathBuf::from("/lib/modules"),
         formats: args.formats.clone(),
-        out: args.publish.out.clone(),
-        fetch: args.publish.fetch(),
-        hipblaslt: Default::default(),
+        ..args.publish.options(&args.recipe, Some(Kind::Dkms))
     };
     build::run(ws, &opts)?.print();
     Ok(())

@@ -57,6 +57,25 @@ pub struct PublishArgs {
 }
 
 impl PublishArgs {
+    /// The build of `recipe` these flags ask for, with every other option
+    /// at its default (the recipe's formats, the newest kernel, ...).
+    pub fn options(
+        &self,
+        recipe: &str,
+        kind: Option<crate::recipe::Kind>,
+    ) -> crate::build::Options {
+        crate::build::Options {
+            recipe: recipe.to_owned(),
+            kind,
+            kernel: None,
+            modules_dir: std::path::PathBuf::from("/lib/modules"),
+            formats: None,
+            out: self.out.clone(),
+            fetch: self.fetch(),
+            hipblaslt: Default::default(),
+        }
+    }
+
     pub fn fetch(&self) -> crate::fetch::FetchOptions {
         crate::fetch::FetchOptions {
             offline: self.offline,

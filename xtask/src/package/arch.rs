@@ -26,14 +26,14 @@ use super::{names, scratch, Artifact, Output, Package, Scripts};
 /// `post_install`/`pre_remove` functions when given; the PKGBUILD shipped
 /// alongside, when there is one, is recorded by its sha256 in `.BUILDINFO`.
 pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
-    let Package {
-        meta,
-        machine,
-        tree,
-        scripts,
-        pkgbuild,
-        epoch,
-    } = *pkg;
+    let (meta, machine, tree, scripts, pkgbuild, epoch) = (
+        pkg.meta,
+        pkg.machine,
+        pkg.tree,
+        pkg.scripts,
+        pkg.pkgbuild,
+        pkg.epoch,
+    );
     meta.validate(Format::Arch)?;
     let compression = Compression::ARCH;
 

@@ -18,14 +18,8 @@ use super::{ar, names, rfc2822, scratch, Artifact, Output, Package, Scripts};
 /// Writes `<out_dir>/<file name>` holding the package's tree (which should
 /// not carry `usr/share/doc/<name>`: it is generated here).
 pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
-    let Package {
-        meta,
-        machine,
-        tree,
-        scripts,
-        epoch,
-        ..
-    } = *pkg;
+    let (meta, machine, tree, scripts, epoch) =
+        (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Deb)?;
     let mut tree = tree.clone();
     let doc = format!("usr/share/doc/{}", meta.name);

@@ -117,14 +117,8 @@ pub fn write_payload<W: Write>(tree: &FileTree, epoch: u64, mut out: W) -> Resul
 /// Writes `<out_dir>/<file name>`. Only explicit directories of the tree
 /// are owned by the package (not `usr` or `usr/src`).
 pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
-    let Package {
-        meta,
-        machine,
-        tree,
-        scripts,
-        epoch,
-        ..
-    } = *pkg;
+    let (meta, machine, tree, scripts, epoch) =
+        (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Rpm)?;
     let epoch32 =
         u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;

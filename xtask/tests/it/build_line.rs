@@ -69,6 +69,7 @@ fn build_line_never_packages_a_tree_applied_with_fuzz() {
     let placement = &manifest["patches"][0]["placement"];
     assert_eq!(placement[0]["fuzz"], 1, "{manifest:#}");
     assert_eq!(placement[0]["file"], "patchkit_hello.c", "{manifest:#}");
+    assert_eq!(manifest["patches"][0]["applied"], "fuzz 1", "{manifest:#}");
 }
 
 /// The steps `plan --json` lists for `recipe`.
@@ -116,6 +117,9 @@ fn build_line_runs_exactly_the_planned_steps_in_order() {
         ]
     );
     assert_eq!(steps_run(&p, "demo-hello"), planned);
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dist(&p).join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["patches"][0]["applied"], "exact", "{manifest:#}");
     // Every file a step names is published, and nothing else but the
     // packaging files the render step writes.
     let mut named: Vec<String> = planned
