@@ -13,6 +13,7 @@ use crate::dist::{self, Staging};
 use crate::fetch::{self, Fetched};
 use crate::manifest::Manifest;
 use crate::package::{self, Package, Scripts};
+use crate::patch::pristine::{self, Pristine};
 use crate::patch::{stage, Tolerance};
 use crate::publish::{self, Stamp};
 use crate::recipe::Recipe;
@@ -32,6 +33,8 @@ pub struct Cx<'a> {
     fetch: crate::fetch::FetchOptions,
     pub fetched: Option<Fetched>,
     pub tree: Option<PathBuf>,
+    /// The pristine tree the patched one was linked from, verified.
+    pub pristine: Option<Pristine>,
     /// Whether `tree` is one an earlier run left (verified in the verify step).
     pub reused: bool,
     pub source: Option<Published>,
@@ -60,6 +63,7 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
         fetch: opts.fetch.clone(),
         fetched: None,
         tree: None,
+        pristine: None,
         reused: false,
         source: None,
         rendered: None,
@@ -140,12 +144,20 @@ impl Cx<'_> {
         Ok(None)
     }
 
-    /// The patched tree: kept when its state record is exactly what this
-    /// build would write (checked again by the verify step), applied
-    /// afresh otherwise.
+    /// The pristine tree, extracted once per pin and verified, and the
+    /// patched tree: kept when its state record is exactly what this build
+    /// would write (checked again by the verify step), else applied afresh
+    /// to a hard-link copy of the pristine tree.
     fn ensure_applied(&mut self, tol: Tolerance) -> Result<()> {
-        let dest = self.work()?.join("tree");
+        let work = self.work()?;
+        let dest = work.join("tree");
         let fetched = self.fetched()?;
+        let pristine = pristine::ensure(
+            self.recipe,
+            &fetched.source,
+            &work.join("pristine"),
+            &self.ws.reporter,
+        )?;
         let reuse = matches!(crate::state::read(&dest), Ok(Some((recorded, _)))
             if stage::made_by(&recorded, self.recipe, fetched, tol));
         if reuse {
@@ -154,8 +166,10 @@ impl Cx<'_> {
                 dest.display()
             ));
         } else {
-            stage::apply_recipe(self.recipe, fetched, &dest, tol, &self.ws.reporter)?;
+            let r = &self.ws.reporter;
+            stage::apply_recipe_from(self.recipe, fetched, Some(&pristine), &dest, tol, r)?;
         }
+        self.pristine = Some(pristine);
         self.reused = reuse;
         self.tree = Some(dest);
         Ok(())
@@ -171,9 +185,10 @@ impl Cx<'_> {
                 "{} was changed since it was applied: applying the series again",
                 tree.display()
             ));
-            stage::apply_recipe(
+            stage::apply_recipe_from(
                 self.recipe,
                 self.fetched()?,
+                self.pristine.as_ref(),
                 &tree,
                 Tolerance::strict(),
                 &self.ws.reporter,
@@ -192,11 +207,15 @@ impl Cx<'_> {
     }
 
     fn publish_source(&mut self) -> Result<()> {
+        let pristine = self
+            .pristine
+            .as_ref()
+            .context("the ensure-applied step runs before publish-source")?;
         let published = super::source::publish(
             self.recipe,
             self.fetched()?,
             self.tree()?,
-            self.work()?,
+            &pristine.dir,
             self.epoch_u()?,
             self.dir()?,
             &self.ws.reporter,

@@ -9,11 +9,9 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::extract::{self, Selection};
 use crate::fetch::Fetched;
 use crate::package::tar::Names;
 use crate::package::{names, tarball, FileTree};
-use crate::patch::stage;
 use crate::recipe::{Kind, Recipe};
 use crate::report::Reporter;
 
@@ -30,13 +28,12 @@ pub struct Published {
 }
 
 /// Writes the source artifacts of `recipe` into `<dir>/source/`; `tree` is
-/// the patched tree, `work` the recipe's work folder (where the pristine
-/// tree is kept, keyed by the source's pin).
+/// the patched tree, `pristine` the verified pristine one.
 pub fn publish(
     recipe: &Recipe,
     fetched: &Fetched,
     tree: &Path,
-    work: &Path,
+    pristine: &Path,
     epoch: u64,
     dir: &Path,
     reporter: &Reporter,
@@ -44,10 +41,9 @@ pub fn publish(
     let p = &recipe.package;
     let out = dir.join("source");
     let top = format!("{}-{}", p.name, p.version);
-    let pristine = pristine_tree(recipe, fetched, &work.join("pristine"), reporter)?;
     let orig_name = names::orig(&p.name, &p.version);
     let orig = compress(
-        &FileTree::from_dir(&pristine, &top)?,
+        &FileTree::from_dir(pristine, &top)?,
         epoch,
         &out,
         &orig_name,
@@ -91,45 +87,6 @@ fn copy_series(fetched: &Fetched, dir: &Path) -> Result<String> {
     let path = dir.join("series");
     std::fs::write(&path, &series).with_context(|| format!("writing {}", path.display()))?;
     Ok(series)
-}
-
-/// The unpatched source, extracted once per source pin and selection (a
-/// `<dest>.pin` file beside it records which); an unpinned local folder is
-/// extracted every time.
-fn pristine_tree(
-    recipe: &Recipe,
-    fetched: &Fetched,
-    dest: &Path,
-    reporter: &Reporter,
-) -> Result<PathBuf> {
-    let marker = dest.with_extension("pin");
-    let selection = Selection::of(&recipe.source);
-    let pin = stage::source_pin(&fetched.source, &selection);
-    let pin_text = serde_json::to_string(&pin)?;
-    if pin.pin.is_some()
-        && dest.is_dir()
-        && std::fs::read_to_string(&marker).is_ok_and(|m| m == pin_text)
-    {
-        return Ok(dest.to_path_buf());
-    }
-    for old in [
-        dest.to_path_buf(),
-        dest.with_extension(format!("staging-{}", std::process::id())),
-    ] {
-        if old.exists() {
-            std::fs::remove_dir_all(&old)
-                .with_context(|| format!("removing the previous {}", old.display()))?;
-        }
-    }
-    let _ = std::fs::remove_file(&marker);
-    let staging = dest.with_extension(format!("staging-{}", std::process::id()));
-    std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
-    extract::extract(&fetched.source, &selection, &staging, reporter)
-        .with_context(|| format!("extracting {}", recipe.source_origin()))?;
-    std::fs::rename(&staging, dest)
-        .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))?;
-    std::fs::write(&marker, pin_text).with_context(|| format!("writing {}", marker.display()))?;
-    Ok(dest.to_path_buf())
 }
 
 /// The patched tree below `top`, leaving out the `.patchkit/` record.

@@ -8,7 +8,7 @@ use crate::support::Project;
 
 /// The demo module with the line after `patchkit_hello_init` changed, so
 /// that the patch's first hunk needs fuzz 1, packed as a pinned local
-/// archive (a folder carries no pin, and only a pinned tree is reused).
+/// archive (only a pinned tree is reused).
 fn demo_needing_fuzz() -> Project {
     let p = demo_project();
     let src = p.root().join("examples/demo-hello/patchkit_hello.c");
@@ -20,18 +20,7 @@ fn demo_needing_fuzz() -> Project {
     );
     lines[13] = "/* a line the patch does not know */";
     std::fs::write(&src, lines.join("\n") + "\n").unwrap();
-    let status = std::process::Command::new("tar")
-        .args(["-czf", "hello.tar.gz", "-C", "examples", "demo-hello"])
-        .current_dir(p.root())
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let recipe = p.root().join("recipes/demo-hello.toml");
-    let text = std::fs::read_to_string(&recipe).unwrap().replace(
-        "local = \"examples/demo-hello\"",
-        "local = \"hello.tar.gz\"\nstrip = 1",
-    );
-    std::fs::write(&recipe, text).unwrap();
+    pack_as_archive(&p);
     p
 }
 
@@ -196,4 +185,77 @@ fn build_dispatches_on_the_kind_and_runs_the_same_line() {
     run(&["build-config", "amdgpu-cwsr-off", "--formats", "deb"])
         .success()
         .stdout_has("dist/amdgpu-cwsr-off is up to date: nothing to do");
+}
+
+/// The demo module as a pinned local archive, so its pristine tree is kept.
+fn demo_from_archive() -> Project {
+    let p = demo_project();
+    pack_as_archive(&p);
+    p
+}
+
+/// Points the demo recipe at `examples/demo-hello` packed as a pinned local
+/// archive (a folder carries no pin, and only a pinned tree is kept).
+fn pack_as_archive(p: &Project) {
+    let status = std::process::Command::new("tar")
+        .args(["-czf", "hello.tar.gz", "-C", "examples", "demo-hello"])
+        .current_dir(p.root())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let recipe = p.root().join("recipes/demo-hello.toml");
+    let text = std::fs::read_to_string(&recipe).unwrap().replace(
+        "local = \"examples/demo-hello\"",
+        "local = \"hello.tar.gz\"\nstrip = 1",
+    );
+    std::fs::write(&recipe, text).unwrap();
+}
+
+#[test]
+fn build_line_extracts_the_pristine_tree_once_and_links_the_patched_one_from_it() {
+    use std::os::unix::fs::MetadataExt;
+    let p = demo_from_archive();
+    let work = p.root().join("target/patchkit/work/demo-hello");
+    build(&p, &["--out", "dist/cold"]).success();
+    let cold = xtask::dist::hash_tree(&p.root().join("dist/cold"), &[]).unwrap();
+
+    // The patched tree made again from the kept pristine tree: the same bytes.
+    std::fs::remove_dir_all(work.join("tree")).unwrap();
+    build(&p, &["--out", "dist/warm"])
+        .success()
+        .stderr_has("pristine: ")
+        .stderr_has("kept")
+        .stderr_has("apply: linking");
+    let warm = xtask::dist::hash_tree(&p.root().join("dist/warm"), &[]).unwrap();
+    assert_eq!(warm, cold);
+    // Unpatched files are links to the pristine ones; the patched file was
+    // replaced, and the pristine tree kept the upstream bytes.
+    let ino = |rel: &str| std::fs::metadata(work.join(rel)).unwrap().ino();
+    assert_eq!(ino("tree/Makefile"), ino("pristine/Makefile"));
+    assert_ne!(
+        ino("tree/patchkit_hello.c"),
+        ino("pristine/patchkit_hello.c")
+    );
+    let upstream = std::fs::read(p.root().join("examples/demo-hello/patchkit_hello.c")).unwrap();
+    assert_eq!(
+        std::fs::read(work.join("pristine/patchkit_hello.c")).unwrap(),
+        upstream
+    );
+    assert_ne!(
+        std::fs::read(work.join("tree/patchkit_hello.c")).unwrap(),
+        upstream
+    );
+
+    // A pristine tree changed behind the tool's back is extracted again,
+    // never used.
+    let makefile = work.join("pristine/Makefile");
+    let mut text = std::fs::read(&makefile).unwrap();
+    text.extend_from_slice(b"# changed in place\n");
+    std::fs::write(&makefile, text).unwrap();
+    std::fs::remove_dir_all(work.join("tree")).unwrap();
+    build(&p, &["--out", "dist/healed"])
+        .success()
+        .stderr_has("no longer matches its listing: extracting it again");
+    let healed = xtask::dist::hash_tree(&p.root().join("dist/healed"), &[]).unwrap();
+    assert_eq!(healed, cold);
 }
