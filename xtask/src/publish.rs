@@ -68,11 +68,7 @@ impl Stamp {
     /// The binary is part of the key (a changed tool must rebuild) but stays
     /// out of the manifest, which must not depend on the machine.
     pub fn new(path: PathBuf, manifest: &Manifest, out: &Path) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        let exe = std::env::current_exe()
-            .and_then(std::fs::metadata)
-            .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
-            .unwrap_or_default();
+        let exe = tool_identity();
         let text = format!("{} {exe} {}\n", manifest.inputs_digest, out.display());
         Stamp { path, text }
     }
@@ -102,6 +98,16 @@ impl Stamp {
                 .iter()
                 .all(|(name, o)| std::fs::metadata(out.join(name)).is_ok_and(|m| m.len() == o.size))
     }
+}
+
+/// The running tool binary, by size and mtime: a rebuilt tool may write
+/// other bytes, so what it made before is kept only for the same binary.
+pub fn tool_identity() -> String {
+    use std::os::unix::fs::MetadataExt;
+    std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
+        .unwrap_or_default()
 }
 
 /// Every template's name and bytes: part of what a build depends on.

@@ -207,20 +207,7 @@ impl Cx<'_> {
     }
 
     fn publish_source(&mut self) -> Result<()> {
-        let pristine = self
-            .pristine
-            .as_ref()
-            .context("the ensure-applied step runs before publish-source")?;
-        let published = super::source::publish(
-            self.recipe,
-            self.fetched()?,
-            self.tree()?,
-            &pristine.dir,
-            self.epoch_u()?,
-            self.dir()?,
-            &self.ws.reporter,
-        )?;
-        self.source = Some(published);
+        self.source = Some(super::source::publish(self)?);
         Ok(())
     }
 

@@ -9,10 +9,12 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
+use super::exec::Cx;
 use crate::fetch::Fetched;
 use crate::package::tar::Names;
 use crate::package::{names, tarball, FileTree};
-use crate::recipe::{Kind, Recipe};
+use crate::patch::pristine::Pristine;
+use crate::recipe::Kind;
 use crate::report::Reporter;
 
 /// What the source step published, for the steps after it.
@@ -27,30 +29,23 @@ pub struct Published {
     pub series: String,
 }
 
-/// Writes the source artifacts of `recipe` into `<dir>/source/`; `tree` is
-/// the patched tree, `pristine` the verified pristine one.
-pub fn publish(
-    recipe: &Recipe,
-    fetched: &Fetched,
-    tree: &Path,
-    pristine: &Path,
-    epoch: u64,
-    dir: &Path,
-    reporter: &Reporter,
-) -> Result<Published> {
+/// Writes the source artifacts into `<staging>/source/`, from the patched
+/// and the verified pristine tree of `cx`.
+pub fn publish(cx: &Cx) -> Result<Published> {
+    let (recipe, reporter) = (cx.recipe, &cx.ws.reporter);
+    let pristine = cx
+        .pristine
+        .as_ref()
+        .context("the ensure-applied step runs before publish-source")?;
     let p = &recipe.package;
-    let out = dir.join("source");
+    let out = cx.dir()?.join("source");
     let top = format!("{}-{}", p.name, p.version);
-    let orig_name = names::orig(&p.name, &p.version);
-    let orig = compress(
-        &FileTree::from_dir(pristine, &top)?,
-        epoch,
-        &out,
-        &orig_name,
-        reporter,
-    )?;
+    let epoch = cx.epoch_u()?;
+    let keep = cx.work()?.join("orig");
+    let name = names::orig(&p.name, &p.version);
+    let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, reporter)?;
     if recipe.target.kind != Kind::Dkms {
-        let patched = without_record(tree, &top)?;
+        let patched = without_record(cx.tree()?, &top)?;
         compress(
             &patched,
             epoch,
@@ -59,13 +54,72 @@ pub fn publish(
             reporter,
         )?;
     }
-    let series = copy_series(fetched, &out.join("patches"))?;
+    let series = copy_series(cx.fetched()?, &out.join("patches"))?;
     Ok(Published {
-        orig_sha256: crate::dist::hash_file(&orig)?.sha256,
         orig,
+        orig_sha256,
         top,
         series,
     })
+}
+
+/// The orig tarball in `out`, and its sha256: a copy of the one kept in
+/// `keep` when that was made of the same pristine listing, top folder,
+/// `SOURCE_DATE_EPOCH` and tool binary and still has its recorded sha256;
+/// compressed afresh (and kept) otherwise.
+fn orig_tarball(
+    pristine: &Pristine,
+    top: &str,
+    name: &str,
+    epoch: u64,
+    out: &Path,
+    keep: &Path,
+    reporter: &Reporter,
+) -> Result<(PathBuf, String)> {
+    let key = orig_key(pristine, top, epoch);
+    let (kept, key_file) = (keep.join(name), keep.join(format!("{name}.key")));
+    let dest = out.join(name);
+    if let Some(sha256) = std::fs::read_to_string(&key_file)
+        .ok()
+        .filter(|_| !crate::publish::tool_identity().is_empty())
+        .and_then(|t| t.strip_prefix(&key).map(|s| s.trim().to_owned()))
+    {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        if std::fs::copy(&kept, &dest).is_ok() && crate::dist::hash_file(&dest)?.sha256 == sha256 {
+            reporter.step(format!("compress: {name} kept from {}", keep.display()));
+            return Ok((dest, sha256));
+        }
+        reporter.warn(format!(
+            "{} does not hash as recorded: compressing it again",
+            kept.display()
+        ));
+    }
+    let orig = compress(
+        &FileTree::from_dir(&pristine.dir, top)?,
+        epoch,
+        out,
+        name,
+        reporter,
+    )?;
+    let sha256 = crate::dist::hash_file(&orig)?.sha256;
+    std::fs::create_dir_all(keep).with_context(|| format!("creating {}", keep.display()))?;
+    let tmp = keep.join(format!(".{name}.{}", std::process::id()));
+    std::fs::copy(&orig, &tmp).with_context(|| format!("keeping {}", tmp.display()))?;
+    std::fs::rename(&tmp, &kept).with_context(|| format!("keeping {}", kept.display()))?;
+    std::fs::write(&key_file, format!("{key}{sha256}\n"))
+        .with_context(|| format!("writing {}", key_file.display()))?;
+    Ok((orig, sha256))
+}
+
+/// What an orig tarball is made of: the pristine tree (its listing), the
+/// top folder, `SOURCE_DATE_EPOCH`, and the tool binary that writes it.
+fn orig_key(pristine: &Pristine, top: &str, epoch: u64) -> String {
+    let listing = crate::state::manifest_to_text(&pristine.manifest);
+    format!(
+        "listing {}\ntop {top}\nepoch {epoch}\ntool {}\n",
+        crate::hash::sha256_hex(listing.as_bytes()),
+        crate::publish::tool_identity()
+    )
 }
 
 /// Copies every patch into `dir` and writes `series`; returns its text.

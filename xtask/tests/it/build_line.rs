@@ -212,7 +212,7 @@ fn pack_as_archive(p: &Project) {
 }
 
 #[test]
-fn build_line_extracts_the_pristine_tree_once_and_links_the_patched_one_from_it() {
+fn build_line_extracts_the_pristine_tree_once_links_the_patched_one_and_keeps_the_orig() {
     use std::os::unix::fs::MetadataExt;
     let p = demo_from_archive();
     let work = p.root().join("target/patchkit/work/demo-hello");
@@ -225,7 +225,8 @@ fn build_line_extracts_the_pristine_tree_once_and_links_the_patched_one_from_it(
         .success()
         .stderr_has("pristine: ")
         .stderr_has("kept")
-        .stderr_has("apply: linking");
+        .stderr_has("apply: linking")
+        .stderr_has("compress: patchkit-hello_0.1.0.orig.tar.gz kept from");
     let warm = xtask::dist::hash_tree(&p.root().join("dist/warm"), &[]).unwrap();
     assert_eq!(warm, cold);
     // Unpatched files are links to the pristine ones; the patched file was
@@ -258,4 +259,15 @@ fn build_line_extracts_the_pristine_tree_once_and_links_the_patched_one_from_it(
         .stderr_has("no longer matches its listing: extracting it again");
     let healed = xtask::dist::hash_tree(&p.root().join("dist/healed"), &[]).unwrap();
     assert_eq!(healed, cold);
+
+    // So is a kept orig tarball that no longer hashes as recorded.
+    let kept = work.join("orig/patchkit-hello_0.1.0.orig.tar.gz");
+    let mut bytes = std::fs::read(&kept).unwrap();
+    bytes.push(0);
+    std::fs::write(&kept, bytes).unwrap();
+    build(&p, &["--out", "dist/recompressed"])
+        .success()
+        .stderr_has("does not hash as recorded: compressing it again");
+    let again = xtask::dist::hash_tree(&p.root().join("dist/recompressed"), &[]).unwrap();
+    assert_eq!(again, cold);
 }
