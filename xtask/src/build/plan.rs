@@ -379,8 +379,13 @@ pub fn to_text(plan: &Plan) -> String {
     }
     let _ = writeln!(s, "steps    {}", plan.steps.len());
     for (i, step) in plan.steps.iter().enumerate() {
-        let files = step.files().join(" ");
-        let _ = writeln!(s, "  {:>2}. {:<16} {files}", i + 1, step.label());
+        let line = format!(
+            "  {:>2}. {:<16} {}",
+            i + 1,
+            step.label(),
+            step.files().join(" ")
+        );
+        let _ = writeln!(s, "{}", line.trim_end());
     }
     let _ = writeln!(s, "outputs  (in dist/)");
     for out in &plan.outputs {

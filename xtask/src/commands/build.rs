@@ -29,7 +29,7 @@ use crate::workspace::Workspace;
 /// Examples:
 ///   cargo xtask build demo-hello --kernel 6.12.117+deb12-amd64
 ///   cargo xtask build amdgpu-cwsr-off --formats deb
-///   cargo xtask build hipblaslt-rocm-7.1 --rocm /opt/rocm --build always
+///   cargo xtask build hipblaslt-rocm-7.1-expert-sched-off --rocm /opt/rocm --build always
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {
