@@ -3,12 +3,10 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
-pub mod build_config;
-pub mod build_dkms;
+pub mod build;
 pub mod cache;
 pub mod codeobj;
 pub mod commands;
-pub mod config_sources;
 pub mod diag;
 pub mod dist;
 pub mod doctor;
@@ -24,7 +22,7 @@ pub mod package;
 pub mod packaging;
 pub mod packaging_config;
 pub mod patch;
-pub mod plan;
+pub use build::plan;
 pub mod publish;
 pub mod recipe;
 pub mod render;

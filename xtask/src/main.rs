@@ -53,6 +53,7 @@ enum Command {
     Verify(commands::verify::Args),
     /// Check whether the series still applies to a newer upstream
     Drift(commands::drift::Args),
+    Build(commands::build::Args),
     BuildDkms(commands::build_dkms::Args),
     BuildConfig(commands::build_config::Args),
     BuildHipblaslt(commands::build_hipblaslt::Args),
@@ -70,6 +71,7 @@ fn main() -> ExitCode {
         Command::Doctor(args) => commands::doctor::run(&ws, args),
         Command::List(args) => commands::list::run(&ws, args),
         Command::Plan(args) => commands::plan::run(&ws, args),
+        Command::Build(args) => commands::build::run(&ws, args),
         Command::BuildDkms(args) => commands::build_dkms::run(&ws, args),
         Command::Fetch(args) => commands::fetch::run(&ws, args),
         Command::Lock(args) => commands::lock::run(&ws, args),

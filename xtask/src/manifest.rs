@@ -58,6 +58,32 @@ pub struct PatchRef {
     /// the state record of the applied tree; absent when all landed in place.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub placement: Vec<crate::state::HunkRecord>,
+    /// How the patch applied, from the same record: `exact`, or the
+    /// largest offset and fuzz any hunk needed (`offset +3, fuzz 1`).
+    #[serde(default)]
+    pub applied: String,
+}
+
+/// `exact`, `offset +3`, `fuzz 1` or `offset -2, fuzz 1`: the largest
+/// offset and fuzz among `hunks` (those that did not land as written).
+pub fn applied(hunks: &[crate::state::HunkRecord]) -> String {
+    let offset = hunks
+        .iter()
+        .map(|h| h.offset)
+        .max_by_key(|o| o.unsigned_abs());
+    let fuzz = hunks.iter().map(|h| h.fuzz).max().unwrap_or(0);
+    let mut parts = Vec::new();
+    if let Some(offset) = offset.filter(|o| *o != 0) {
+        parts.push(format!("offset {offset:+}"));
+    }
+    if fuzz > 0 {
+        parts.push(format!("fuzz {fuzz}"));
+    }
+    if parts.is_empty() {
+        "exact".to_owned()
+    } else {
+        parts.join(", ")
+    }
 }
 
 impl Manifest {
@@ -88,6 +114,7 @@ impl Manifest {
                 origin: patch_origin(&planned.origin),
                 sha256: got.sha256.clone(),
                 placement: Vec::new(),
+                applied: String::new(),
             })
             .collect();
         let mut manifest = Manifest {
@@ -123,8 +150,8 @@ impl Manifest {
         Ok(manifest)
     }
 
-    /// Copies where each patch's hunks landed from the state record of the
-    /// applied `tree`. Placement follows from the inputs, so it is not part
+    /// Copies where each patch's hunks landed, and how it applied, from the
+    /// state record of the applied `tree`. Placement follows from the inputs, so it is not part
     /// of `inputs_digest`.
     pub fn record_placement(&mut self, tree: &std::path::Path) -> Result<()> {
         let Some((state, _)) = crate::state::read(tree)? else {
@@ -136,6 +163,7 @@ impl Manifest {
         for patch in &mut self.patches {
             if let Some(record) = state.patches.iter().find(|r| r.name == patch.name) {
                 patch.placement = record.hunks.clone();
+                patch.applied = applied(&record.hunks);
             }
         }
         Ok(())
@@ -163,5 +191,29 @@ fn patch_origin(origin: &crate::recipe::PatchOrigin) -> String {
         PatchOrigin::File { path } => format!("file {}", path.display()),
         PatchOrigin::Url { url, .. } => format!("url {url}"),
         PatchOrigin::Git { url, commit, .. } => format!("git {url} {commit}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::applied;
+    use crate::state::HunkRecord;
+
+    fn hunk(offset: isize, fuzz: usize) -> HunkRecord {
+        HunkRecord {
+            file: "a.c".to_owned(),
+            fuzz,
+            hunk: 1,
+            line: 10,
+            offset,
+        }
+    }
+
+    #[test]
+    fn applied_names_the_largest_offset_and_fuzz() {
+        assert_eq!(applied(&[]), "exact");
+        assert_eq!(applied(&[hunk(3, 0), hunk(-5, 0)]), "offset -5");
+        assert_eq!(applied(&[hunk(0, 1)]), "fuzz 1");
+        assert_eq!(applied(&[hunk(2, 0), hunk(0, 2)]), "offset +2, fuzz 2");
     }
 }

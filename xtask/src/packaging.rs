@@ -24,8 +24,6 @@ pub struct Inputs {
     pub source_dir: String,
     /// sha256 of each patch, in series order.
     pub patch_sha256: Vec<String>,
-    /// sha256 of the rendered dkms.conf (the PKGBUILD lists it as a source).
-    pub dkms_conf_sha256: Option<String>,
     /// The top-level entries of the DKMS tree (what `debian/install` ships).
     pub tree_entries: Vec<String>,
 }
@@ -51,9 +49,6 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
     let mut sources = vec![json!({ "file": inputs.orig_tarball, "sha256": inputs.orig_sha256 })];
     for (name, sha256) in patches.iter().zip(&inputs.patch_sha256) {
         sources.push(json!({ "file": name, "sha256": sha256 }));
-    }
-    if let Some(sha256) = &inputs.dkms_conf_sha256 {
-        sources.push(json!({ "file": "dkms.conf", "sha256": sha256 }));
     }
     let relations =
         crate::package::Relations::for_dkms_modules(dkms.modules.iter().map(|m| m.name.as_str()));
@@ -88,11 +83,18 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
 
 /// Every packaging file of a DKMS recipe, by its path in the output. The
 /// maintainer scripts are under `scripts/`, the packager's files under
-/// `debian/`, `rpm/` and `arch/`.
+/// `debian/`, `rpm/` and `arch/`. Each template is rendered once:
+/// `dkms.conf` first, so that the PKGBUILD lists it with its sha256.
 pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     let mut values = values.clone();
     let pkgname = values["pkgname"].as_str().unwrap_or_default().to_owned();
     let mut out = BTreeMap::new();
+    let dkms_conf = renderer.render("dkms.conf", &values)?;
+    if let Some(sources) = values["sources"].as_array_mut() {
+        let sha256 = crate::hash::sha256_hex(dkms_conf.as_bytes());
+        sources.push(json!({ "file": "dkms.conf", "sha256": sha256 }));
+    }
+    out.insert("dkms.conf".to_owned(), dkms_conf);
     for name in [
         "scripts/initramfs",
         "scripts/postinst",
@@ -100,7 +102,6 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
         "scripts/rpm-post",
         "scripts/rpm-preun",
         "scripts/arch-install",
-        "dkms.conf",
     ] {
         out.insert(name.to_owned(), renderer.render(name, &values)?);
     }

@@ -5,13 +5,11 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use crate::diag::UsageError;
 use crate::dist::{self, Staging};
 use crate::manifest::Manifest;
 use crate::package::Artifact;
-use crate::recipe::{Format, Kind, Recipe};
 use crate::report::Reporter;
 
 /// How a build ended.
@@ -47,19 +45,6 @@ impl Outcome {
     }
 }
 
-/// Refuses a recipe of another kind, naming the command that builds it.
-pub fn require_kind(recipe: &Recipe, kind: Kind) -> Result<()> {
-    if recipe.target.kind != kind {
-        bail!(UsageError(format!(
-            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
-            recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str()
-        )));
-    }
-    Ok(())
-}
-
 /// Publishes `staging` with `manifest` (its outputs filled in), then records
 /// the stamp that makes the next unchanged run a no-op.
 pub fn finish(staging: Staging, manifest: Manifest, stamp: &Stamp) -> Result<Outcome> {
@@ -83,11 +68,7 @@ impl Stamp {
     /// The binary is part of the key (a changed tool must rebuild) but stays
     /// out of the manifest, which must not depend on the machine.
     pub fn new(path: PathBuf, manifest: &Manifest, out: &Path) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        let exe = std::env::current_exe()
-            .and_then(std::fs::metadata)
-            .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
-            .unwrap_or_default();
+        let exe = tool_identity();
         let text = format!("{} {exe} {}\n", manifest.inputs_digest, out.display());
         Stamp { path, text }
     }
@@ -119,6 +100,16 @@ impl Stamp {
     }
 }
 
+/// The running tool binary, by size and mtime: a rebuilt tool may write
+/// other bytes, so what it made before is kept only for the same binary.
+pub fn tool_identity() -> String {
+    use std::os::unix::fs::MetadataExt;
+    std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| format!("{} {}.{}", m.len(), m.mtime(), m.mtime_nsec()))
+        .unwrap_or_default()
+}
+
 /// Every template's name and bytes: part of what a build depends on.
 pub fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     crate::render::template_files(dir)?
@@ -139,15 +130,6 @@ pub fn wrote(reporter: &Reporter, artifact: &Artifact, dir: &Path) {
         relative(&artifact.path, dir),
         human_size(artifact.size)
     ));
-}
-
-/// The manifest's `formats` entry: `deb,rpm`.
-pub fn formats_line(formats: &[Format]) -> String {
-    formats
-        .iter()
-        .map(|f| f.as_str())
-        .collect::<Vec<_>>()
-        .join(",")
 }
 
 /// `path` relative to `base`, for messages.

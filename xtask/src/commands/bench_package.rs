@@ -27,7 +27,7 @@ use serde::Serialize;
 
 use super::bench::{median, peak_rss_kib};
 use crate::extract::{self, Selection};
-use crate::package::{arch, deb, dkms, rpm, tarball, Artifact, FileTree, PackageMeta};
+use crate::package::{dkms, tarball, Artifact, FileTree, PackageMeta};
 use crate::workspace::Workspace;
 use report::{Goals, Report, Row, Side, PEAK_GOAL_MIB};
 
@@ -340,26 +340,22 @@ pub fn scripts() -> Result<(crate::package::Scripts, crate::package::Scripts)> {
 fn write_ours(fmt: Fmt, src: &Path, out: &Path) -> Result<Artifact> {
     let meta = meta();
     let prefix = dkms::source_dir(MODULE, VERSION);
+    let ours = |format, scripts: &crate::package::Scripts| {
+        let tree = FileTree::from_dir(src, &prefix)?;
+        let pkg = crate::package::Package {
+            meta: &meta,
+            machine: Default::default(),
+            tree: &tree,
+            scripts,
+            pkgbuild: None,
+            epoch: EPOCH,
+        };
+        crate::package::write(format, &pkg, out)
+    };
     match fmt {
-        Fmt::Deb => {
-            let tree = FileTree::from_dir(src, &prefix)?;
-            deb::write(&meta, &tree, &scripts()?.0, EPOCH, out)
-        }
-        Fmt::Rpm => {
-            let tree = FileTree::from_dir(src, &prefix)?;
-            rpm::write(&meta, &tree, &scripts()?.1, EPOCH, out)
-        }
-        Fmt::Arch => {
-            let tree = FileTree::from_dir(src, &prefix)?;
-            arch::write(
-                &meta,
-                &tree,
-                &crate::package::Scripts::default(),
-                None,
-                EPOCH,
-                out,
-            )
-        }
+        Fmt::Deb => ours(crate::package::Format::Deb, &scripts()?.0),
+        Fmt::Rpm => ours(crate::package::Format::Rpm, &scripts()?.1),
+        Fmt::Arch => ours(crate::package::Format::Arch, &Default::default()),
         Fmt::Tar => {
             let tree = FileTree::from_dir(src, "")?;
             tarball::write_dkms(&tree, MODULE, VERSION, EPOCH, out)

@@ -1,14 +1,12 @@
 //! `cargo xtask build-config [<recipe>]`: a configuration-only package (the
 //! `amdgpu-cwsr-off` stop-gap) as .deb, .rpm and Arch with their source
-//! packages, published into `dist/<recipe>/`.
-
-use std::path::PathBuf;
+//! packages, published into `dist/<recipe>/` through the one build line
+//! (`build::run`).
 
 use anyhow::Result;
 
-use crate::build_config::{self, Options};
-use crate::fetch::FetchOptions;
-use crate::recipe::Format;
+use crate::build::{self, Options};
+use crate::recipe::{Format, Kind};
 use crate::workspace::Workspace;
 
 /// The recipe built when none is named.
@@ -42,35 +40,22 @@ pub struct Args {
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
     #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch")]
     pub formats: Option<Vec<Format>>,
-    /// Where to publish; DIR must be new, empty or an earlier publication
-    /// (with its manifest.json), as the whole folder is replaced
-    /// [default: dist/<recipe>]
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Open no network connection: every input must be in the cache
-    #[arg(long)]
-    pub offline: bool,
+    #[command(flatten)]
+    pub publish: super::PublishArgs,
 }
 
 fn parse_format(text: &str) -> Result<Format, String> {
-    match text {
-        "deb" => Ok(Format::Deb),
-        "rpm" => Ok(Format::Rpm),
-        "arch" => Ok(Format::Arch),
-        other => Err(format!("`{other}` is not one of deb, rpm, arch")),
+    match super::parse_format(text) {
+        Ok(Format::Tar) | Err(_) => Err(format!("`{text}` is not one of deb, rpm, arch")),
+        Ok(format) => Ok(format),
     }
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
-        recipe: args.recipe.clone(),
         formats: args.formats.clone(),
-        out: args.out.clone(),
-        fetch: FetchOptions {
-            offline: args.offline,
-            ..Default::default()
-        },
+        ..args.publish.options(&args.recipe, Some(Kind::Config))
     };
-    build_config::run(ws, &opts)?.print();
+    build::run(ws, &opts)?.print();
     Ok(())
 }

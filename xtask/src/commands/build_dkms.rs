@@ -1,15 +1,11 @@
 //! `cargo xtask build-dkms [<recipe>]`: the maintainers' main job. Fetch,
 //! apply, verify, render, package and publish a DKMS recipe into
-//! `dist/<recipe>/`.
-
-use std::path::PathBuf;
+//! `dist/<recipe>/`, through the one build line (`build::run`).
 
 use anyhow::Result;
 
-use crate::build_dkms::{self, Options};
-use crate::fetch::FetchOptions;
-use crate::package::{ChunkCache, Compression, Packing};
-use crate::recipe::Format;
+use crate::build::{self, Options};
+use crate::recipe::{Format, Kind};
 use crate::workspace::Workspace;
 
 /// The recipe built when none is named.
@@ -29,6 +25,7 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
 /// previous dist/<recipe>/ as it was. Same inputs and SOURCE_DATE_EPOCH give
 /// byte-identical files (SOURCE_DATE_EPOCH defaults to the commit time of the
 /// project's HEAD). A re-run with nothing changed says so and does nothing.
+/// `cargo xtask plan <recipe>` lists the steps it runs.
 ///
 /// Then: `sudo dpkg -i dist/<recipe>/*.deb` (Debian, Ubuntu), `sudo rpm -i
 /// dist/<recipe>/*.noarch.rpm` (Fedora, openSUSE), `sudo pacman -U
@@ -44,52 +41,18 @@ pub struct Args {
     #[arg(long, value_name = "RELEASE")]
     pub kernel: Option<String>,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
-    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch,tar")]
+    #[arg(long, value_delimiter = ',', value_parser = super::parse_format, value_name = "deb,rpm,arch,tar")]
     pub formats: Option<Vec<Format>>,
-    /// Where to publish; DIR must be new, empty or an earlier publication
-    /// (with its manifest.json), as the whole folder is replaced
-    /// [default: dist/<recipe>]
-    #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
-    /// Open no network connection: every input must be in the cache
-    #[arg(long)]
-    pub offline: bool,
-    /// Fetch inputs that have no pin, and record the pins taken
-    #[arg(long)]
-    pub allow_unpinned: bool,
-    /// The .deb's compressor and level: xz[:0-6], zstd[:1-19] or gzip[:1-9]
-    /// (xz:6 is dpkg-deb's own, 28% smaller and nine times slower; zstd
-    /// members need dpkg >= 1.21.18, and lintian 2.116 calls them
-    /// malformed) [default: the recipe's `package.compression`, else xz:2]
-    #[arg(long, value_name = "CODEC[:LEVEL]")]
-    pub compression: Option<Compression>,
-}
-
-fn parse_format(text: &str) -> Result<Format, String> {
-    Format::ALL
-        .iter()
-        .find(|(name, _)| *name == text)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| format!("`{text}` is not one of deb, rpm, arch, tar"))
+    #[command(flatten)]
+    pub publish: super::PublishArgs,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
-    let _packing = Packing {
-        deb: args.compression,
-        cache: Some(ChunkCache::new(ws.work_dir.join("chunks"))),
-    }
-    .enter();
     let opts = Options {
-        recipe: args.recipe.clone(),
         kernel: args.kernel.clone(),
-        modules_dir: PathBuf::from("/lib/modules"),
         formats: args.formats.clone(),
-        out: args.out.clone(),
-        fetch: FetchOptions {
-            offline: args.offline,
-            allow_unpinned: args.allow_unpinned,
-        },
+        ..args.publish.options(&args.recipe, Some(Kind::Dkms))
     };
-    build_dkms::run(ws, &opts)?.print();
+    build::run(ws, &opts)?.print();
     Ok(())
 }

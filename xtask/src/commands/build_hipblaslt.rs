@@ -1,14 +1,17 @@
 //! `cargo xtask build-hipblaslt [<recipe>]`: a patched hipBLASLt into
-//! `dist/<recipe>/`: the source artifacts always, the library packaged as
-//! deb, rpm and Arch packages when a ROCm toolchain is found.
+//! `dist/<recipe>/` through the one build line (`build::run`): the source
+//! artifacts always, the library packaged as deb, rpm and Arch packages
+//! when a ROCm toolchain is found.
 
 use std::path::PathBuf;
 
 use anyhow::{bail, Result};
 
+use crate::build::{self, hipblaslt::Settings, Options, Outcome};
 use crate::diag::{display_path, UsageError};
 use crate::fetch::FetchOptions;
-use crate::hipblaslt::{self, toolchain, BuildMode, Options};
+use crate::hipblaslt::{self, toolchain, BuildMode};
+use crate::manifest::Manifest;
 use crate::recipe::{self, Kind, Recipe};
 use crate::workspace::Workspace;
 
@@ -57,41 +60,68 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         None => default_recipe(ws, args)?,
     };
     let recipe = Recipe::load(&ws.root, &name)?;
+    if recipe.target.kind != Kind::Hipblaslt {
+        bail!(UsageError(format!(
+            "recipe {} is of kind `{}`; build-hipblaslt builds `kind = \"hipblaslt\"` recipes \
+             (use `cargo xtask build-{} {}`)",
+            recipe.name,
+            recipe.target.kind.as_str(),
+            recipe.target.kind.as_str(),
+            recipe.name
+        )));
+    }
     let opts = Options {
-        rocm: args.rocm.clone(),
-        gpu_targets: args.gpu_targets.clone(),
-        mode: args.build,
-        jobs: args.jobs.unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        }),
-        out: args
-            .out
-            .clone()
-            .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name)),
+        recipe: name,
+        kind: Some(Kind::Hipblaslt),
+        kernel: None,
+        modules_dir: PathBuf::from("/lib/modules"),
+        formats: None,
+        out: args.out.clone(),
         fetch: FetchOptions {
             offline: args.offline,
             allow_unpinned: args.allow_unpinned,
         },
+        compression: None,
+        hipblaslt: Settings {
+            rocm: args.rocm.clone(),
+            gpu_targets: args.gpu_targets.clone(),
+            mode: args.build,
+            jobs: args.jobs.unwrap_or(Settings::default().jobs),
+        },
     };
-    let outcome = hipblaslt::build(ws, &recipe, &opts)?;
-    for output in &outcome.outputs {
-        println!("{}", display_path(&outcome.dist.join(output)).display());
+    let outcome = build::run(ws, &opts)?;
+    let Outcome::Published { dir, outputs } = &outcome else {
+        outcome.print();
+        return Ok(());
+    };
+    for output in outputs.keys() {
+        println!("{}", display_path(&dir.join(output)).display());
     }
-    match &outcome.binary {
-        Ok(packages) => println!(
+    let binary = Manifest::read(dir)
+        .and_then(|m| m.build.get("binary").cloned())
+        .unwrap_or_default();
+    match binary.strip_prefix("skipped: ") {
+        None => println!(
             "built {} for {}: {} package(s) and the source in {}",
             recipe.name,
-            hipblaslt::normalize_gpu_targets(&opts.gpu_targets)?,
-            packages.len(),
-            display_path(&outcome.dist).display()
+            hipblaslt::normalize_gpu_targets(&args.gpu_targets)?,
+            outputs.keys().filter(|o| is_package(o)).count(),
+            display_path(dir).display()
         ),
-        Err(why) => println!(
+        Some(why) => println!(
             "published the source of {} in {}; binary build skipped: {why}",
             recipe.name,
-            display_path(&outcome.dist).display()
+            display_path(dir).display()
         ),
     }
     Ok(())
+}
+
+/// A binary package among the outputs.
+fn is_package(name: &str) -> bool {
+    [".deb", ".rpm", ".pkg.tar.zst"]
+        .iter()
+        .any(|ext| name.ends_with(ext))
 }
 
 /// The hipblaslt recipe whose version has the found ROCm's major.minor.

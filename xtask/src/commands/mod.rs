@@ -4,6 +4,7 @@ pub mod apply;
 pub mod bench;
 pub mod bench_kernels;
 pub mod bench_package;
+pub mod build;
 pub mod build_config;
 pub mod build_dkms;
 pub mod build_hipblaslt;
@@ -37,4 +38,64 @@ impl SeriesArgs {
     pub fn tolerance(&self) -> crate::patch::Tolerance {
         crate::patch::Tolerance::fuzz(self.fuzz)
     }
+}
+
+/// The publication flags every `build*` command takes.
+#[derive(Debug, clap::Args)]
+pub struct PublishArgs {
+    /// Where to publish; DIR must be new, empty or an earlier publication
+    /// (with its manifest.json), as the whole folder is replaced
+    /// [default: dist/<recipe>]
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<std::path::PathBuf>,
+    /// Open no network connection: every input must be in the cache
+    #[arg(long)]
+    pub offline: bool,
+    /// Fetch inputs that have no pin, and record the pins taken
+    #[arg(long)]
+    pub allow_unpinned: bool,
+    /// The .deb's compressor and level: xz[:0-6], zstd[:1-19] or gzip[:1-9]
+    /// (xz:6 is dpkg-deb's own, 28% smaller and nine times slower; zstd
+    /// members need dpkg >= 1.21.18, and lintian 2.116 calls them
+    /// malformed) [default: the recipe's `package.compression`, else xz:2]
+    #[arg(long, value_name = "CODEC[:LEVEL]")]
+    pub compression: Option<crate::package::Compression>,
+}
+
+impl PublishArgs {
+    /// The build of `recipe` these flags ask for, with every other option
+    /// at its default (the recipe's formats, the newest kernel, ...).
+    pub fn options(
+        &self,
+        recipe: &str,
+        kind: Option<crate::recipe::Kind>,
+    ) -> crate::build::Options {
+        crate::build::Options {
+            recipe: recipe.to_owned(),
+            kind,
+            kernel: None,
+            modules_dir: std::path::PathBuf::from("/lib/modules"),
+            formats: None,
+            out: self.out.clone(),
+            fetch: self.fetch(),
+            compression: self.compression,
+            hipblaslt: Default::default(),
+        }
+    }
+
+    pub fn fetch(&self) -> crate::fetch::FetchOptions {
+        crate::fetch::FetchOptions {
+            offline: self.offline,
+            allow_unpinned: self.allow_unpinned,
+        }
+    }
+}
+
+/// `--formats deb,rpm`: one of `deb`, `rpm`, `arch`, `tar`.
+pub fn parse_format(text: &str) -> Result<crate::package::Format, String> {
+    crate::package::Format::ALL
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| format!("`{text}` is not one of deb, rpm, arch, tar"))
 }

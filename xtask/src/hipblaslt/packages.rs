@@ -7,9 +7,8 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use crate::package::{self, FileTree, Machine, PackageMeta, Scripts};
-use crate::recipe::{Format, Recipe};
-use crate::report::Reporter;
+use crate::package::{FileTree, PackageMeta};
+use crate::recipe::Recipe;
 
 /// Where every patchkit build of hipBLASLt installs: never below
 /// `/opt/rocm` (AMD's packages) or `/usr` (the distribution's).
@@ -90,42 +89,4 @@ pub fn tree(root: &Path, prefix: &str) -> Result<FileTree> {
         );
     }
     FileTree::from_dir(&dir, rel)
-}
-
-/// Writes the recipe's deb, rpm and Arch packages of `tree` into `out_dir`;
-/// returns the file names written.
-pub fn write(
-    recipe: &Recipe,
-    tree: &FileTree,
-    epoch: u64,
-    out_dir: &Path,
-    reporter: &Reporter,
-) -> Result<Vec<String>> {
-    let meta = meta(recipe);
-    let scripts = Scripts::default();
-    let mut written = Vec::new();
-    for format in &recipe.target.formats {
-        let artifact = match format {
-            Format::Deb => {
-                package::deb::write_for(&meta, Machine::Host, tree, &scripts, epoch, out_dir)
-            }
-            Format::Rpm => {
-                package::rpm::write_for(&meta, Machine::Host, tree, &scripts, epoch, out_dir)
-            }
-            Format::Arch => {
-                package::arch::write_for(&meta, Machine::Host, tree, &scripts, None, epoch, out_dir)
-            }
-            Format::Tar => continue,
-        }
-        .with_context(|| format!("writing the {} package of {}", format.as_str(), recipe.name))?;
-        if let Some(name) = artifact.path.file_name() {
-            let name = name.to_string_lossy().into_owned();
-            reporter.step(format!(
-                "package: {name} ({})",
-                crate::report::human_size(artifact.size)
-            ));
-            written.push(name);
-        }
-    }
-    Ok(written)
 }

@@ -16,56 +16,24 @@ use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
 use super::compress::{compress_bytes, Compression, Digests, Want};
-use super::meta::{Format, Machine, PackageMeta};
+use super::meta::{Machine, PackageMeta};
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
-use super::{scratch, Artifact, Output, Scripts};
+use super::Format;
+use super::{names, scratch, Artifact, Output, Package, Scripts};
 
-/// `<name>-<version>-<release>-any.pkg.tar.zst`
-pub fn file_name(meta: &PackageMeta) -> String {
-    file_name_for(meta, Machine::Any)
-}
-
-/// `<name>-<version>-<release>.src.tar.gz`, the source package
-/// `makepkg --source` makes of a PKGBUILD.
-pub fn source_file_name(meta: &PackageMeta) -> String {
-    format!("{}-{}.src.tar.gz", meta.name, meta.full_version())
-}
-
-/// `<name>-<version>-<release>-<arch>.pkg.tar.zst`
-pub fn file_name_for(meta: &PackageMeta, machine: Machine) -> String {
-    format!(
-        "{}-{}-{}.pkg.tar.zst",
-        meta.name,
-        meta.full_version(),
-        machine.arch()
-    )
-}
-
-/// Writes `<out_dir>/<file_name>`. `scripts` become an `.INSTALL` with
-/// `post_install`/`pre_remove` functions when given; `pkgbuild` is the
-/// PKGBUILD shipped alongside, whose sha256 `.BUILDINFO` records.
-pub fn write(
-    meta: &PackageMeta,
-    tree: &FileTree,
-    scripts: &Scripts,
-    pkgbuild: Option<&[u8]>,
-    epoch: u64,
-    out_dir: &Path,
-) -> Result<Artifact> {
-    write_for(meta, Machine::Any, tree, scripts, pkgbuild, epoch, out_dir)
-}
-
-/// [`write`] for files that run on `machine`.
-pub fn write_for(
-    meta: &PackageMeta,
-    machine: Machine,
-    tree: &FileTree,
-    scripts: &Scripts,
-    pkgbuild: Option<&[u8]>,
-    epoch: u64,
-    out_dir: &Path,
-) -> Result<Artifact> {
+/// Writes `<out_dir>/<file name>`. The scripts become an `.INSTALL` with
+/// `post_install`/`pre_remove` functions when given; the PKGBUILD shipped
+/// alongside, when there is one, is recorded by its sha256 in `.BUILDINFO`.
+pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+    let (meta, machine, tree, scripts, pkgbuild, epoch) = (
+        pkg.meta,
+        pkg.machine,
+        pkg.tree,
+        pkg.scripts,
+        pkg.pkgbuild,
+        pkg.epoch,
+    );
     meta.validate(Format::Arch)?;
     let compression = Compression::ARCH;
 
@@ -124,7 +92,7 @@ pub fn write_for(
             .context("compressing the Arch package metadata")?
     };
 
-    let name = file_name_for(meta, machine);
+    let name = names::file_name(Format::Arch, meta, machine);
     let mut out = Output::create(out_dir, &name)?;
     {
         let what = || format!("writing {name}");

@@ -10,47 +10,17 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::compress::{compress_bytes, Compression, Packing, Want};
-use super::meta::{Format, Machine, PackageMeta};
+use super::meta::{Machine, PackageMeta};
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
-use super::{ar, rfc2822, scratch, Artifact, Output, Scripts};
+use super::Format;
+use super::{ar, names, rfc2822, scratch, Artifact, Output, Package, Scripts};
 
-/// `<name>_<version>-<release>_all.deb`
-pub fn file_name(meta: &PackageMeta) -> String {
-    file_name_for(meta, Machine::Any)
-}
-
-/// `<name>_<version>-<release>_<arch>.deb`
-pub fn file_name_for(meta: &PackageMeta, machine: Machine) -> String {
-    format!(
-        "{}_{}_{}.deb",
-        meta.name,
-        meta.full_version(),
-        machine.deb()
-    )
-}
-
-/// Writes `<out_dir>/<file_name>` holding `tree` (which should not carry
-/// `usr/share/doc/<name>`: it is generated here).
-pub fn write(
-    meta: &PackageMeta,
-    tree: &FileTree,
-    scripts: &Scripts,
-    epoch: u64,
-    out_dir: &Path,
-) -> Result<Artifact> {
-    write_for(meta, Machine::Any, tree, scripts, epoch, out_dir)
-}
-
-/// [`write`] for files that run on `machine`.
-pub fn write_for(
-    meta: &PackageMeta,
-    machine: Machine,
-    tree: &FileTree,
-    scripts: &Scripts,
-    epoch: u64,
-    out_dir: &Path,
-) -> Result<Artifact> {
+/// Writes `<out_dir>/<file name>` holding the package's tree (which should
+/// not carry `usr/share/doc/<name>`: it is generated here).
+pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+    let (meta, machine, tree, scripts, epoch) =
+        (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Deb)?;
     let mut tree = tree.clone();
     let doc = format!("usr/share/doc/{}", meta.name);
@@ -106,10 +76,10 @@ pub fn write_for(
 
     let control_tar = control_tar(meta, machine, &tree, scripts, &md5sums, epoch, compression)?;
 
-    let mut out = Output::create(out_dir, &file_name_for(meta, machine))?;
+    let mut out = Output::create(out_dir, &names::file_name(Format::Deb, meta, machine))?;
     {
         let mut w = out.writer();
-        let what = || format!("writing {}", file_name_for(meta, machine));
+        let what = || format!("writing {}", names::file_name(Format::Deb, meta, machine));
         w.write_all(ar::MAGIC).with_context(what)?;
         ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
         ar::member(&mut w, &control_name, epoch, &control_tar).with_context(what)?;
@@ -119,7 +89,7 @@ pub fn write_for(
         if copied != data_len {
             bail!(
                 "{data_name} shrank while being copied into {}",
-                file_name_for(meta, machine)
+                names::file_name(Format::Deb, meta, machine)
             );
         }
         ar::pad(&mut w, data_len).with_context(what)?;

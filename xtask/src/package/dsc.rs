@@ -50,16 +50,6 @@ pub struct DebianSource<'a> {
     pub orig: &'a Path,
 }
 
-/// `<src>_<version>-<revision>.dsc`
-pub fn dsc_name(source: &str, version: &str, revision: &str) -> String {
-    format!("{source}_{version}-{revision}.dsc")
-}
-
-/// `<src>_<version>-<revision>.debian.tar.xz`
-pub fn debian_tar_name(source: &str, version: &str, revision: &str) -> String {
-    format!("{source}_{version}-{revision}.debian.tar.xz")
-}
-
 /// Writes the `.debian.tar.xz` and then the `.dsc` into `out_dir` (the
 /// folder of the orig tarball), returning both.
 pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artifact>> {
@@ -93,7 +83,7 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
     }
 
     // debian.tar.xz: `debian/...` entries, as dpkg-source writes them.
-    let tar_name = debian_tar_name(&name, src.version, src.revision);
+    let tar_name = super::names::debian_tar(&name, src.version, src.revision);
     let debian = src.debian.nested("debian")?;
     let mut out = Output::create(out_dir, &tar_name)?;
     {
@@ -163,7 +153,7 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
         dsc.push_str(&format!(" {} {} {file}\n", s.md5, s.size));
     }
 
-    let dsc_file = dsc_name(&name, src.version, src.revision);
+    let dsc_file = super::names::dsc(&name, src.version, src.revision);
     let mut out = Output::create(out_dir, &dsc_file)?;
     out.writer()
         .write_all(dsc.as_bytes())

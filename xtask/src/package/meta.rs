@@ -2,6 +2,7 @@
 //! each format's grammar (Debian policy, rpm, makepkg) so that no writer
 //! ever has to escape its way out of a bad value.
 
+use super::Format;
 use anyhow::{bail, Result};
 
 /// What a package is, in the words every format needs.
@@ -121,24 +122,6 @@ impl Machine {
         match self {
             Machine::Any => ("kernel", "System Environment/Kernel"),
             Machine::Host => ("libs", "System Environment/Libraries"),
-        }
-    }
-}
-
-/// Which format's rules to apply.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    Deb,
-    Rpm,
-    Arch,
-}
-
-impl Format {
-    fn label(self) -> &'static str {
-        match self {
-            Format::Deb => "Debian",
-            Format::Rpm => "rpm",
-            Format::Arch => "Arch",
         }
     }
 }
@@ -292,7 +275,7 @@ fn name_rule(format: Format) -> &'static str {
         Format::Deb => {
             "lower-case letters, digits and `+-.`, at least 2 characters, starting alphanumeric"
         }
-        Format::Rpm => "letters, digits and `._+-`, not starting with `-`",
+        Format::Rpm | Format::Tar => "letters, digits and `._+-`, not starting with `-`",
         Format::Arch => "lower-case letters, digits and `@._+-`, not starting with `-` or `.`",
     }
 }
@@ -310,7 +293,7 @@ fn name_ok(name: &str, format: Format) -> bool {
                     .chars()
                     .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
         }
-        Format::Rpm => {
+        Format::Rpm | Format::Tar => {
             first != '-'
                 && name
                     .chars()
@@ -335,7 +318,7 @@ fn version_ok(v: &str) -> bool {
 fn release_rule(format: Format) -> &'static str {
     match format {
         Format::Deb => "letters, digits and `.+~`, starting with a digit",
-        Format::Rpm => "letters, digits and `._+~`, starting with a digit",
+        Format::Rpm | Format::Tar => "letters, digits and `._+~`, starting with a digit",
         Format::Arch => "digits, optionally `.digits` (pkgrel)",
     }
 }
@@ -348,7 +331,7 @@ fn release_ok(r: &str, format: Format) -> bool {
                 && r.chars()
                     .all(|c| c.is_ascii_alphanumeric() || ".+~".contains(c))
         }
-        Format::Rpm => {
+        Format::Rpm | Format::Tar => {
             starts
                 && r.chars()
                     .all(|c| c.is_ascii_alphanumeric() || "._+~".contains(c))

@@ -19,6 +19,7 @@ pub mod deb;
 pub mod dkms;
 pub mod dsc;
 pub mod meta;
+pub mod names;
 pub mod rpm;
 mod rpm_header;
 pub mod srcinfo;
@@ -36,8 +37,91 @@ use anyhow::{Context, Result};
 
 pub use compress::{ChunkCache, Compression, Packing};
 pub use dkms::Scripts;
-pub use meta::{Format, Machine, PackageMeta, Relations};
+pub use meta::{Machine, PackageMeta, Relations};
 pub use tree::FileTree;
+
+/// A package format: what a recipe's `target.formats` names, what
+/// `--formats` takes, and which writer [`write`] runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    Deb,
+    Rpm,
+    Arch,
+    /// The plain DKMS source tarball (`dkms ldtarball`).
+    Tar,
+}
+
+impl Format {
+    pub const ALL: [(&'static str, Format); 4] = [
+        ("deb", Format::Deb),
+        ("rpm", Format::Rpm),
+        ("arch", Format::Arch),
+        ("tar", Format::Tar),
+    ];
+
+    /// `deb`, `rpm`, `arch`, `tar`: the recipe's and the command line's word.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Deb => "deb",
+            Format::Rpm => "rpm",
+            Format::Arch => "arch",
+            Format::Tar => "tar",
+        }
+    }
+
+    /// The name of the format's rules in messages.
+    pub fn label(self) -> &'static str {
+        match self {
+            Format::Deb => "Debian",
+            Format::Rpm => "rpm",
+            Format::Arch => "Arch",
+            Format::Tar => "DKMS tarball",
+        }
+    }
+}
+
+/// One binary package to write: what every writer takes.
+#[derive(Debug, Clone, Copy)]
+pub struct Package<'a> {
+    pub meta: &'a PackageMeta,
+    /// What the files run on: `all`/`noarch`/`any` or the host's machine.
+    pub machine: Machine,
+    /// The installed files, paths relative to `/`.
+    pub tree: &'a FileTree,
+    /// The maintainer scripts, in this format's words.
+    pub scripts: &'a Scripts,
+    /// Arch: the PKGBUILD shipped beside the package (recorded by its
+    /// sha256 in `.BUILDINFO`).
+    pub pkgbuild: Option<&'a [u8]>,
+    /// `SOURCE_DATE_EPOCH`: every mtime and date.
+    pub epoch: u64,
+}
+
+impl Package<'_> {
+    /// The name the writer of `format` gives this package.
+    pub fn file_name(&self, format: Format) -> String {
+        names::file_name(format, self.meta, self.machine)
+    }
+}
+
+/// Writes `pkg` as `format` into `out_dir`, named [`Package::file_name`].
+/// For [`Format::Tar`] the tree must hold the DKMS source at
+/// `usr/src/<module>-<version>` with its `dkms.conf`.
+pub fn write(format: Format, pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+    match format {
+        Format::Deb => deb::write(pkg, out_dir),
+        Format::Rpm => rpm::write(pkg, out_dir),
+        Format::Arch => arch::write(pkg, out_dir),
+        Format::Tar => {
+            let module = names::source_name(pkg.meta);
+            let source = pkg
+                .tree
+                .subtree(&dkms::source_dir(module, &pkg.meta.version))?;
+            tarball::write_dkms(&source, module, &pkg.meta.version, pkg.epoch, out_dir)
+        }
+    }
+}
 
 /// A written package file.
 #[derive(Debug, Clone, PartialEq, Eq)]

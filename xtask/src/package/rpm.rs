@@ -15,10 +15,11 @@ use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, EntryWrite, Tally};
 use super::cpio::{cpio_entry, cpio_trailer, rpm_mode};
-use super::meta::{Format, Machine, PackageMeta};
+use super::meta::PackageMeta;
 use super::rpm_header::{Header, Value};
 use super::tree::{Entry, FileTree, Kind};
-use super::{scratch, Artifact, Output, Scripts};
+use super::Format;
+use super::{names, scratch, Artifact, Output, Package, Scripts};
 
 /// rpmtag.h / rpmds.h numbers used here.
 pub(super) mod tag {
@@ -100,34 +101,6 @@ pub(super) const SHA256_ALGO: u32 = 8;
 const CONFIG_NOREPLACE: u32 = 1 | (1 << 4);
 const BUILDHOST: &str = "rocm-patchkit";
 
-/// `<name>-<version>-<release>.noarch.rpm`
-pub fn file_name(meta: &PackageMeta) -> String {
-    file_name_for(meta, Machine::Any)
-}
-
-/// `<name>-<version>-<release>.<arch>.rpm`
-pub fn file_name_for(meta: &PackageMeta, machine: Machine) -> String {
-    format!(
-        "{}-{}-{}.{}.rpm",
-        meta.name,
-        meta.version,
-        meta.release,
-        machine.rpm()
-    )
-}
-
-/// Writes `<out_dir>/<file_name>`. Only explicit directories of `tree`
-/// are owned by the package (not `usr` or `usr/src`).
-pub fn write(
-    meta: &PackageMeta,
-    tree: &FileTree,
-    scripts: &Scripts,
-    epoch: u64,
-    out_dir: &Path,
-) -> Result<Artifact> {
-    write_for(meta, Machine::Any, tree, scripts, epoch, out_dir)
-}
-
 /// The payload [`write`] compresses, uncompressed: the cpio archive of
 /// `tree`'s explicit entries, streamed to `out` (which is returned).
 /// `bench package` times our compressor alone on it.
@@ -141,15 +114,11 @@ pub fn write_payload<W: EntryWrite>(tree: &FileTree, epoch: u64, mut out: W) -> 
     Ok(out)
 }
 
-/// [`write`] for files that run on `machine`.
-pub fn write_for(
-    meta: &PackageMeta,
-    machine: Machine,
-    tree: &FileTree,
-    scripts: &Scripts,
-    epoch: u64,
-    out_dir: &Path,
-) -> Result<Artifact> {
+/// Writes `<out_dir>/<file name>`. Only explicit directories of the tree
+/// are owned by the package (not `usr` or `usr/src`).
+pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+    let (meta, machine, tree, scripts, epoch) =
+        (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Rpm)?;
     let epoch32 =
         u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
@@ -216,7 +185,7 @@ pub fn write_for(
     payload
         .seek(SeekFrom::Start(0))
         .context("reading back the rpm payload")?;
-    let name = file_name_for(meta, machine);
+    let name = names::file_name(Format::Rpm, meta, machine);
     let mut out = Output::create(out_dir, &name)?;
     {
         let what = || format!("writing {name}");

@@ -12,10 +12,11 @@ use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, Tally};
 use super::cpio::{cpio_entry_named, cpio_trailer};
-use super::meta::{Format, PackageMeta};
+use super::meta::PackageMeta;
 use super::rpm::{lead_of, sense, tag, SHA256_ALGO};
 use super::rpm_header::{Header, Value};
 use super::tree::{Entry, FileTree, Kind};
+use super::Format;
 use super::{scratch, Artifact, Output};
 
 /// Tags only a source rpm carries (rpmtag.h).
@@ -47,11 +48,6 @@ pub struct SourceRpm<'a> {
     pub patches: &'a [(String, &'a Path)],
     /// The spec's `BuildArch` (`noarch`).
     pub build_arch: &'a str,
-}
-
-/// `<name>-<version>-<release>.src.rpm`
-pub fn file_name(meta: &PackageMeta) -> String {
-    format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release)
 }
 
 /// Writes `<out_dir>/<file_name>`.
@@ -129,7 +125,7 @@ pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) ->
     payload
         .seek(SeekFrom::Start(0))
         .context("reading back the source rpm payload")?;
-    let name = file_name(meta);
+    let name = super::names::srpm(meta);
     let mut out = Output::create(out_dir, &name)?;
     {
         let what = || format!("writing {name}");

@@ -13,12 +13,6 @@ use super::tar::{write_tree, Names};
 use super::tree::FileTree;
 use super::{Artifact, Output};
 
-/// `<module>-<version>-source-only.dkms.tar.gz`, the name
-/// `dkms mktarball --source-only` gives.
-pub fn dkms_file_name(module: &str, version: &str) -> String {
-    format!("{module}-{version}-source-only.dkms.tar.gz")
-}
-
 /// Writes `<out_dir>/<name>`: `tree` as gzip'd tar (`gzip -n -6`), entry
 /// names as `names` says.
 pub fn write_tar_gz(
@@ -59,6 +53,6 @@ pub fn write_dkms(
         Names::DotSlash,
         epoch,
         out_dir,
-        &dkms_file_name(module, version),
+        &super::names::dkms_tarball(module, version),
     )
 }

@@ -6,6 +6,7 @@
 pub mod apply;
 pub mod hunk;
 pub mod parse;
+pub mod pristine;
 pub mod stage;
 pub mod tree;
 

@@ -45,6 +45,19 @@ pub fn apply_recipe(
     tol: Tolerance,
     reporter: &Reporter,
 ) -> Result<Report> {
+    apply_recipe_from(recipe, fetched, None, dest, tol, reporter)
+}
+
+/// [`apply_recipe`] starting from a hard-link copy of the kept `pristine`
+/// tree of `fetched.source` instead of extracting it again.
+pub fn apply_recipe_from(
+    recipe: &Recipe,
+    fetched: &Fetched,
+    pristine: Option<&super::pristine::Pristine>,
+    dest: &Path,
+    tol: Tolerance,
+    reporter: &Reporter,
+) -> Result<Report> {
     let patches: Vec<PatchInput> = super::placed(recipe, &fetched.patches)?;
     let dest =
         std::path::absolute(dest).with_context(|| format!("resolving {}", dest.display()))?;
@@ -65,15 +78,8 @@ pub fn apply_recipe(
     std::fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
     let mut cleanup = Cleanup(Some(staging.clone()));
 
-    reporter.step(format!(
-        "apply: extracting {} into {}",
-        recipe.name,
-        staging.display()
-    ));
     let selection = Selection::of(&recipe.source);
-    let mut manifest = extract::extract(&fetched.source, &selection, &staging, reporter)
-        .with_context(|| format!("extracting {}", recipe.source_origin()))?;
-
+    let mut manifest = fill(recipe, fetched, pristine, &staging, reporter)?;
     let mut tree = Tree::writing(&staging);
     let records = apply::series(&mut tree, &patches, tol).map_err(|e| {
         match e.downcast_ref::<SeriesError>() {
@@ -86,27 +92,7 @@ pub fn apply_recipe(
             None => e.context(format!("applying the series of {}", recipe.name)),
         }
     })?;
-    for record in &records {
-        reporter.step(format!(
-            "apply: {} ({} files)",
-            record.name,
-            record.files.len()
-        ));
-        for h in &record.hunks {
-            let at = format!(
-                "{}: {} hunk #{} at line {} (offset {:+})",
-                record.name, h.file, h.hunk, h.line, h.offset
-            );
-            if h.fuzz == 0 {
-                reporter.step(format!("apply: {at}"));
-            } else {
-                reporter.warn(format!(
-                    "{at} with fuzz {}: refresh the patch so it needs none",
-                    h.fuzz
-                ));
-            }
-        }
-    }
+    report(&records, reporter);
     update_manifest(&staging, &mut manifest, &records)?;
     let state = State {
         format: state::FORMAT,
@@ -128,6 +114,63 @@ pub fn apply_recipe(
         files: manifest.len(),
         state,
     })
+}
+
+/// Fills the empty `staging` folder with the pristine source: a hard-link
+/// copy of `pristine` when given, else extracted from `fetched.source`.
+fn fill(
+    recipe: &Recipe,
+    fetched: &Fetched,
+    pristine: Option<&super::pristine::Pristine>,
+    staging: &Path,
+    reporter: &Reporter,
+) -> Result<Manifest> {
+    if let Some(pristine) = pristine {
+        reporter.step(format!(
+            "apply: linking {} into {}",
+            pristine.dir.display(),
+            staging.display()
+        ));
+        super::pristine::link_copy(&pristine.dir, staging)?;
+        return Ok(pristine.manifest.clone());
+    }
+    reporter.step(format!(
+        "apply: extracting {} into {}",
+        recipe.name,
+        staging.display()
+    ));
+    extract::extract(
+        &fetched.source,
+        &Selection::of(&recipe.source),
+        staging,
+        reporter,
+    )
+    .with_context(|| format!("extracting {}", recipe.source_origin()))
+}
+
+/// Reports each patch applied, and each hunk that did not land as written.
+fn report(records: &[state::PatchRecord], reporter: &Reporter) {
+    for record in records {
+        reporter.step(format!(
+            "apply: {} ({} files)",
+            record.name,
+            record.files.len()
+        ));
+        for h in &record.hunks {
+            let at = format!(
+                "{}: {} hunk #{} at line {} (offset {:+})",
+                record.name, h.file, h.hunk, h.line, h.offset
+            );
+            if h.fuzz == 0 {
+                reporter.step(format!("apply: {at}"));
+            } else {
+                reporter.warn(format!(
+                    "{at} with fuzz {}: refresh the patch so it needs none",
+                    h.fuzz
+                ));
+            }
+        }
+    }
 }
 
 /// Replaces the manifest entries of every file the series touched.
@@ -164,6 +207,28 @@ fn update_manifest(
         }
     }
     Ok(())
+}
+
+/// Whether `recorded` is the state record `apply_recipe` would write for
+/// these inputs with `tol`: the same recipe and version, the same pinned
+/// source and selection, the same patches in order, and the same tolerance.
+/// A tree applied with `apply --fuzz N` is not the strict tree a build makes.
+pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, tol: Tolerance) -> bool {
+    let pin = source_pin(&fetched.source, &Selection::of(&recipe.source));
+    let same_patches = recorded.patches.len() == fetched.patches.len()
+        && recorded
+            .patches
+            .iter()
+            .zip(&fetched.patches)
+            .all(|(r, f)| r.name == f.name && r.sha256 == f.sha256);
+    same_patches
+        && recorded.format == state::FORMAT
+        && recorded.recipe.name == recipe.name
+        && recorded.recipe.version == recipe.package.version
+        && pin.pin.is_some()
+        && pin == recorded.source
+        && recorded.tolerance == (state::ToleranceRecord { fuzz: tol.fuzz })
+        && recorded.tool == state::ToolRef::current()
 }
 
 /// How a tree records the source it was extracted from.

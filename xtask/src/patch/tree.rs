@@ -79,9 +79,7 @@ impl Tree {
                         std::fs::create_dir_all(parent)
                             .with_context(|| format!("creating {}", parent.display()))?;
                     }
-                    std::fs::write(&path, &entry.data)
-                        .with_context(|| format!("writing {}", path.display()))?;
-                    set_mode(&path, entry.mode)?;
+                    replace(&path, &entry)?;
                 }
                 None => {
                     std::fs::remove_file(&path)
@@ -155,6 +153,29 @@ pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
     }
 }
 
+/// Puts `entry` at `path` by writing a new file beside it and renaming it
+/// over: a file is never written in place, so another name of the old file
+/// (a hard link from a pristine tree) keeps the old bytes, and a crash
+/// leaves the old file or the new one, never half of one.
+fn replace(path: &Path, entry: &Entry) -> Result<()> {
+    let name = path
+        .file_name()
+        .with_context(|| format!("{} names no file", path.display()))?;
+    let mut tmp_name = std::ffi::OsString::from(".");
+    tmp_name.push(name);
+    tmp_name.push(format!(".patchkit-{}", std::process::id()));
+    let tmp = path.with_file_name(tmp_name);
+    std::fs::write(&tmp, &entry.data).with_context(|| format!("writing {}", tmp.display()))?;
+    let renamed = set_mode(&tmp, entry.mode).and_then(|()| {
+        std::fs::rename(&tmp, path)
+            .with_context(|| format!("renaming {} to {}", tmp.display(), path.display()))
+    });
+    if renamed.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    renamed
+}
+
 fn set_mode(path: &Path, mode: u32) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
@@ -164,6 +185,40 @@ fn set_mode(path: &Path, mode: u32) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_patched_file_is_replaced_never_written_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let tree = dir.path().join("tree");
+        std::fs::create_dir_all(tree.join("src")).unwrap();
+        std::fs::write(tree.join("src/a.c"), "old\n").unwrap();
+        // Another name of the same file, as a hard-link copy of a pristine
+        // tree would have.
+        let pristine = dir.path().join("pristine-a.c");
+        std::fs::hard_link(tree.join("src/a.c"), &pristine).unwrap();
+        let mode = |p: &Path| {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(p).unwrap().permissions().mode() & 0o777
+        };
+        let pristine_mode = mode(&pristine);
+        assert_ne!(pristine_mode, 0o755);
+        let mut t = Tree::writing(&tree);
+        let entry = Entry {
+            data: b"new\n".to_vec(),
+            mode: 0o755,
+        };
+        t.commit(BTreeMap::from([("src/a.c".to_owned(), Some(entry))]))
+            .unwrap();
+        assert_eq!(std::fs::read(tree.join("src/a.c")).unwrap(), b"new\n");
+        assert_eq!(std::fs::read(&pristine).unwrap(), b"old\n");
+        assert_eq!(mode(&tree.join("src/a.c")), 0o755);
+        assert_eq!(mode(&pristine), pristine_mode);
+        let names: Vec<_> = std::fs::read_dir(tree.join("src"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.c"], "no temporary file left");
+    }
 
     #[test]
     fn confine_refuses_escapes() {

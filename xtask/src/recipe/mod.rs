@@ -185,6 +185,12 @@ impl Kind {
         ("config", Kind::Config),
     ];
 
+    /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
+    /// rendered from `templates/` and its builds publish source packages.
+    pub fn has_packaging(self) -> bool {
+        matches!(self, Kind::Dkms | Kind::Config)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Dkms => "dkms",
@@ -194,31 +200,7 @@ impl Kind {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Format {
-    Deb,
-    Rpm,
-    Arch,
-    Tar,
-}
-
-impl Format {
-    pub const ALL: [(&'static str, Format); 4] = [
-        ("deb", Format::Deb),
-        ("rpm", Format::Rpm),
-        ("arch", Format::Arch),
-        ("tar", Format::Tar),
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        Format::ALL
-            .iter()
-            .find(|(_, f)| *f == self)
-            .map(|(s, _)| *s)
-            .unwrap_or("?")
-    }
-}
+pub use crate::package::Format;
 
 /// What the recipe builds and for which kernels.
 #[derive(Debug, Clone)]

@@ -42,15 +42,20 @@ fn each_format_declares_the_conflicts_in_its_own_terms() {
     let m = amdgpu_meta("amdgpu-expert-sched-6.14", "6.14.11.1");
     let t = tree(&staging, "amdgpu-expert-sched-6.14", "6.14.11.1");
     let none = package::Scripts::default();
-    let deb = package::deb::write(&m, &t, &none, EPOCH, &out)
-        .unwrap()
-        .path;
-    let rpm = package::rpm::write(&m, &t, &none, EPOCH, &out)
-        .unwrap()
-        .path;
-    let arch = package::arch::write(&m, &t, &none, None, EPOCH, &out)
-        .unwrap()
-        .path;
+    let write = |format| {
+        let pkg = package::Package {
+            meta: &m,
+            machine: package::Machine::Any,
+            tree: &t,
+            scripts: &none,
+            pkgbuild: None,
+            epoch: EPOCH,
+        };
+        package::write(format, &pkg, &out).unwrap().path
+    };
+    let deb = write(package::Format::Deb);
+    let rpm = write(package::Format::Rpm);
+    let arch = write(package::Format::Arch);
 
     if have_tool("dpkg-deb") {
         let field = |f: &str| run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(f)).stdout;
@@ -126,15 +131,17 @@ fn dpkg_keeps_one_series_installed_at_a_time() {
     ]
     .iter()
     .map(|(name, version)| {
-        package::deb::write(
-            &amdgpu_meta(name, version),
-            &tree(&staging, name, version),
-            &none,
-            EPOCH,
-            &out,
-        )
-        .unwrap()
-        .path
+        let pkg = package::Package {
+            meta: &amdgpu_meta(name, version),
+            machine: package::Machine::Any,
+            tree: &tree(&staging, name, version),
+            scripts: &none,
+            pkgbuild: None,
+            epoch: EPOCH,
+        };
+        package::write(package::Format::Deb, &pkg, &out)
+            .unwrap()
+            .path
     })
     .collect();
     // A scratch dpkg database and install root: nothing of this machine's.

@@ -10,6 +10,7 @@ mod bench_package;
 mod boot;
 mod build_config;
 mod build_dkms;
+mod build_line;
 mod chunk_cache;
 mod conflicts;
 mod debian_source;

@@ -107,18 +107,29 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
     let src_dir = dkms::source_dir(MODULE, VERSION);
     let tree = FileTree::from_dir(staging, &src_dir).unwrap();
     let source = FileTree::from_dir(staging, "").unwrap();
+    let write = |format, scripts: &package::Scripts, pkgbuild: Option<&[u8]>| {
+        let pkg = package::Package {
+            meta: &meta,
+            machine: package::Machine::Any,
+            tree: &tree,
+            scripts,
+            pkgbuild,
+            epoch: EPOCH,
+        };
+        package::write(format, &pkg, out).unwrap()
+    };
     vec![
-        package::deb::write(&meta, &tree, &scripts("postinst", "prerm"), EPOCH, out).unwrap(),
-        package::rpm::write(&meta, &tree, &scripts("rpm-post", "rpm-preun"), EPOCH, out).unwrap(),
-        package::arch::write(
-            &meta,
-            &tree,
+        write(package::Format::Deb, &scripts("postinst", "prerm"), None),
+        write(
+            package::Format::Rpm,
+            &scripts("rpm-post", "rpm-preun"),
+            None,
+        ),
+        write(
+            package::Format::Arch,
             &package::Scripts::default(),
             Some(b"pkgname=x\n"),
-            EPOCH,
-            out,
-        )
-        .unwrap(),
+        ),
         package::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out).unwrap(),
         package::tarball::write_tar_gz(
             &source.nested(&format!("{MODULE}-{VERSION}")).unwrap(),

@@ -17,7 +17,6 @@ fn inputs() -> Inputs {
         orig_sha256: "1".repeat(64),
         source_dir: "patchkit-hello-0.1.0".to_owned(),
         patch_sha256: vec!["2".repeat(64)],
-        dkms_conf_sha256: Some("3".repeat(64)),
         tree_entries: vec![
             "Kbuild".to_owned(),
             "Makefile".to_owned(),

@@ -147,7 +147,15 @@ pub fn stage(fmt: Fmt, src: &Path, dir: &Path, out: &Path) -> Result<Job> {
                 "--build".into(),
                 pkg.clone().into(),
             ];
-            args.push(out_dir.join(deb::file_name(&meta)).into());
+            args.push(
+                out_dir
+                    .join(crate::package::names::file_name(
+                        crate::package::Format::Deb,
+                        &meta,
+                        Default::default(),
+                    ))
+                    .into(),
+            );
             Ok(Job {
                 tool: "dpkg-deb --build".into(),
                 program: "dpkg-deb".into(),
@@ -218,7 +226,11 @@ pub fn stage(fmt: Fmt, src: &Path, dir: &Path, out: &Path) -> Result<Job> {
             Ok(shell_job(
                 "makepkg steps (bsdtar | zstd)",
                 script,
-                out_dir.join(arch::file_name(&meta)),
+                out_dir.join(crate::package::names::file_name(
+                    crate::package::Format::Arch,
+                    &meta,
+                    Default::default(),
+                )),
                 pkg,
                 out_dir,
             ))
@@ -240,7 +252,7 @@ pub fn stage(fmt: Fmt, src: &Path, dir: &Path, out: &Path) -> Result<Job> {
             Ok(shell_job(
                 "tar | gzip",
                 script,
-                out_dir.join(crate::package::tarball::dkms_file_name(MODULE, VERSION)),
+                out_dir.join(crate::package::names::dkms_tarball(MODULE, VERSION)),
                 pkg,
                 out_dir,
             ))

@@ -1,6 +1,8 @@
-//! The plan: a pure function from a recipe to every input with its pin,
-//! every patch with its hash and every output path. `cargo xtask plan`
-//! prints it; later stages walk it. Reads only the recipe's patch files.
+//! The plan: a pure function from a recipe (and the formats asked for) to
+//! every input with its pin, every patch with its hash, every output file
+//! and the ordered steps the build runs. `cargo xtask plan` prints it; the
+//! executor (`build::exec`) walks its steps; the manifest's inputs digest is
+//! taken over it. Reads only the recipe's patch files.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -8,6 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use crate::package::{names, Machine, PackageMeta};
 use crate::recipe::{Config, Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
 
 #[derive(Debug, Clone, Serialize)]
@@ -25,8 +28,66 @@ pub struct Plan {
     pub config: Option<Config>,
     /// Files the recipe publishes, relative to `dist/`.
     pub outputs: Vec<String>,
+    /// What the build runs, in order.
+    pub steps: Vec<Step>,
     /// Inputs that carry no pin yet (`cargo xtask lock` fills them in).
     pub unpinned: Vec<String>,
+}
+
+/// One step of a build. Every kind runs the same line; a kind contributes
+/// its `assemble` step and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "step", rename_all = "kebab-case")]
+pub enum Step {
+    /// Fetch (or take from the cache, verified) the source and the patches;
+    /// stop here when the publication is up to date.
+    Fetch,
+    /// Reuse the patched tree when its whole state record (pins, patches,
+    /// tolerance) is this build's, else extract and apply afresh.
+    EnsureApplied { fuzz: usize },
+    /// Check the patched tree against its state record.
+    Verify,
+    /// The pristine source, the patches and `series` under `source/`.
+    PublishSource { files: Vec<String> },
+    /// The packaging files from `templates/`, under `packaging/`.
+    Render,
+    /// What the recipe's kind makes of the patched tree: the package's
+    /// files (and, for dkms, the source packages listed here).
+    Assemble {
+        kind: Kind,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        files: Vec<String>,
+    },
+    /// One binary package.
+    Package { format: Format, file: String },
+    /// `manifest.json`, `SHA256SUMS`, and the folder swapped into place.
+    Publish,
+}
+
+impl Step {
+    /// `package deb`, `ensure-applied`: how the reporter names it.
+    pub fn label(&self) -> String {
+        match self {
+            Step::Fetch => "fetch".to_owned(),
+            Step::EnsureApplied { .. } => "ensure-applied".to_owned(),
+            Step::Verify => "verify".to_owned(),
+            Step::PublishSource { .. } => "publish-source".to_owned(),
+            Step::Render => "render".to_owned(),
+            Step::Assemble { kind, .. } => format!("assemble {}", kind.as_str()),
+            Step::Package { format, .. } => format!("package {}", format.as_str()),
+            Step::Publish => "publish".to_owned(),
+        }
+    }
+
+    /// The files this step adds to the publication.
+    pub fn files(&self) -> Vec<String> {
+        match self {
+            Step::PublishSource { files } | Step::Assemble { files, .. } => files.clone(),
+            Step::Package { file, .. } => vec![file.clone()],
+            Step::Publish => vec!["SHA256SUMS".to_owned(), "manifest.json".to_owned()],
+            _ => Vec::new(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -60,9 +121,14 @@ pub struct PlannedTarget {
     pub formats: Vec<Format>,
 }
 
-/// Plans `recipe`. Paths are shown relative to the project root so the plan
-/// is the same on every machine.
+/// Plans `recipe` for its own `target.formats`.
 pub fn plan(recipe: &Recipe) -> Result<Plan> {
+    plan_for(recipe, &recipe.target.formats)
+}
+
+/// Plans `recipe` for `formats`. Paths are shown relative to the project
+/// root so the plan is the same on every machine.
+pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
     let relative = |p: &Path| p.strip_prefix(&recipe.root).unwrap_or(p).to_path_buf();
     let mut patches = Vec::new();
     for (i, patch) in recipe.patches.iter().enumerate() {
@@ -89,6 +155,7 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
             fuzz: patch.fuzz,
         });
     }
+    let steps = steps(recipe, formats);
     let source = match &recipe.source {
         Source::Local {
             path,
@@ -113,76 +180,114 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
         target: PlannedTarget {
             kernel: recipe.target.kernel.as_ref().map(|k| k.as_str().to_owned()),
             kernel_regex: recipe.target.kernel_regex.clone(),
-            formats: recipe.target.formats.clone(),
+            formats: formats.to_vec(),
         },
         dkms: recipe.dkms.clone(),
         config: recipe.config.clone(),
-        outputs: outputs(recipe),
+        outputs: outputs(&steps),
+        steps,
         unpinned: recipe.unpinned(),
     })
 }
 
-/// The file names a recipe publishes into `dist/`, sorted.
-pub fn outputs(recipe: &Recipe) -> Vec<String> {
-    let p = &recipe.package;
-    let (name, version, release) = (&p.name, &p.version, &p.release);
-    let mut out = vec![
-        "SHA256SUMS".to_owned(),
-        "manifest.json".to_owned(),
-        format!("source/{name}_{version}.orig.tar.gz"),
-        "source/patches/series".to_owned(),
+/// The steps a build of `recipe` as `formats` runs, in order.
+pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
+    let kind = recipe.target.kind;
+    let meta = identity(recipe);
+    let mut steps = vec![
+        Step::Fetch,
+        Step::EnsureApplied { fuzz: 0 },
+        Step::Verify,
+        Step::PublishSource {
+            files: source_files(recipe),
+        },
     ];
-    out.extend(
+    if kind.has_packaging() {
+        // The templates see the orig tarball's sha256: render follows it.
+        steps.push(Step::Render);
+    }
+    let files = match kind {
+        Kind::Dkms | Kind::Config => formats
+            .iter()
+            .flat_map(|f| names::source_packages(*f, &meta))
+            .collect(),
+        _ => Vec::new(),
+    };
+    // No format asked (hipBLASLt without a toolchain): the source only.
+    if !formats.is_empty() {
+        steps.push(Step::Assemble { kind, files });
+    }
+    for format in formats {
+        if kind != Kind::Dkms && *format == Format::Tar {
+            continue;
+        }
+        steps.push(Step::Package {
+            format: *format,
+            file: names::file_name(*format, &meta, machine(kind)),
+        });
+    }
+    steps.push(Step::Publish);
+    steps
+}
+
+/// What the binary packages of `recipe` are called, and their version:
+/// the part of their metadata that names their files.
+pub fn identity(recipe: &Recipe) -> PackageMeta {
+    let p = &recipe.package;
+    let (name, source) = match recipe.target.kind {
+        Kind::Dkms => (
+            crate::package::dkms::package_name(&p.name),
+            Some(p.name.clone()),
+        ),
+        _ => (p.name.clone(), None),
+    };
+    PackageMeta {
+        name,
+        source,
+        version: p.version.clone(),
+        release: p.release.clone(),
+        summary: p.summary.clone(),
+        description: p.description.trim().to_owned(),
+        license: p.license.clone(),
+        homepage: p.homepage.clone(),
+        maintainer: p.maintainer.clone(),
+        depends: Vec::new(),
+        changes: Vec::new(),
+        copyright: Vec::new(),
+        relations: Default::default(),
+    }
+}
+
+/// What a kind's packages run on: compiled libraries the host's machine,
+/// everything else any.
+pub fn machine(kind: Kind) -> Machine {
+    match kind {
+        Kind::Hipblaslt => Machine::Host,
+        Kind::Dkms | Kind::Config => Machine::Any,
+    }
+}
+
+/// `source/`: the pristine archive, the patches and `series`, and for
+/// hipBLASLt the patched tree.
+fn source_files(recipe: &Recipe) -> Vec<String> {
+    let p = &recipe.package;
+    let mut files = vec![format!("source/{}", names::orig(&p.name, &p.version))];
+    if recipe.target.kind == Kind::Hipblaslt {
+        files.push(format!("source/{}", names::patched(&p.name, &p.version)));
+    }
+    files.extend(
         recipe
             .patches
             .iter()
             .map(|patch| format!("source/patches/{}", patch.name)),
     );
-    if recipe.target.kind == Kind::Config {
-        // Each format's package and source package; the files they carry
-        // are the recipe's own.
-        for format in &recipe.target.formats {
-            out.extend(match format {
-                Format::Deb => vec![
-                    format!("{name}_{version}-{release}_all.deb"),
-                    format!("source/{name}_{version}-{release}.dsc"),
-                    format!("source/{name}_{version}-{release}.debian.tar.xz"),
-                ],
-                Format::Rpm => vec![
-                    format!("{name}-{version}-{release}.noarch.rpm"),
-                    format!("{name}-{version}-{release}.src.rpm"),
-                ],
-                Format::Arch => vec![
-                    format!("{name}-{version}-{release}-any.pkg.tar.zst"),
-                    format!("{name}-{version}-{release}.src.tar.gz"),
-                ],
-                Format::Tar => Vec::new(),
-            });
-        }
-        out.sort();
-        return out;
-    }
-    if recipe.target.kind == Kind::Dkms {
-        for format in &recipe.target.formats {
-            match format {
-                Format::Deb => out.extend([
-                    format!("source/{name}_{version}-{release}.dsc"),
-                    format!("source/{name}_{version}-{release}.debian.tar.xz"),
-                ]),
-                Format::Rpm => out.push(format!("{name}-dkms-{version}-{release}.src.rpm")),
-                Format::Arch => out.push(format!("{name}-dkms-{version}-{release}.src.tar.gz")),
-                _ => {}
-            }
-            out.push(match format {
-                Format::Deb => format!("{name}-dkms_{version}-{release}_all.deb"),
-                Format::Rpm => format!("{name}-dkms-{version}-{release}.noarch.rpm"),
-                Format::Arch => format!("{name}-dkms-{version}-{release}-any.pkg.tar.zst"),
-                Format::Tar => format!("{name}-{version}-source-only.dkms.tar.gz"),
-            });
-        }
-    } else {
-        out.push(format!("source/{name}-{version}-patched.tar.gz"));
-    }
+    files.push("source/patches/series".to_owned());
+    files
+}
+
+/// Every file the steps publish, sorted.
+fn outputs(steps: &[Step]) -> Vec<String> {
+    let mut out: Vec<String> = steps.iter().flat_map(Step::files).collect();
     out.sort();
     out
 }
@@ -273,6 +378,16 @@ pub fn to_text(plan: &Plan) -> String {
             patch.name,
             pin(&patch.sha256)
         );
+    }
+    let _ = writeln!(s, "steps    {}", plan.steps.len());
+    for (i, step) in plan.steps.iter().enumerate() {
+        let line = format!(
+            "  {:>2}. {:<16} {}",
+            i + 1,
+            step.label(),
+            step.files().join(" ")
+        );
+        let _ = writeln!(s, "{}", line.trim_end());
     }
     let _ = writeln!(s, "outputs  (in dist/)");
     for out in &plan.outputs {

@@ -1,0 +1,132 @@
+//! What a `kind = "config"` recipe (the `amdgpu-cwsr-off` modprobe.d
+//! stop-gap) brings to the build line: its render step (`debian/`, spec,
+//! PKGBUILD from `templates/config/` into `packaging/`) and its assemble
+//! step, which puts each `[config]` file at its destination, marked as
+//! configuration below `/etc` (a Debian conffile, rpm `%config(noreplace)`,
+//! an Arch `backup`), and writes the source packages of the formats built.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+
+use super::exec::Cx;
+use super::{plan, Assembled, Options};
+use crate::diag::UsageError;
+use crate::package::{names, FileTree, Format, PackageMeta};
+use crate::packaging_config;
+use crate::recipe::{Config, Recipe};
+use crate::render::{Rendered, Renderer};
+
+/// A config build's settings, resolved before anything is fetched.
+pub struct Part<'r> {
+    pub config: &'r Config,
+    pub formats: Vec<Format>,
+}
+
+impl<'r> Part<'r> {
+    pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
+        let config = recipe.config.as_ref().ok_or_else(|| {
+            UsageError(format!(
+                "{}: build-config needs a `[config]` table with `files` (see recipes/README.md)",
+                recipe.path.display()
+            ))
+        })?;
+        let formats = opts
+            .formats
+            .clone()
+            .unwrap_or_else(|| recipe.target.formats.clone());
+        if formats.contains(&Format::Tar) {
+            bail!(UsageError(format!(
+                "recipe {} is a config package: build it as deb, rpm or arch (`tar` is for DKMS sources)",
+                recipe.name
+            )));
+        }
+        Ok(Part { config, formats })
+    }
+
+    pub fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([("formats".to_owned(), super::formats_line(&self.formats))])
+    }
+
+    /// Renders the packaging files once and writes them into `packaging/`.
+    pub fn render(&self, cx: &Cx) -> Result<Rendered> {
+        let source = cx.source()?;
+        let p = &cx.recipe.package;
+        let inputs = packaging_config::Inputs {
+            orig_tarball: names::orig(&p.name, &p.version),
+            orig_sha256: source.orig_sha256.clone(),
+            source_dir: source.top.clone(),
+            patch_sha256: cx
+                .fetched()?
+                .patches
+                .iter()
+                .map(|p| p.sha256.clone())
+                .collect(),
+        };
+        let renderer = Renderer::new(&cx.ws.root.join("templates"))?;
+        let values = packaging_config::values(cx.recipe, &cx.plan, &inputs)?;
+        let mut rendered = packaging_config::render(&renderer, &values)?;
+        rendered.extend(crate::packaging::debian_docs(&meta(cx), cx.epoch_u()?)?);
+        let dir = cx.dir()?.join("packaging");
+        for (name, text) in &rendered {
+            let path = dir.join(name);
+            let parent = path.parent().expect("rendered files have a folder");
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("creating {}", parent.display()))?;
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(rendered)
+    }
+
+    /// Each `[config]` file of the patched tree at its destination, and the
+    /// source packages of the formats built.
+    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+        let tree_dir = cx.tree()?;
+        let mut tree = FileTree::new();
+        for file in &self.config.files {
+            let src = tree_dir.join(&file.source);
+            if !src.is_file() {
+                bail!(
+                    "`config.files` of {} names `{}`, which is not a file of the source tree ({}): fix the recipe or the source",
+                    cx.recipe.path.display(),
+                    file.source,
+                    src.display()
+                );
+            }
+            tree.add_file(&file.dest, &src, false)?;
+            if file.is_conffile() {
+                tree.mark_config(&file.dest)?;
+            }
+        }
+        let meta = meta(cx);
+        super::source_packages::write_all(&self.formats, cx, &meta)?;
+        Ok(Assembled {
+            machine: plan::machine(cx.recipe.target.kind),
+            tree,
+            scripts: BTreeMap::new(),
+            pkgbuild: Some(cx.rendered()?["arch/PKGBUILD"].clone().into_bytes()),
+            params: BTreeMap::new(),
+            meta,
+        })
+    }
+}
+
+fn meta(cx: &Cx) -> PackageMeta {
+    let mut meta = plan::identity(cx.recipe);
+    meta.changes = vec![format!(
+        "Built by rocm-patchkit from {}.",
+        cx.plan.recipe_file
+    )];
+    meta.changes.extend(
+        cx.plan
+            .patches
+            .iter()
+            .map(|patch| format!("Patch {}.", patch.name)),
+    );
+    meta.copyright = vec![format!(
+        "{} {}",
+        crate::packaging::year(cx.epoch),
+        cx.recipe.package.maintainer
+    )];
+    meta
+}

@@ -1,0 +1,176 @@
+//! What a `kind = "dkms"` recipe brings to the build line: the kernel it is
+//! built for, the render step (dkms.conf, maintainer scripts, `debian/`,
+//! spec, PKGBUILD into `packaging/`), and the assemble step: the DKMS tree
+//! below `usr/src/<name>-<version>` with its dkms.conf, and the source
+//! packages build farms take (`.dsc`, `.src.rpm`, Arch `.src.tar.gz`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+
+use super::exec::Cx;
+use super::{plan, Assembled, Options};
+use crate::diag::UsageError;
+use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
+use crate::recipe::{Dkms, Recipe};
+use crate::render::{Rendered, Renderer};
+use crate::{packaging, state, target};
+
+/// A dkms build's settings, resolved before anything is fetched.
+pub struct Part<'r> {
+    pub dkms: &'r Dkms,
+    pub kernel: String,
+    pub formats: Vec<Format>,
+}
+
+impl<'r> Part<'r> {
+    pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
+        let dkms = recipe.dkms.as_ref().ok_or_else(|| {
+            UsageError(format!(
+                "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
+                recipe.path.display()
+            ))
+        })?;
+        let kernel = target::pick_kernel(opts.kernel.as_deref(), &opts.modules_dir)?;
+        target::check_kernel(recipe, &kernel)?;
+        let formats = opts
+            .formats
+            .clone()
+            .unwrap_or_else(|| recipe.target.formats.clone());
+        Ok(Part {
+            dkms,
+            kernel,
+            formats,
+        })
+    }
+
+    pub fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("kernel".to_owned(), self.kernel.clone()),
+            ("formats".to_owned(), super::formats_line(&self.formats)),
+        ])
+    }
+
+    /// The DKMS tree inside the patched source.
+    fn tree_root(&self, cx: &Cx) -> Result<std::path::PathBuf> {
+        let tree = cx.tree()?;
+        let root = if self.dkms.tree == "." {
+            tree.to_path_buf()
+        } else {
+            tree.join(&self.dkms.tree)
+        };
+        anyhow::ensure!(
+            root.is_dir(),
+            "`dkms.tree = \"{}\"` of {} is not a folder of the patched source: fix the recipe",
+            self.dkms.tree,
+            cx.recipe.path.display()
+        );
+        Ok(root)
+    }
+
+    /// Renders every packaging file once (dkms.conf first, its sha256 then
+    /// given to the PKGBUILD) and writes all but the scripts into
+    /// `packaging/`.
+    pub fn render(&self, cx: &Cx) -> Result<Rendered> {
+        let source = cx.source()?;
+        let inputs = packaging::Inputs {
+            epoch: cx.epoch,
+            orig_tarball: names::orig(&cx.recipe.package.name, &cx.recipe.package.version),
+            orig_sha256: source.orig_sha256.clone(),
+            source_dir: source.top.clone(),
+            patch_sha256: cx
+                .fetched()?
+                .patches
+                .iter()
+                .map(|p| p.sha256.clone())
+                .collect(),
+            tree_entries: top_level_entries(&self.tree_root(cx)?)?,
+        };
+        let renderer = Renderer::new(&cx.ws.root.join("templates"))?;
+        let values = packaging::values(cx.recipe, &cx.plan, &inputs)?;
+        let mut rendered = packaging::render(&renderer, &values)?;
+        rendered.extend(packaging::debian_docs(&self.meta(cx)?, cx.epoch_u()?)?);
+        let dir = cx.dir()?.join("packaging");
+        for (name, text) in rendered.iter().filter(|(n, _)| !n.starts_with("scripts/")) {
+            let path = dir.join(name);
+            std::fs::create_dir_all(path.parent().expect("rendered files have a folder"))?;
+            std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(rendered)
+    }
+
+    /// The DKMS tree with its dkms.conf, each format's scripts, and the
+    /// source packages of the formats built.
+    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+        let rendered = cx.rendered()?;
+        let meta = self.meta(cx)?;
+        let p = &cx.recipe.package;
+        let prefix = package::dkms::source_dir(&p.name, &p.version);
+        let mut tree = FileTree::from_dir(&self.tree_root(cx)?, &prefix)?;
+        tree.remove(&format!("{prefix}/{}", state::DIR));
+        let dkms_conf = rendered["dkms.conf"].clone().into_bytes();
+        tree.add_bytes(&format!("{prefix}/dkms.conf"), dkms_conf, false)?;
+        super::source_packages::write_all(&self.formats, cx, &meta)?;
+        let scripts = |post: &str, pre: &str| Scripts {
+            post_install: Some(rendered[post].clone()),
+            pre_remove: Some(rendered[pre].clone()),
+            arch_install: None,
+        };
+        let arch = Scripts {
+            arch_install: Some(rendered["scripts/arch-install"].clone()),
+            ..Scripts::default()
+        };
+        Ok(Assembled {
+            machine: plan::machine(cx.recipe.target.kind),
+            tree,
+            scripts: BTreeMap::from([
+                (Format::Deb, scripts("scripts/postinst", "scripts/prerm")),
+                (
+                    Format::Rpm,
+                    scripts("scripts/rpm-post", "scripts/rpm-preun"),
+                ),
+                (Format::Arch, arch),
+            ]),
+            pkgbuild: Some(rendered["arch/PKGBUILD"].clone().into_bytes()),
+            params: BTreeMap::new(),
+            meta,
+        })
+    }
+
+    /// The package metadata: the plan's identity, with the changelog, the
+    /// copyright and the relations between module packages.
+    fn meta(&self, cx: &Cx) -> Result<PackageMeta> {
+        let recipe = cx.recipe;
+        let mut meta = plan::identity(recipe);
+        meta.changes = vec![format!(
+            "Built by rocm-patchkit from {} and {}.",
+            cx.plan.recipe_file,
+            packaging::source_line(&recipe.source)
+        )];
+        meta.changes.extend(
+            cx.plan
+                .patches
+                .iter()
+                .map(|patch| format!("Patch {}.", patch.name)),
+        );
+        meta.depends = vec!["dkms".to_owned()];
+        meta.copyright = vec![format!(
+            "{} The upstream authors of {}",
+            packaging::year(cx.epoch),
+            recipe.package.name
+        )];
+        meta.relations =
+            package::Relations::for_dkms_modules(self.dkms.modules.iter().map(|m| m.name.as_str()));
+        Ok(meta)
+    }
+}
+
+fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .with_context(|| format!("listing {}", dir.display()))?
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    Ok(names)
+}

@@ -1,0 +1,331 @@
+//! The executor: walks a plan's steps in order for any kind, keeping what
+//! each step made for the next, and records the steps it ran in
+//! `<work>/steps.json` (the same objects `plan --json` lists).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+
+use super::plan::{self, Plan, Step};
+use super::source::Published;
+use super::{Assembled, Options, Outcome, Part};
+use crate::dist::{self, Staging};
+use crate::fetch::{self, Fetched};
+use crate::manifest::Manifest;
+use crate::package::{self, Package, Scripts};
+use crate::patch::pristine::{self, Pristine};
+use crate::patch::{stage, Tolerance};
+use crate::publish::{self, Stamp};
+use crate::recipe::Recipe;
+use crate::render::Rendered;
+use crate::workspace::{WorkLock, Workspace};
+
+/// The file in the work folder that lists the steps the last build ran.
+pub const STEP_LOG: &str = "steps.json";
+
+/// What the steps made so far.
+pub struct Cx<'a> {
+    pub ws: &'a Workspace,
+    pub recipe: &'a Recipe,
+    pub plan: Plan,
+    pub epoch: i64,
+    pub out: PathBuf,
+    fetch: crate::fetch::FetchOptions,
+    /// The .deb's compression when one was chosen (recorded in the
+    /// manifest, so that changing it rebuilds).
+    deb: Option<package::Compression>,
+    pub fetched: Option<Fetched>,
+    pub tree: Option<PathBuf>,
+    /// The pristine tree the patched one was linked from, verified.
+    pub pristine: Option<Pristine>,
+    /// Whether `tree` is one an earlier run left (verified in the verify step).
+    pub reused: bool,
+    pub source: Option<Published>,
+    pub rendered: Option<Rendered>,
+    pub assembled: Option<Assembled>,
+    manifest: Option<Manifest>,
+    stamp: Option<Stamp>,
+    staging: Option<Staging>,
+    lock: Option<WorkLock>,
+    done: Vec<Step>,
+}
+
+/// Plans the build of `recipe` and runs its steps.
+pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> Result<Outcome> {
+    let out = opts
+        .out
+        .clone()
+        .unwrap_or_else(|| ws.root.join("dist").join(&recipe.name));
+    dist::check_replaceable(&out)?;
+    let mut cx = Cx {
+        ws,
+        recipe,
+        plan: plan::plan_for(recipe, part.formats())?,
+        epoch: crate::target::source_date_epoch(&ws.root)?,
+        out,
+        fetch: opts.fetch.clone(),
+        deb: opts.compression.or(recipe.package.compression),
+        fetched: None,
+        tree: None,
+        pristine: None,
+        reused: false,
+        source: None,
+        rendered: None,
+        assembled: None,
+        manifest: None,
+        stamp: None,
+        staging: None,
+        lock: None,
+        done: Vec::new(),
+    };
+    // The .deb's compressor (the flag's, else the recipe's) and the chunk
+    // cache, for every writer this build runs on this thread.
+    let _packing = package::Packing {
+        deb: cx.deb,
+        cache: Some(package::ChunkCache::new(ws.work_dir.join("chunks"))),
+    }
+    .enter();
+    let steps = cx.plan.steps.clone();
+    for (i, step) in steps.iter().enumerate() {
+        ws.reporter
+            .step(format!("step {}/{}: {}", i + 1, steps.len(), step.label()));
+        if let Some(outcome) = cx.run(step, part)? {
+            return Ok(outcome);
+        }
+        cx.done.push(step.clone());
+        cx.write_log()?;
+    }
+    bail!("the plan of {} ends without a publish step", recipe.name)
+}
+
+impl Cx<'_> {
+    /// Runs one step; `Some` when the build ended there.
+    fn run(&mut self, step: &Step, part: &Part) -> Result<Option<Outcome>> {
+        match step {
+            Step::Fetch => return self.fetch(part),
+            Step::EnsureApplied { fuzz } => self.ensure_applied(Tolerance::fuzz(*fuzz))?,
+            Step::Verify => self.verify()?,
+            Step::PublishSource { .. } => self.publish_source()?,
+            Step::Render => {
+                self.rendered = Some(match part {
+                    Part::Dkms(p) => p.render(self)?,
+                    Part::Config(p) => p.render(self)?,
+                    Part::Hipblaslt(_) => bail!(
+                        "a {} recipe has no templates to render",
+                        self.recipe.target.kind.as_str()
+                    ),
+                });
+            }
+            Step::Assemble { .. } => {
+                self.assembled = Some(match part {
+                    Part::Dkms(p) => p.assemble(self)?,
+                    Part::Config(p) => p.assemble(self)?,
+                    Part::Hipblaslt(p) => p.assemble(self)?,
+                })
+            }
+            Step::Package { format, file } => self.package(*format, file)?,
+            Step::Publish => return self.publish().map(Some),
+        }
+        Ok(None)
+    }
+
+    /// Fetches the inputs, takes the work lock, and ends the build when
+    /// the publication is already this build's.
+    fn fetch(&mut self, part: &Part) -> Result<Option<Outcome>> {
+        let fetched = fetch::fetch(self.ws, self.recipe, &self.fetch)
+            .with_context(|| format!("fetching the inputs of {}", self.recipe.name))?;
+        let templates_dir = self.ws.root.join("templates");
+        let templates = if part.uses_templates() {
+            publish::template_bytes(&templates_dir)?
+        } else {
+            Vec::new()
+        };
+        let mut params = part.params();
+        if let Some(deb) = self.deb {
+            params.insert("deb-compression".to_owned(), deb.to_string());
+        }
+        let manifest = Manifest::new(&self.plan, &fetched, self.epoch, params, &templates)?;
+        let lock = self.ws.lock_work(&self.recipe.name)?;
+        let stamp = Stamp::new(lock.dir.join("published.stamp"), &manifest, &self.out);
+        if stamp.up_to_date(&self.out, &manifest) {
+            return Ok(Some(Outcome::UpToDate {
+                dir: self.out.clone(),
+            }));
+        }
+        self.staging = Some(Staging::begin(&self.out)?);
+        self.fetched = Some(fetched);
+        self.manifest = Some(manifest);
+        self.stamp = Some(stamp);
+        self.lock = Some(lock);
+        Ok(None)
+    }
+
+    /// The pristine tree, extracted once per pin and verified, and the
+    /// patched tree: kept when its state record is exactly what this build
+    /// would write (checked again by the verify step), else applied afresh
+    /// to a hard-link copy of the pristine tree.
+    fn ensure_applied(&mut self, tol: Tolerance) -> Result<()> {
+        let work = self.work()?;
+        let dest = work.join("tree");
+        let fetched = self.fetched()?;
+        let pristine = pristine::ensure(
+            self.recipe,
+            &fetched.source,
+            &work.join("pristine"),
+            &self.ws.reporter,
+        )?;
+        let reuse = matches!(crate::state::read(&dest), Ok(Some((recorded, _)))
+            if stage::made_by(&recorded, self.recipe, fetched, tol));
+        if reuse {
+            self.ws.reporter.step(format!(
+                "apply: {} is already patched with this series",
+                dest.display()
+            ));
+        } else {
+            let r = &self.ws.reporter;
+            stage::apply_recipe_from(self.recipe, fetched, Some(&pristine), &dest, tol, r)?;
+        }
+        self.pristine = Some(pristine);
+        self.reused = reuse;
+        self.tree = Some(dest);
+        Ok(())
+    }
+
+    /// The patched tree against its state record; a kept tree that no
+    /// longer matches is applied again.
+    fn verify(&mut self) -> Result<()> {
+        let tree = self.tree()?.to_path_buf();
+        let mut report = crate::verify::tree(&tree, &self.ws.reporter)?;
+        if !report.ok && self.reused {
+            self.ws.reporter.warn(format!(
+                "{} was changed since it was applied: applying the series again",
+                tree.display()
+            ));
+            stage::apply_recipe_from(
+                self.recipe,
+                self.fetched()?,
+                self.pristine.as_ref(),
+                &tree,
+                Tolerance::strict(),
+                &self.ws.reporter,
+            )?;
+            report = crate::verify::tree(&tree, &self.ws.reporter)?;
+        }
+        if !report.ok {
+            bail!(
+                "the tree just applied at {} does not verify: run `cargo xtask verify {}`",
+                tree.display(),
+                tree.display()
+            );
+        }
+        let manifest = self.manifest.as_mut().context("verify runs after fetch")?;
+        manifest.record_placement(&tree)
+    }
+
+    fn publish_source(&mut self) -> Result<()> {
+        self.source = Some(super::source::publish(self)?);
+        Ok(())
+    }
+
+    /// One binary package of what assemble made, under the planned name.
+    fn package(&self, format: package::Format, file: &str) -> Result<()> {
+        let a = self.assembled()?;
+        let none = Scripts::default();
+        let pkg = Package {
+            meta: &a.meta,
+            machine: a.machine,
+            tree: &a.tree,
+            scripts: a.scripts.get(&format).unwrap_or(&none),
+            pkgbuild: a.pkgbuild.as_deref(),
+            epoch: self.epoch_u()?,
+        };
+        let dir = self.dir()?;
+        let task = self.ws.reporter.task(format!("writing {file}"));
+        let artifact = package::write(format, &pkg, dir).with_context(|| {
+            format!(
+                "writing the {} package of {}",
+                format.as_str(),
+                self.recipe.name
+            )
+        })?;
+        drop(task);
+        if artifact.path != dir.join(file) {
+            bail!(
+                "the {} writer wrote {} where the plan names {file}",
+                format.as_str(),
+                artifact.path.display()
+            );
+        }
+        publish::wrote(&self.ws.reporter, &artifact, dir);
+        Ok(())
+    }
+
+    /// `manifest.json`, `SHA256SUMS`, the folder swapped into place, and
+    /// the stamp that makes the next unchanged run a no-op.
+    fn publish(&mut self) -> Result<Outcome> {
+        let mut manifest = self.manifest.take().context("publish runs after fetch")?;
+        if let Some(a) = &self.assembled {
+            manifest.build.extend(a.params.clone());
+        }
+        let staging = self.staging.take().context("publish runs after fetch")?;
+        let stamp = self.stamp.take().context("publish runs after fetch")?;
+        self.done.push(Step::Publish);
+        self.write_log()?;
+        publish::finish(staging, manifest, &stamp)
+    }
+
+    /// Records the steps run so far in the work folder.
+    fn write_log(&self) -> Result<()> {
+        let Some(lock) = &self.lock else {
+            return Ok(());
+        };
+        let path = lock.dir.join(STEP_LOG);
+        let text = serde_json::to_string_pretty(&self.done)? + "\n";
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    pub fn fetched(&self) -> Result<&Fetched> {
+        self.fetched.as_ref().context("the fetch step runs first")
+    }
+
+    pub fn tree(&self) -> Result<&Path> {
+        self.tree
+            .as_deref()
+            .context("the ensure-applied step runs before this one")
+    }
+
+    pub fn work(&self) -> Result<&Path> {
+        Ok(&self.lock.as_ref().context("the fetch step runs first")?.dir)
+    }
+
+    /// The staging folder of the publication.
+    pub fn dir(&self) -> Result<&Path> {
+        Ok(self
+            .staging
+            .as_ref()
+            .context("the fetch step runs first")?
+            .dir())
+    }
+
+    pub fn source(&self) -> Result<&Published> {
+        self.source
+            .as_ref()
+            .context("the publish-source step runs before this one")
+    }
+
+    pub fn rendered(&self) -> Result<&Rendered> {
+        self.rendered
+            .as_ref()
+            .context("the render step runs before this one")
+    }
+
+    fn assembled(&self) -> Result<&Assembled> {
+        self.assembled
+            .as_ref()
+            .context("the assemble step runs before package")
+    }
+
+    pub fn epoch_u(&self) -> Result<u64> {
+        u64::try_from(self.epoch).context("SOURCE_DATE_EPOCH is before 1970")
+    }
+}

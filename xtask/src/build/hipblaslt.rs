@@ -1,0 +1,146 @@
+//! What a `kind = "hipblaslt"` recipe brings to the build line: the ROCm
+//! toolchain and GPU targets, resolved before anything is fetched, and the
+//! assemble step: CMake configures, builds and installs the patched library
+//! into a staging root (logging to the work folder), the gfx12 kernels are
+//! checked for the recipe's `expert_sched`, and the install prefix becomes
+//! the packages' tree. Without a toolchain the plan has no assemble or
+//! package step: the source is published alone, and the manifest says why.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{bail, Result};
+
+use super::exec::Cx;
+use super::{plan, Assembled, Options};
+use crate::hipblaslt::{self, cmake, kernels, packages, toolchain::Toolchain, BuildMode};
+use crate::recipe::{Format, Recipe};
+use crate::workspace::Workspace;
+
+/// The `build-hipblaslt` flags.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// `--rocm`; else `$ROCM_PATH`, else `/opt/rocm`.
+    pub rocm: Option<PathBuf>,
+    /// `gfx1200;gfx1201` (commas are accepted too).
+    pub gpu_targets: String,
+    pub mode: BuildMode,
+    pub jobs: usize,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings {
+            rocm: None,
+            gpu_targets: hipblaslt::DEFAULT_GPU_TARGETS.to_owned(),
+            mode: BuildMode::Auto,
+            jobs: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+        }
+    }
+}
+
+/// A hipBLASLt build's settings, resolved before anything is fetched.
+pub struct Part {
+    /// The toolchain, or why the binary build is skipped.
+    pub toolchain: Result<Toolchain, String>,
+    pub gpu_targets: String,
+    pub mode: BuildMode,
+    pub jobs: usize,
+    pub install_prefix: String,
+    /// The recipe's formats with a toolchain, none without.
+    pub formats: Vec<Format>,
+}
+
+impl Part {
+    pub fn new(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Part> {
+        let s = &opts.hipblaslt;
+        let gpu_targets = hipblaslt::normalize_gpu_targets(&s.gpu_targets)?;
+        let toolchain = hipblaslt::toolchain_for(s.mode, s.rocm.as_deref())?;
+        let formats = match &toolchain {
+            Ok(tc) => {
+                hipblaslt::check_release(recipe, tc, &ws.reporter);
+                let wanted = opts.formats.as_ref().unwrap_or(&recipe.target.formats);
+                wanted
+                    .iter()
+                    .copied()
+                    .filter(|f| *f != Format::Tar)
+                    .collect()
+            }
+            Err(why) => {
+                ws.reporter.warn(format!(
+                    "binary build skipped ({why}); publishing the source artifacts only"
+                ));
+                Vec::new()
+            }
+        };
+        Ok(Part {
+            toolchain,
+            gpu_targets,
+            mode: s.mode,
+            jobs: s.jobs.max(1),
+            install_prefix: packages::install_prefix(recipe),
+            formats,
+        })
+    }
+
+    pub fn params(&self) -> BTreeMap<String, String> {
+        let mut params = BTreeMap::from([
+            ("build_mode".to_owned(), self.mode.as_str().to_owned()),
+            ("gpu_targets".to_owned(), self.gpu_targets.clone()),
+        ]);
+        match &self.toolchain {
+            Ok(tc) => params.extend([
+                ("binary".to_owned(), "built".to_owned()),
+                ("rocm_path".to_owned(), tc.prefix.display().to_string()),
+                (
+                    "rocm_version".to_owned(),
+                    tc.version.clone().unwrap_or_else(|| "unknown".to_owned()),
+                ),
+                ("compiler".to_owned(), tc.cxx.display().to_string()),
+                ("install_prefix".to_owned(), self.install_prefix.clone()),
+            ]),
+            Err(why) => {
+                params.insert("binary".to_owned(), format!("skipped: {why}"));
+            }
+        }
+        params
+    }
+
+    /// Configures, builds and installs the library, checks its gfx12
+    /// kernels, and takes the install prefix as the packages' tree.
+    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+        let Ok(tc) = &self.toolchain else {
+            bail!("the plan of {} builds without a toolchain", cx.recipe.name);
+        };
+        let work = cx.work()?;
+        let spec = cmake::BuildSpec {
+            toolchain: tc,
+            source: cx.tree()?.join("projects/hipblaslt"),
+            build: work.join("build"),
+            root: work.join("root"),
+            prefix: self.install_prefix.clone(),
+            gpu_targets: self.gpu_targets.clone(),
+            jobs: self.jobs,
+            source_date_epoch: cx.epoch,
+            log: work.join("build.log"),
+        };
+        if !spec.source.join("CMakeLists.txt").is_file() {
+            bail!(
+                "the patched tree has no projects/hipblaslt/CMakeLists.txt; check that \
+                 `source.paths` of {} includes projects/hipblaslt",
+                cx.recipe.name
+            );
+        }
+        cmake::build(&spec, &cx.ws.reporter)?;
+        let verdict = kernels::check(cx.recipe, &spec.root, &spec.prefix, &self.gpu_targets)?;
+        cx.ws.reporter.step(format!("gfx12 kernels: {verdict}"));
+        Ok(Assembled {
+            meta: packages::meta(cx.recipe),
+            machine: plan::machine(cx.recipe.target.kind),
+            tree: packages::tree(&spec.root, &spec.prefix)?,
+            scripts: BTreeMap::new(),
+            pkgbuild: None,
+            params: BTreeMap::from([("gfx12_expert_sched".to_owned(), verdict)]),
+        })
+    }
+}

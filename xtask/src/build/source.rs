@@ -1,0 +1,201 @@
+//! The publish-source step, the same for every kind: the pristine upstream
+//! source as `source/<name>_<version>.orig.tar.gz`, the patches and their
+//! `series` under `source/patches/`, and, for hipBLASLt (the kinds with
+//! source packages carry the series in them instead), the patched tree as
+//! `source/<name>-<version>-patched.tar.gz` without its `.patchkit/` record.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{bail, Context, Result};
+
+use super::exec::Cx;
+use crate::fetch::Fetched;
+use crate::package::tar::Names;
+use crate::package::{names, tarball, FileTree};
+use crate::patch::pristine::Pristine;
+use crate::recipe::Kind;
+use crate::report::Reporter;
+
+/// What the source step published, for the steps after it.
+#[derive(Debug, Clone)]
+pub struct Published {
+    /// The orig tarball in the staging folder, and its sha256.
+    pub orig: PathBuf,
+    pub orig_sha256: String,
+    /// `<name>-<version>`, the folder the orig tarball unpacks into.
+    pub top: String,
+    /// The `series` file's text: one patch name a line.
+    pub series: String,
+}
+
+/// Writes the source artifacts into `<staging>/source/`, from the patched
+/// and the verified pristine tree of `cx`.
+pub fn publish(cx: &Cx) -> Result<Published> {
+    let (recipe, reporter) = (cx.recipe, &cx.ws.reporter);
+    let pristine = cx
+        .pristine
+        .as_ref()
+        .context("the ensure-applied step runs before publish-source")?;
+    let p = &recipe.package;
+    let out = cx.dir()?.join("source");
+    let top = format!("{}-{}", p.name, p.version);
+    let epoch = cx.epoch_u()?;
+    let keep = cx.work()?.join("orig");
+    let name = names::orig(&p.name, &p.version);
+    let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, reporter)?;
+    if recipe.target.kind == Kind::Hipblaslt {
+        let patched = without_record(cx.tree()?, &top)?;
+        compress(
+            &patched,
+            epoch,
+            &out,
+            &names::patched(&p.name, &p.version),
+            reporter,
+        )?;
+    }
+    let series = copy_series(cx.fetched()?, &out.join("patches"))?;
+    Ok(Published {
+        orig,
+        orig_sha256,
+        top,
+        series,
+    })
+}
+
+/// The orig tarball in `out`, and its sha256: a copy of the one kept in
+/// `keep` when that was made of the same pristine listing, top folder,
+/// `SOURCE_DATE_EPOCH` and tool binary and still has its recorded sha256;
+/// compressed afresh (and kept) otherwise.
+fn orig_tarball(
+    pristine: &Pristine,
+    top: &str,
+    name: &str,
+    epoch: u64,
+    out: &Path,
+    keep: &Path,
+    reporter: &Reporter,
+) -> Result<(PathBuf, String)> {
+    let key = orig_key(pristine, top, epoch);
+    let (kept, key_file) = (keep.join(name), keep.join(format!("{name}.key")));
+    let dest = out.join(name);
+    if let Some(sha256) = std::fs::read_to_string(&key_file)
+        .ok()
+        .filter(|_| !crate::publish::tool_identity().is_empty())
+        .and_then(|t| t.strip_prefix(&key).map(|s| s.trim().to_owned()))
+    {
+        std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+        if std::fs::copy(&kept, &dest).is_ok() && crate::dist::hash_file(&dest)?.sha256 == sha256 {
+            reporter.step(format!("compress: {name} kept from {}", keep.display()));
+            return Ok((dest, sha256));
+        }
+        reporter.warn(format!(
+            "{} does not hash as recorded: compressing it again",
+            kept.display()
+        ));
+    }
+    let orig = compress(
+        &FileTree::from_dir(&pristine.dir, top)?,
+        epoch,
+        out,
+        name,
+        reporter,
+    )?;
+    let sha256 = crate::dist::hash_file(&orig)?.sha256;
+    std::fs::create_dir_all(keep).with_context(|| format!("creating {}", keep.display()))?;
+    let tmp = keep.join(format!(".{name}.{}", std::process::id()));
+    std::fs::copy(&orig, &tmp).with_context(|| format!("keeping {}", tmp.display()))?;
+    std::fs::rename(&tmp, &kept).with_context(|| format!("keeping {}", kept.display()))?;
+    std::fs::write(&key_file, format!("{key}{sha256}\n"))
+        .with_context(|| format!("writing {}", key_file.display()))?;
+    Ok((orig, sha256))
+}
+
+/// What an orig tarball is made of: the pristine tree (its listing), the
+/// top folder, `SOURCE_DATE_EPOCH`, and the tool binary that writes it.
+fn orig_key(pristine: &Pristine, top: &str, epoch: u64) -> String {
+    let listing = crate::state::manifest_to_text(&pristine.manifest);
+    format!(
+        "listing {}\ntop {top}\nepoch {epoch}\ntool {}\n",
+        crate::hash::sha256_hex(listing.as_bytes()),
+        crate::publish::tool_identity()
+    )
+}
+
+/// Copies every patch into `dir` and writes `series`; returns its text.
+fn copy_series(fetched: &Fetched, dir: &Path) -> Result<String> {
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut series = String::new();
+    for patch in &fetched.patches {
+        let dest = dir.join(&patch.name);
+        std::fs::copy(&patch.path, &dest).with_context(|| {
+            format!(
+                "copying patch {} to {}",
+                patch.path.display(),
+                dest.display()
+            )
+        })?;
+        series.push_str(&patch.name);
+        series.push('\n');
+    }
+    let path = dir.join("series");
+    std::fs::write(&path, &series).with_context(|| format!("writing {}", path.display()))?;
+    Ok(series)
+}
+
+/// The patched tree below `top`, leaving out the `.patchkit/` record.
+fn without_record(tree: &Path, top: &str) -> Result<FileTree> {
+    let mut files = FileTree::new();
+    files.add_dir(top)?;
+    let mut names: Vec<_> = std::fs::read_dir(tree)
+        .with_context(|| format!("listing {}", tree.display()))?
+        .collect::<std::io::Result<_>>()
+        .with_context(|| format!("listing {}", tree.display()))?;
+    names.sort_by_key(|e| e.file_name());
+    for entry in names {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else {
+            bail!("{} has a name that is not UTF-8", entry.path().display());
+        };
+        if name == crate::state::DIR {
+            continue;
+        }
+        let path = format!("{top}/{name}");
+        let kind = entry.file_type()?;
+        if kind.is_dir() {
+            files.add_dir(&path)?;
+            files.add_dir_contents(&entry.path(), &path)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path())?;
+            files.add_symlink(&path, &target.to_string_lossy())?;
+        } else {
+            let exec = std::os::unix::fs::PermissionsExt::mode(&entry.metadata()?.permissions())
+                & 0o111
+                != 0;
+            files.add_file(&path, &entry.path(), exec)?;
+        }
+    }
+    Ok(files)
+}
+
+/// Writes one `.tar.gz`, with a spinner and the time it took.
+fn compress(
+    files: &FileTree,
+    epoch: u64,
+    dir: &Path,
+    name: &str,
+    reporter: &Reporter,
+) -> Result<PathBuf> {
+    let started = Instant::now();
+    let progress = reporter.progress(format!("compress {name}"), None, false);
+    let artifact = tarball::write_tar_gz(files, Names::Plain, epoch, dir, name)
+        .with_context(|| format!("writing {}", dir.join(name).display()))?;
+    progress.finish();
+    reporter.step(format!(
+        "compress: {name} ({} files, {}) in {:.1}s",
+        files.len(),
+        crate::fetch::inputs::human_bytes(artifact.size),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(artifact.path)
+}

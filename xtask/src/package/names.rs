@@ -1,0 +1,82 @@
+//! Every file name a build publishes, in one place: the plan names the
+//! outputs with the very functions the writers name their files with.
+
+use super::{Format, Machine, PackageMeta};
+
+/// The binary package of `format`: `<name>_<version>-<release>_<arch>.deb`,
+/// `<name>-<version>-<release>.<arch>.rpm`,
+/// `<name>-<version>-<release>-<arch>.pkg.tar.zst`, or the DKMS tarball
+/// `<module>-<version>-source-only.dkms.tar.gz` (the name
+/// `dkms mktarball --source-only` gives; the module is the meta's source).
+pub fn file_name(format: Format, meta: &PackageMeta, machine: Machine) -> String {
+    let full = meta.full_version();
+    match format {
+        Format::Deb => format!("{}_{full}_{}.deb", meta.name, machine.deb()),
+        Format::Rpm => format!(
+            "{}-{}-{}.{}.rpm",
+            meta.name,
+            meta.version,
+            meta.release,
+            machine.rpm()
+        ),
+        Format::Arch => format!("{}-{full}-{}.pkg.tar.zst", meta.name, machine.arch()),
+        Format::Tar => dkms_tarball(source_name(meta), &meta.version),
+    }
+}
+
+/// The source packages published beside a binary package of `format`, as
+/// paths in the publication: `source/<src>_<version>-<release>.dsc` and
+/// `.debian.tar.xz`, `<name>-<version>-<release>.src.rpm`,
+/// `<name>-<version>-<release>.src.tar.gz` (what `makepkg --source` makes).
+pub fn source_packages(format: Format, meta: &PackageMeta) -> Vec<String> {
+    let (src, v, r) = (source_name(meta), &meta.version, &meta.release);
+    match format {
+        Format::Deb => vec![
+            format!("source/{}", dsc(src, v, r)),
+            format!("source/{}", debian_tar(src, v, r)),
+        ],
+        Format::Rpm => vec![srpm(meta)],
+        Format::Arch => vec![arch_source(meta)],
+        Format::Tar => Vec::new(),
+    }
+}
+
+/// The upstream (source) name: the meta's `source`, else its name.
+pub fn source_name(meta: &PackageMeta) -> &str {
+    meta.source.as_deref().unwrap_or(&meta.name)
+}
+
+/// `<src>_<version>-<revision>.dsc`
+pub fn dsc(source: &str, version: &str, revision: &str) -> String {
+    format!("{source}_{version}-{revision}.dsc")
+}
+
+/// `<src>_<version>-<revision>.debian.tar.xz`
+pub fn debian_tar(source: &str, version: &str, revision: &str) -> String {
+    format!("{source}_{version}-{revision}.debian.tar.xz")
+}
+
+/// `<name>-<version>-<release>.src.rpm`
+pub fn srpm(meta: &PackageMeta) -> String {
+    format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release)
+}
+
+/// `<name>-<version>-<release>.src.tar.gz`
+pub fn arch_source(meta: &PackageMeta) -> String {
+    format!("{}-{}.src.tar.gz", meta.name, meta.full_version())
+}
+
+/// `<module>-<version>-source-only.dkms.tar.gz`
+pub fn dkms_tarball(module: &str, version: &str) -> String {
+    format!("{module}-{version}-source-only.dkms.tar.gz")
+}
+
+/// `<name>_<version>.orig.tar.gz`: the pristine upstream source.
+pub fn orig(name: &str, version: &str) -> String {
+    format!("{name}_{version}.orig.tar.gz")
+}
+
+/// `<name>-<version>-patched.tar.gz`: the patched tree.
+pub fn patched(name: &str, version: &str) -> String {
+    format!("{name}-{version}-patched.tar.gz")
+}
