@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::dist::{self, Staging};
 use crate::manifest::Manifest;
 use crate::package::Artifact;
-use crate::report::Reporter;
+use crate::report::{human_size, Reporter};
 
 /// How a build ended.
 #[derive(Debug)]
@@ -138,14 +138,4 @@ fn relative(path: &Path, base: &Path) -> String {
         .unwrap_or(path)
         .display()
         .to_string()
-}
-
-/// `12.3 MiB`.
-fn human_size(bytes: u64) -> String {
-    match bytes {
-        b if b >= 1 << 30 => format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64),
-        b if b >= 1 << 20 => format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64),
-        b if b >= 1 << 10 => format!("{:.1} KiB", b as f64 / 1024.0),
-        b => format!("{b} B"),
-    }
 }

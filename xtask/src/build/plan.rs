@@ -140,7 +140,7 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
                     PatchOrigin::File {
                         path: relative(path),
                     },
-                    Some(sha256_hex(&bytes)),
+                    Some(crate::hash::sha256_hex(&bytes)),
                 )
             }
             PatchOrigin::Url { sha256, .. } | PatchOrigin::Git { sha256, .. } => {
@@ -291,8 +291,6 @@ fn outputs(steps: &[Step]) -> Vec<String> {
     out.sort();
     out
 }
-
-pub use crate::hash::sha256_hex;
 
 /// The plan as stable JSON: keys sorted, two-space indented.
 pub fn to_json(plan: &Plan) -> Result<String> {

@@ -194,7 +194,7 @@ fn compress(
     reporter.step(format!(
         "compress: {name} ({} files, {}) in {:.1}s",
         files.len(),
-        crate::fetch::inputs::human_bytes(artifact.size),
+        crate::report::human_size(artifact.size),
         started.elapsed().as_secs_f64()
     ));
     Ok(artifact.path)

@@ -142,9 +142,6 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
     Ok(Fetched { source, patches })
 }
 
-/// The one human-readable size, under the name `hipblaslt/source.rs` calls.
-pub use crate::report::human_size as human_bytes;
-
 fn describe_unpinned(recipe: &Recipe) -> Vec<String> {
     let mut out = Vec::new();
     match &recipe.source {
