@@ -25,16 +25,12 @@ pub struct Part<'r> {
 
 impl<'r> Part<'r> {
     pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
-        let config = recipe.config.as_ref().ok_or_else(|| {
-            UsageError(format!(
-                "{}: build-config needs a `[config]` table with `files` (see recipes/README.md)",
-                recipe.path.display()
-            ))
-        })?;
-        let formats = opts
-            .formats
-            .clone()
-            .unwrap_or_else(|| recipe.target.formats.clone());
+        let config = super::kind_table(
+            recipe,
+            recipe.config.as_ref(),
+            "build-config needs a `[config]` table with `files`",
+        )?;
+        let formats = opts.formats_of(recipe);
         if formats.contains(&Format::Tar) {
             bail!(UsageError(format!(
                 "recipe {} is a config package: build it as deb, rpm or arch (`tar` is for DKMS sources)",
@@ -56,12 +52,7 @@ impl<'r> Part<'r> {
             orig_tarball: names::orig(&p.name, &p.version),
             orig_sha256: source.orig_sha256.clone(),
             source_dir: source.top.clone(),
-            patch_sha256: cx
-                .fetched()?
-                .patches
-                .iter()
-                .map(|p| p.sha256.clone())
-                .collect(),
+            patch_sha256: cx.patch_sha256()?,
         };
         let renderer = Renderer::new(&cx.ws.root.join("templates"))?;
         let values = packaging_config::values(cx.recipe, &cx.plan, &inputs)?;

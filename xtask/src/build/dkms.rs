@@ -11,7 +11,6 @@ use anyhow::{Context, Result};
 
 use super::exec::Cx;
 use super::{plan, Assembled, Options};
-use crate::diag::UsageError;
 use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
 use crate::recipe::{Dkms, Recipe};
 use crate::render::{Rendered, Renderer};
@@ -26,18 +25,14 @@ pub struct Part<'r> {
 
 impl<'r> Part<'r> {
     pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
-        let dkms = recipe.dkms.as_ref().ok_or_else(|| {
-            UsageError(format!(
-                "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
-                recipe.path.display()
-            ))
-        })?;
+        let formats = opts.formats_of(recipe);
+        let dkms = super::kind_table(
+            recipe,
+            recipe.dkms.as_ref(),
+            "build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]`",
+        )?;
         let kernel = target::pick_kernel(opts.kernel.as_deref(), &opts.modules_dir)?;
         target::check_kernel(recipe, &kernel)?;
-        let formats = opts
-            .formats
-            .clone()
-            .unwrap_or_else(|| recipe.target.formats.clone());
         Ok(Part {
             dkms,
             kernel,
@@ -79,12 +74,7 @@ impl<'r> Part<'r> {
             orig_tarball: names::orig(&cx.recipe.package.name, &cx.recipe.package.version),
             orig_sha256: source.orig_sha256.clone(),
             source_dir: source.top.clone(),
-            patch_sha256: cx
-                .fetched()?
-                .patches
-                .iter()
-                .map(|p| p.sha256.clone())
-                .collect(),
+            patch_sha256: cx.patch_sha256()?,
             tree_entries: top_level_entries(&self.tree_root(cx)?)?,
         };
         let renderer = Renderer::new(&cx.ws.root.join("templates"))?;

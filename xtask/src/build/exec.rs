@@ -288,6 +288,16 @@ impl Cx<'_> {
         self.fetched.as_ref().context("the fetch step runs first")
     }
 
+    /// The sha256 of each patch, in series order.
+    pub fn patch_sha256(&self) -> Result<Vec<String>> {
+        Ok(self
+            .fetched()?
+            .patches
+            .iter()
+            .map(|p| p.sha256.clone())
+            .collect())
+    }
+
     pub fn tree(&self) -> Result<&Path> {
         self.tree
             .as_deref()

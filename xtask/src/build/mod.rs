@@ -71,6 +71,27 @@ pub enum Part<'r> {
     Hipblaslt(hipblaslt::Part),
 }
 
+impl Options {
+    /// `--formats`, else the recipe's `target.formats`.
+    pub fn formats_of(&self, recipe: &Recipe) -> Vec<Format> {
+        self.formats
+            .clone()
+            .unwrap_or_else(|| recipe.target.formats.clone())
+    }
+}
+
+/// The recipe's table of its kind (`[dkms]`, `[config]`), or a refusal
+/// that says what the command needs.
+fn kind_table<'r, T>(recipe: &Recipe, table: Option<&'r T>, needs: &str) -> Result<&'r T> {
+    table.ok_or_else(|| {
+        UsageError(format!(
+            "{}: {needs} (see recipes/README.md)",
+            recipe.path.display()
+        ))
+        .into()
+    })
+}
+
 /// Loads the recipe and builds it: plan, then execute.
 pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let recipe = Recipe::load(&ws.root, &opts.recipe)?;

@@ -7,6 +7,7 @@
 //! the headers before it describe it.
 
 use std::collections::BTreeMap;
+use std::fs::File;
 use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
@@ -167,35 +168,55 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
         .add(tag::GROUP, Value::I18n(machine.section().1.into()))
         .str(tag::ARCH, machine.rpm());
     let header = header.to_bytes(63);
+    let name = names::file_name(Format::Rpm, meta, machine);
+    write_file(
+        out_dir,
+        &name,
+        &lead(meta),
+        &header,
+        (payload, raw_size, packed_size),
+        "rpm payload",
+    )
+}
+
+/// Writes `<out_dir>/<name>`: the lead, the signature of `header` and of
+/// the payload's sizes, the header, then the payload (rewound here), which
+/// must still be `packed` bytes long; `raw` is its size uncompressed.
+pub(super) fn write_file(
+    out_dir: &Path,
+    name: &str,
+    lead: &[u8],
+    header: &[u8],
+    (mut payload, raw, packed): (File, u64, u64),
+    what_payload: &str,
+) -> Result<Artifact> {
     let mut sig = Header::new();
-    let total = header.len() as u64 + packed_size;
-    sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(&header)));
-    if let (Ok(total32), Ok(raw32)) = (u32::try_from(total), u32::try_from(raw_size)) {
+    let total = header.len() as u64 + packed;
+    sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(header)));
+    if let (Ok(total32), Ok(raw32)) = (u32::try_from(total), u32::try_from(raw)) {
         sig.int32(tag::SIG_SIZE, total32)
             .int32(tag::SIG_PAYLOADSIZE, raw32);
     } else {
         sig.add(tag::SIG_LONGSIZE, Value::Int64(vec![total]))
-            .add(tag::SIG_LONGARCHIVESIZE, Value::Int64(vec![raw_size]));
+            .add(tag::SIG_LONGARCHIVESIZE, Value::Int64(vec![raw]));
     }
     let mut sig = sig.to_bytes(62);
     while !sig.len().is_multiple_of(8) {
         sig.push(0);
     }
-
     payload
         .seek(SeekFrom::Start(0))
-        .context("reading back the rpm payload")?;
-    let name = names::file_name(Format::Rpm, meta, machine);
-    let mut out = Output::create(out_dir, &name)?;
+        .with_context(|| format!("reading back the {what_payload}"))?;
+    let mut out = Output::create(out_dir, name)?;
     {
         let what = || format!("writing {name}");
         let mut w = out.writer();
-        w.write_all(&lead(meta)).with_context(what)?;
+        w.write_all(lead).with_context(what)?;
         w.write_all(&sig).with_context(what)?;
-        w.write_all(&header).with_context(what)?;
+        w.write_all(header).with_context(what)?;
         let copied = std::io::copy(&mut payload, &mut w).with_context(what)?;
-        if copied != packed_size {
-            bail!("the rpm payload changed size while being copied into {name}");
+        if copied != packed {
+            bail!("the {what_payload} changed size while being copied into {name}");
         }
         w.flush().with_context(what)?;
     }
@@ -255,9 +276,17 @@ pub(super) fn add_file_stats(
     h: &mut Header,
     entries: &[&Entry],
     digests: &[Option<[u8; 32]>],
+    flags: Vec<u32>,
     epoch: u32,
 ) {
     let n = entries.len();
+    h.add(tag::FILEFLAGS, Value::Int32(flags))
+        .add(tag::FILEUSERNAME, Value::StrArray(vec!["root".into(); n]))
+        .add(tag::FILEGROUPNAME, Value::StrArray(vec!["root".into(); n]))
+        .add(tag::FILEVERIFYFLAGS, Value::Int32(vec![u32::MAX; n]))
+        .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
+        .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
+        .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
     h.add(
         tag::FILEMODES,
         Value::Int16(entries.iter().map(|e| rpm_mode(e) as u16).collect()),
@@ -373,23 +402,12 @@ fn main_header(
                     })
                     .collect(),
             ),
-        )
-        .add(
-            tag::FILEFLAGS,
-            Value::Int32(
-                entries
-                    .iter()
-                    .map(|e| if e.config { CONFIG_NOREPLACE } else { 0 })
-                    .collect(),
-            ),
-        )
-        .add(tag::FILEUSERNAME, Value::StrArray(vec!["root".into(); n]))
-        .add(tag::FILEGROUPNAME, Value::StrArray(vec!["root".into(); n]))
-        .add(tag::FILEVERIFYFLAGS, Value::Int32(vec![u32::MAX; n]))
-        .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
-        .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
-        .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
-    add_file_stats(&mut h, entries, digests, epoch);
+        );
+    let flags = entries
+        .iter()
+        .map(|e| if e.config { CONFIG_NOREPLACE } else { 0 })
+        .collect();
+    add_file_stats(&mut h, entries, digests, flags, epoch);
     match u32::try_from(total) {
         Ok(t) => h.int32(tag::SIZE, t),
         Err(_) => bail!("{} holds over 4 GiB of files; split the package", meta.name),

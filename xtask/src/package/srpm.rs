@@ -4,11 +4,10 @@
 //! `PATCH` lists, the spec text, `BUILDARCHS`) and a gzip'd cpio payload
 //! of plain file names, so `rpmbuild --rebuild` builds from it.
 
-use std::io::{Seek, SeekFrom, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
-use sha2::{Digest, Sha256};
 
 use super::compress::{Compression, Tally};
 use super::cpio::{cpio_entry_named, cpio_trailer};
@@ -17,7 +16,7 @@ use super::rpm::{lead_of, sense, tag, SHA256_ALGO};
 use super::rpm_header::{Header, Value};
 use super::tree::{Entry, FileTree, Kind};
 use super::Format;
-use super::{scratch, Artifact, Output};
+use super::{scratch, Artifact};
 
 /// Tags only a source rpm carries (rpmtag.h).
 mod src_tag {
@@ -98,9 +97,6 @@ pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) ->
             sha.unwrap_or_default(),
         )
     };
-    let raw32 = u32::try_from(raw_size)
-        .map_err(|_| anyhow::anyhow!("the source rpm payload of {} is over 4 GiB", meta.name))?;
-
     let header = main_header(
         meta,
         src,
@@ -111,35 +107,14 @@ pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) ->
         &packed_sha,
     )?;
     let header = header.to_bytes(63);
-    let total = u32::try_from(header.len() as u64 + packed_size)
-        .map_err(|_| anyhow::anyhow!("the source rpm of {} is over 4 GiB", meta.name))?;
-    let mut sig = Header::new();
-    sig.str(tag::SIG_SHA256, hex::encode(Sha256::digest(&header)))
-        .int32(tag::SIG_SIZE, total)
-        .int32(tag::SIG_PAYLOADSIZE, raw32);
-    let mut sig = sig.to_bytes(62);
-    while !sig.len().is_multiple_of(8) {
-        sig.push(0);
-    }
-
-    payload
-        .seek(SeekFrom::Start(0))
-        .context("reading back the source rpm payload")?;
-    let name = super::names::srpm(meta);
-    let mut out = Output::create(out_dir, &name)?;
-    {
-        let what = || format!("writing {name}");
-        let mut w = out.writer();
-        w.write_all(&lead_of(meta, true)).with_context(what)?;
-        w.write_all(&sig).with_context(what)?;
-        w.write_all(&header).with_context(what)?;
-        let copied = std::io::copy(&mut payload, &mut w).with_context(what)?;
-        if copied != packed_size {
-            bail!("the source rpm payload changed size while being copied into {name}");
-        }
-        w.flush().with_context(what)?;
-    }
-    out.commit()
+    super::rpm::write_file(
+        out_dir,
+        &super::names::srpm(meta),
+        &lead_of(meta, true),
+        &header,
+        (payload, raw_size, packed_size),
+        "source rpm payload",
+    )
 }
 
 fn main_header(
@@ -207,23 +182,12 @@ fn main_header(
         tag::FILESIZES,
         Value::Int32(entries.iter().map(|e| e.size as u32).collect()),
     )
-    .add(tag::FILELINKTOS, Value::StrArray(vec![String::new(); n]))
-    .add(
-        tag::FILEFLAGS,
-        Value::Int32(
-            entries
-                .iter()
-                .map(|e| if e.path == src.spec_name { SPECFILE } else { 0 })
-                .collect(),
-        ),
-    )
-    .add(tag::FILEUSERNAME, Value::StrArray(vec!["root".into(); n]))
-    .add(tag::FILEGROUPNAME, Value::StrArray(vec!["root".into(); n]))
-    .add(tag::FILEVERIFYFLAGS, Value::Int32(vec![u32::MAX; n]))
-    .add(tag::FILEDEVICES, Value::Int32(vec![1; n]))
-    .add(tag::FILEINODES, Value::Int32((1..=n as u32).collect()))
-    .add(tag::FILELANGS, Value::StrArray(vec![String::new(); n]));
-    super::rpm::add_file_stats(&mut h, entries, digests, epoch);
+    .add(tag::FILELINKTOS, Value::StrArray(vec![String::new(); n]));
+    let flags = entries
+        .iter()
+        .map(|e| if e.path == src.spec_name { SPECFILE } else { 0 })
+        .collect();
+    super::rpm::add_file_stats(&mut h, entries, digests, flags, epoch);
     let total = u32::try_from(total)
         .map_err(|_| anyhow::anyhow!("{} holds over 4 GiB of sources", meta.name))?;
     h.int32(tag::SIZE, total);

@@ -183,30 +183,12 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
     // The header says what rpmbuild -bs says of the same spec and sources.
     let top = p.root().join("farm-rpm");
     rpm_sources(&dist, &top);
-    run(Command::new("rpmbuild")
-        .arg("-bs")
-        .arg("--define")
-        .arg(format!("_topdir {}", top.display()))
-        .arg(dist.join(format!("packaging/rpm/{PKGNAME}.spec")))
-        .env("SOURCE_DATE_EPOCH", EPOCH));
-    let reference = top.join("SRPMS").join(SRPM);
-    let query = |pkg: &Path| {
-        run(Command::new("rpm")
-            .args([
-                "-qp",
-                "--queryformat",
-                "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{OS} %{SOURCEPACKAGE} %{SOURCERPM} \
-                 %{LICENSE} %{URL} %{GROUP} %{SIZE} %{BUILDARCHS}\n%{SUMMARY}\n%{DESCRIPTION}\n\
-                 [source %{SOURCE}\n][patch %{PATCH}\n][file %{FILENAMES} %{FILEMODES:octal} \
-                 %{FILESIZES} %{FILEFLAGS} %{FILEDIGESTS}\n][requires %{REQUIRENAME} %{REQUIREFLAGS} \
-                 %{REQUIREVERSION}\n][provides %{PROVIDENAME} %{PROVIDEVERSION}\n]",
-            ])
-            .arg(pkg))
-    };
-    // rpmbuild records the files' own times and its host; ours are
-    // SOURCE_DATE_EPOCH and rocm-patchkit, so times and host are not
-    // part of the query.
-    assert_eq!(query(&srpm), query(&reference));
+    let (ours, reference) = srpm_beside_rpmbuilds(
+        &top,
+        &dist.join(format!("packaging/rpm/{PKGNAME}.spec")),
+        &srpm,
+    );
+    assert_eq!(ours, rpm_query(&reference));
     assert_eq!(
         run(Command::new("rpm").args(["-qpl"]).arg(&srpm)),
         run(Command::new("rpm").args(["-qpl"]).arg(&reference))
@@ -293,4 +275,40 @@ pub(crate) fn makepkg_in(outside: &Path, work: &Path, args: &[&str]) -> String {
         .env("PKGEXT", ".pkg.tar.zst")
         .env("SOURCE_DATE_EPOCH", EPOCH)
         .current_dir(work))
+}
+
+/// Runs `rpmbuild -bs` on `spec` with the sources already in
+/// `<top>/SOURCES`, and returns our source rpm's query and the path of the
+/// one rpmbuild made (named as ours).
+pub(crate) fn srpm_beside_rpmbuilds(
+    top: &Path,
+    spec: &Path,
+    ours: &Path,
+) -> (String, std::path::PathBuf) {
+    run(Command::new("rpmbuild")
+        .arg("-bs")
+        .arg("--define")
+        .arg(format!("_topdir {}", top.display()))
+        .arg(spec)
+        .env("SOURCE_DATE_EPOCH", EPOCH));
+    let reference = top.join("SRPMS").join(ours.file_name().unwrap());
+    (rpm_query(ours), reference)
+}
+
+/// What `rpm -qp` says of a (source) rpm: its names, metadata, sources,
+/// patches, files and relations. rpmbuild records the files' own times and
+/// its host; ours are SOURCE_DATE_EPOCH and rocm-patchkit, so times and
+/// host are not part of the query.
+pub(crate) fn rpm_query(pkg: &Path) -> String {
+    run(Command::new("rpm")
+        .args([
+            "-qp",
+            "--queryformat",
+            "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{OS} %{SOURCEPACKAGE} %{SOURCERPM} \
+             %{LICENSE} %{URL} %{GROUP} %{SIZE} %{BUILDARCHS}\n%{SUMMARY}\n%{DESCRIPTION}\n\
+             [source %{SOURCE}\n][patch %{PATCH}\n][file %{FILENAMES} %{FILEMODES:octal} \
+             %{FILESIZES} %{FILEFLAGS} %{FILEDIGESTS}\n][requires %{REQUIRENAME} %{REQUIREFLAGS} \
+             %{REQUIREVERSION}\n][provides %{PROVIDENAME} %{PROVIDEVERSION}\n]",
+        ])
+        .arg(pkg))
 }

@@ -243,28 +243,13 @@ fn rpm_reads_the_config_source_rpm_and_rpmbuild_rebuilds_our_rpm() {
             dist.join("source/patches").join(PATCH),
         ],
     );
-    run(Command::new("rpmbuild")
-        .arg("-bs")
-        .arg("--define")
-        .arg(format!("_topdir {}", top.display()))
-        .arg(dist.join(format!("packaging/rpm/{NAME}.spec")))
-        .env("SOURCE_DATE_EPOCH", EPOCH));
-    let reference = top.join("SRPMS").join(SRPM);
-    let query = |pkg: &Path| {
-        run(Command::new("rpm")
-            .args([
-                "-qp",
-                "--queryformat",
-                "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{OS} %{SOURCEPACKAGE} %{SOURCERPM} \
-                 %{LICENSE} %{URL} %{GROUP} %{SIZE} %{BUILDARCHS}\n%{SUMMARY}\n%{DESCRIPTION}\n\
-                 [source %{SOURCE}\n][patch %{PATCH}\n][file %{FILENAMES} %{FILEMODES:octal} \
-                 %{FILESIZES} %{FILEFLAGS} %{FILEDIGESTS}\n][requires %{REQUIRENAME} \
-                 %{REQUIREFLAGS} %{REQUIREVERSION}\n][provides %{PROVIDENAME} %{PROVIDEVERSION}\n]",
-            ])
-            .arg(pkg))
-    };
-    assert_eq!(query(&srpm), query(&reference));
-    assert!(query(&srpm).contains(&format!("patch {PATCH}\n")));
+    let (ours, reference) = crate::source_packages::srpm_beside_rpmbuilds(
+        &top,
+        &dist.join(format!("packaging/rpm/{NAME}.spec")),
+        &srpm,
+    );
+    assert_eq!(ours, crate::source_packages::rpm_query(&reference));
+    assert!(ours.contains(&format!("patch {PATCH}\n")));
 
     // rpmbuild --rebuild builds an rpm with our files, modes and
     // %config(noreplace), and no scriptlets.
