@@ -312,8 +312,58 @@ pub fn to_text(plan: &Plan) -> String {
         p.release,
         plan.kind.as_str()
     );
+    let _ = writeln!(s, "source   {}", source_text(&plan.source.source));
+    if let Some(k) = &plan.target.kernel {
+        let _ = writeln!(s, "kernel   {k}");
+    }
+    if let Some(k) = &plan.target.kernel_regex {
+        let _ = writeln!(s, "kernel   /{k}/");
+    }
     let pin = |v: &Option<String>| v.clone().unwrap_or_else(|| "UNPINNED".to_owned());
-    let source = match &plan.source.source {
+    let _ = writeln!(s, "patches  {}", plan.patches.len());
+    for patch in &plan.patches {
+        let origin = match &patch.origin {
+            PatchOrigin::File { path } => format!("file {}", path.display()),
+            PatchOrigin::Url { url, .. } => format!("url {url}"),
+            PatchOrigin::Git { url, commit, .. } => format!("git {url} @ {commit}"),
+        };
+        let _ = writeln!(
+            s,
+            "  {:>2}. {}  sha256 {}  ({origin})",
+            patch.index,
+            patch.name,
+            pin(&patch.sha256)
+        );
+    }
+    let _ = writeln!(s, "steps    {}", plan.steps.len());
+    for (i, step) in plan.steps.iter().enumerate() {
+        let line = format!(
+            "  {:>2}. {:<16} {}",
+            i + 1,
+            step.label(),
+            step.files().join(" ")
+        );
+        let _ = writeln!(s, "{}", line.trim_end());
+    }
+    let _ = writeln!(s, "outputs  (in dist/)");
+    for out in &plan.outputs {
+        let _ = writeln!(s, "  {out}");
+    }
+    if !plan.unpinned.is_empty() {
+        let _ = writeln!(
+            s,
+            "unpinned {} (run `cargo xtask lock {}` to pin them)",
+            plan.unpinned.join(", "),
+            plan.recipe
+        );
+    }
+    s
+}
+
+/// The source line of the plan's text: where the source comes from and its pin.
+fn source_text(source: &Source) -> String {
+    let pin = |v: &Option<String>| v.clone().unwrap_or_else(|| "UNPINNED".to_owned());
+    match source {
         Source::Git {
             url,
             commit,
@@ -354,52 +404,7 @@ pub fn to_text(plan: &Plan) -> String {
                 .unwrap_or_else(|| "(not pinned; local input)".to_owned()),
             include_text(include)
         ),
-    };
-    let _ = writeln!(s, "source   {source}");
-    if let Some(k) = &plan.target.kernel {
-        let _ = writeln!(s, "kernel   {k}");
     }
-    if let Some(k) = &plan.target.kernel_regex {
-        let _ = writeln!(s, "kernel   /{k}/");
-    }
-    let _ = writeln!(s, "patches  {}", plan.patches.len());
-    for patch in &plan.patches {
-        let origin = match &patch.origin {
-            PatchOrigin::File { path } => format!("file {}", path.display()),
-            PatchOrigin::Url { url, .. } => format!("url {url}"),
-            PatchOrigin::Git { url, commit, .. } => format!("git {url} @ {commit}"),
-        };
-        let _ = writeln!(
-            s,
-            "  {:>2}. {}  sha256 {}  ({origin})",
-            patch.index,
-            patch.name,
-            pin(&patch.sha256)
-        );
-    }
-    let _ = writeln!(s, "steps    {}", plan.steps.len());
-    for (i, step) in plan.steps.iter().enumerate() {
-        let line = format!(
-            "  {:>2}. {:<16} {}",
-            i + 1,
-            step.label(),
-            step.files().join(" ")
-        );
-        let _ = writeln!(s, "{}", line.trim_end());
-    }
-    let _ = writeln!(s, "outputs  (in dist/)");
-    for out in &plan.outputs {
-        let _ = writeln!(s, "  {out}");
-    }
-    if !plan.unpinned.is_empty() {
-        let _ = writeln!(
-            s,
-            "unpinned {} (run `cargo xtask lock {}` to pin them)",
-            plan.unpinned.join(", "),
-            plan.recipe
-        );
-    }
-    s
 }
 
 fn include_text(include: &[String]) -> String {
