@@ -450,7 +450,9 @@ fn pristine_tree(
     Ok(dest.to_path_buf())
 }
 
-fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
+/// The package metadata of a DKMS recipe, as every format of build-dkms
+/// writes it (the benchmark packages with the very same).
+pub fn package_meta(recipe: &Recipe, plan: &Plan, epoch: i64) -> Result<PackageMeta> {
     let p = &recipe.package;
     let mut changes = vec![format!(
         "Built by rocm-patchkit from {} and {}.",

@@ -3,6 +3,7 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
+pub mod bench;
 pub mod build_config;
 pub mod build_dkms;
 pub mod cache;
