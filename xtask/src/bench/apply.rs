@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{median, peak_rss_kib, run_ok, which};
+use super::{measure_ok, median, run_ok, which};
 use crate::extract::{self, Selection};
 use crate::patch::tree::Tree;
 use crate::patch::{apply, PatchInput, Tolerance};
@@ -27,15 +27,13 @@ pub struct Options {
 
 const SUBTREE: &str = "drivers/gpu/drm/amd";
 
-/// `bench apply-series`: applies `patches` to `tree` in place, strictly,
-/// and prints this process's peak memory.
+/// `bench apply-series`: applies `patches` to `tree` in place, strictly.
 pub fn apply_series(tree: &Path, patches: &[PathBuf]) -> Result<()> {
     let inputs: Vec<PatchInput> = patches
         .iter()
         .map(|p| PatchInput::read(p.display().to_string(), p))
         .collect::<Result<_>>()?;
     apply::series(&mut Tree::writing(tree), &inputs, Tolerance::strict())?;
-    println!("peak-rss-kib {}", peak_rss_kib().unwrap_or(0));
     Ok(())
 }
 
@@ -78,7 +76,7 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
     );
     let exe = std::env::current_exe()?;
     let mut times: [Vec<f64>; 3] = Default::default();
-    let mut peak = 0u64;
+    let mut peaks = [0u64; 3];
     for rep in 0..args.reps {
         for (tool, slot) in times.iter_mut().enumerate() {
             let copy = dir.join(format!("copy-{tool}"));
@@ -107,24 +105,10 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
                     c
                 }
             };
-            let started = Instant::now();
-            let out = cmd.output().context("running a tool of the benchmark")?;
-            slot.push(started.elapsed().as_secs_f64());
-            if !out.status.success() {
-                bail!(
-                    "benchmark tool {tool} failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            if tool == 0 {
-                let text = String::from_utf8_lossy(&out.stdout);
-                let kib = text
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                peak = peak.max(kib);
-            }
+            let what = ["rocm-patchkit apply", "git apply", "quilt push -a"][tool];
+            let (_, m) = measure_ok(&mut cmd, what)?;
+            slot.push(m.secs);
+            peaks[tool] = peaks[tool].max(m.peak_kib);
         }
         if rep == 0 {
             same_result(&dir, &patch_dir, &names)?;
@@ -135,16 +119,21 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
     }
     let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
     println!(
-        "{:<16} {:>10} {:>10} {:>10}",
-        "tool", "median s", "min s", "max s"
+        "{:<16} {:>10} {:>10} {:>10} {:>9}",
+        "tool", "median s", "min s", "max s", "peak MiB"
     );
-    for (name, t) in ["rocm-patchkit", "git apply", "quilt push -a"]
+    for ((name, t), peak) in ["rocm-patchkit", "git apply", "quilt push -a"]
         .iter()
         .zip(&times)
+        .zip(peaks)
     {
         let min = t.iter().cloned().fold(f64::MAX, f64::min);
         let max = t.iter().cloned().fold(0.0, f64::max);
-        println!("{name:<16} {:>10.3} {min:>10.3} {max:>10.3}", median(t));
+        println!(
+            "{name:<16} {:>10.3} {min:>10.3} {max:>10.3} {:>9.1}",
+            median(t),
+            peak as f64 / 1024.0
+        );
     }
     println!(
         "ratio rocm-patchkit / git apply:     {:.2}",
@@ -154,10 +143,7 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
         "ratio rocm-patchkit / quilt push -a: {:.2}",
         med[0] / med[2]
     );
-    println!(
-        "peak RSS of rocm-patchkit apply (VmHWM): {:.1} MB",
-        peak as f64 / 1024.0
-    );
+    println!("peak MiB: each tool's peak RSS (wait4), the largest of its runs");
     Ok(())
 }
 

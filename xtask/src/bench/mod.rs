@@ -117,13 +117,6 @@ pub fn which(tool: &str) -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
-/// VmHWM of this process in KiB.
-pub fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
 /// The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.
 pub fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")

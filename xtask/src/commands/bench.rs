@@ -71,7 +71,7 @@ pub enum What {
     /// (internal) run one of our package writers, or its compressor alone
     #[command(hide = true)]
     PackageOne(PackageOneArgs),
-    /// (internal) apply patches to a tree in place and print peak memory
+    /// (internal) apply patches to a tree in place
     #[command(hide = true)]
     ApplySeries {
         tree: PathBuf,
