@@ -104,125 +104,36 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
     let inputs = Inputs::read(&scratch.root, &scratch.recipe)?;
     let tree = inputs.dkms_tree()?;
     let (tree_files, tree_bytes) = (tree.len(), tree.content_size());
-    let stage = dir.join("stage");
-    let out = dir.join("out");
+    let (stage, out) = (dir.join("stage"), dir.join("out"));
     fresh_dir(&stage)?;
     fresh_dir(&out)?;
-    let refs: Vec<Vec<(Setting, Job)>> = formats
-        .iter()
-        .map(|f| reference::stage(*f, &inputs, &stage.join(f.as_str()), &out))
-        .collect::<Result<_>>()?;
     let nfpm_bin = nfpm::find();
     let nfpm_note = match &nfpm_bin {
         Some(bin) => nfpm_version(bin),
         None => format!("is missing, so left out: {}", nfpm::INSTALL_HINT),
     };
-    let nfpm_jobs: Vec<Option<Job>> = formats
-        .iter()
-        .map(|f| match &nfpm_bin {
-            Some(bin) => nfpm::stage(bin, *f, &inputs, &stage.join("nfpm"), &out),
-            None => Ok(None),
-        })
-        .collect::<Result<_>>()?;
-
-    // The floor's uncompressed payloads, written once and untimed.
     let started = Instant::now();
-    let payloads: Vec<(PathBuf, u64)> = formats
+    let mut lanes: Vec<Lane> = formats
         .iter()
-        .map(|f| floor::prepare(*f, &tree, &inputs.prefix, &out))
+        .map(|f| Lane::stage(*f, &inputs, &tree, nfpm_bin.as_deref(), &stage, &out))
         .collect::<Result<_>>()?;
     println!(
-        "tree {}: {tree_files} entries, {tree_bytes} bytes; floor payloads written in {:.1} s (untimed)",
+        "tree {}: {tree_files} entries, {tree_bytes} bytes; staged in {:.1} s (untimed)",
         inputs.tree_root.display(),
         started.elapsed().as_secs_f64()
     );
-
     let exe = std::env::current_exe().context("finding this program to run our writers")?;
-    let n = formats.len();
-    let mut ours: Vec<Runs> = vec![Runs::default(); n];
-    let mut floors: Vec<Runs> = vec![Runs::default(); n];
-    let mut theirs: Vec<Vec<Runs>> = refs
-        .iter()
-        .map(|j| vec![Runs::default(); j.len()])
-        .collect();
-    let mut nfpms: Vec<Runs> = vec![Runs::default(); n];
     for rep in 0..opts.reps {
-        for (i, format) in formats.iter().enumerate() {
-            let ours_out = out.join(format!("ours-{}", format.as_str()));
-            fresh_dir(&ours_out)?;
-            let mut cmd = one_command(&exe, &inputs, *format, &ours_out, None);
-            let (path, m) = child_artifact(&mut cmd, &format!("our {} writer", format.as_str()))?;
-            ours[i].push(m, &path)?;
-            for (k, (_, job)) in refs[i].iter().enumerate() {
-                let (path, m) = run_job(job)?;
-                theirs[i][k].push(m, &path)?;
-                if rep == 0 {
-                    reference::same_entries(*format, &ours[i].path, &path)?;
-                }
-            }
-            if let Some(job) = &nfpm_jobs[i] {
-                let (path, m) = run_job(job)?;
-                nfpms[i].push(m, &path)?;
-            }
-            let _ = std::fs::remove_file(out.join(floor::compressed_name(*format)));
-            let mut cmd = one_command(&exe, &inputs, *format, &out, Some(&payloads[i].0));
-            let (path, m) =
-                child_artifact(&mut cmd, &format!("our {} compressor", format.as_str()))?;
-            floors[i].push(m, &path)?;
-            println!(
-                "rep {}/{} {:<5} ours {:>7.2} s  {}  floor {:>7.2} s",
-                rep + 1,
-                opts.reps,
-                format.as_str(),
-                ours[i].secs.last().copied().unwrap_or(0.0),
-                refs[i]
-                    .iter()
-                    .zip(&theirs[i])
-                    .map(|((s, job), runs)| format!(
-                        "{} ({}) {:.2} s",
-                        job.tool,
-                        s.name(),
-                        runs.secs.last().copied().unwrap_or(0.0)
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("  "),
-                floors[i].secs.last().copied().unwrap_or(0.0)
-            );
+        for lane in &mut lanes {
+            lane.run_once(&exe, &inputs, &out, rep == 0)?;
+            println!("rep {}/{} {}", rep + 1, opts.reps, lane.last_line());
         }
     }
     let load_after = load_average();
-    for (path, _) in &payloads {
-        std::fs::remove_file(path).with_context(|| format!("removing {}", path.display()))?;
-    }
-
-    let mut rows = Vec::new();
-    for (i, format) in formats.iter().enumerate() {
-        let ours_side = ours[i].side(
-            "rocm-patchkit".into(),
-            format!("bench package-one {}", format.as_str()),
-        );
-        let side_of = |setting: Setting| -> Side {
-            // A tool whose default is our setting ran once for both columns.
-            let k = refs[i].iter().position(|(s, _)| *s == setting).unwrap_or(0);
-            let job = &refs[i][k].1;
-            theirs[i][k].side(job.tool.clone(), job.describe())
-        };
-        let nfpm_side = nfpm_jobs[i]
-            .as_ref()
-            .map(|job| nfpms[i].side(job.tool.clone(), job.describe()));
-        let floor_side = floors[i].side(
-            format!("{} alone", floor::describe(floor::compression(*format))),
-            format!("bench package-one --floor {}", format.as_str()),
-        );
-        rows.push(Row::new(
-            format.as_str(),
-            ours_side,
-            side_of(Setting::Default),
-            side_of(Setting::Ours),
-            nfpm_side,
-            floor_side,
-        ));
-    }
+    let rows = lanes
+        .into_iter()
+        .map(Lane::finish)
+        .collect::<Result<Vec<Row>>>()?;
     let report = assemble(
         opts,
         recipe,
@@ -326,13 +237,135 @@ pub fn run_one(opts: &OneOptions) -> Result<()> {
     Ok(())
 }
 
+/// One format: our writer, the reference tool at each setting, nfpm and
+/// the floor, staged once and run `--reps` times.
+struct Lane {
+    format: Format,
+    ours: Runs,
+    theirs: Vec<(Setting, Job, Runs)>,
+    nfpm: Option<(Job, Runs)>,
+    /// The uncompressed payload the floor compresses.
+    payload: PathBuf,
+    floor: Runs,
+}
+
+impl Lane {
+    /// Stages the reference tool's and nfpm's inputs and writes the floor's
+    /// payload, untimed.
+    fn stage(
+        format: Format,
+        inputs: &Inputs,
+        tree: &crate::package::FileTree,
+        nfpm_bin: Option<&Path>,
+        stage: &Path,
+        out: &Path,
+    ) -> Result<Lane> {
+        let theirs = reference::stage(format, inputs, &stage.join(format.as_str()), out)?
+            .into_iter()
+            .map(|(setting, job)| (setting, job, Runs::default()))
+            .collect();
+        let nfpm = match nfpm_bin {
+            Some(bin) => nfpm::stage(bin, format, inputs, &stage.join("nfpm"), out)?,
+            None => None,
+        };
+        let (payload, _) = floor::prepare(format, tree, &inputs.prefix, out)?;
+        Ok(Lane {
+            format,
+            ours: Runs::default(),
+            theirs,
+            nfpm: nfpm.map(|job| (job, Runs::default())),
+            payload,
+            floor: Runs::default(),
+        })
+    }
+
+    /// One run of each; with `check`, the reference packages must hold
+    /// the same paths as ours.
+    fn run_once(&mut self, exe: &Path, inputs: &Inputs, out: &Path, check: bool) -> Result<()> {
+        let name = self.format.as_str();
+        let ours_out = out.join(format!("ours-{name}"));
+        fresh_dir(&ours_out)?;
+        let mut cmd = one_command(exe, inputs, self.format, &ours_out, None);
+        let (ours, m) = child_artifact(&mut cmd, &format!("our {name} writer"))?;
+        self.ours.push(m, &ours)?;
+        for (_, job, runs) in &mut self.theirs {
+            let (path, m) = run_job(job)?;
+            runs.push(m, &path)?;
+            if check {
+                reference::same_entries(self.format, &ours, &path)?;
+            }
+        }
+        if let Some((job, runs)) = &mut self.nfpm {
+            let (path, m) = run_job(job)?;
+            runs.push(m, &path)?;
+        }
+        // The last run's package goes first: no timed run replaces a file.
+        let _ = std::fs::remove_file(out.join(floor::compressed_name(self.format)));
+        let mut cmd = one_command(exe, inputs, self.format, out, Some(&self.payload));
+        let (path, m) = child_artifact(&mut cmd, &format!("our {name} compressor"))?;
+        self.floor.push(m, &path)
+    }
+
+    /// `deb ours 1.23 s  dpkg-deb --build (default) 1.50 s ...` of the last run.
+    fn last_line(&self) -> String {
+        let last = |runs: &Runs| runs.secs.last().copied().unwrap_or(0.0);
+        let mut line = format!("{:<5} ours {:.2} s", self.format.as_str(), last(&self.ours));
+        for (setting, job, runs) in &self.theirs {
+            line.push_str(&format!(
+                "  {} ({}) {:.2} s",
+                job.tool,
+                setting.name(),
+                last(runs)
+            ));
+        }
+        if let Some((_, runs)) = &self.nfpm {
+            line.push_str(&format!("  nfpm {:.2} s", last(runs)));
+        }
+        line + &format!("  floor {:.2} s", last(&self.floor))
+    }
+
+    /// The report's row; removes the floor's payload.
+    fn finish(self) -> Result<Row> {
+        std::fs::remove_file(&self.payload)
+            .with_context(|| format!("removing {}", self.payload.display()))?;
+        let name = self.format.as_str();
+        let ours = self
+            .ours
+            .side("rocm-patchkit".into(), format!("bench package-one {name}"));
+        let side_of = |setting: Setting| -> Side {
+            // A tool whose default is our setting ran once, for both columns.
+            let (_, job, runs) = self
+                .theirs
+                .iter()
+                .find(|(s, _, _)| *s == setting)
+                .unwrap_or(&self.theirs[0]);
+            runs.side(job.tool.clone(), job.describe())
+        };
+        let nfpm = self
+            .nfpm
+            .as_ref()
+            .map(|(job, runs)| runs.side(job.tool.clone(), job.describe()));
+        let floor = self.floor.side(
+            format!("{} alone", floor::describe(floor::compression(self.format))),
+            format!("bench package-one --floor {name}"),
+        );
+        Ok(Row::new(
+            name,
+            ours,
+            side_of(Setting::Default),
+            side_of(Setting::Ours),
+            nfpm,
+            floor,
+        ))
+    }
+}
+
 /// The runs of one packager on one format.
 #[derive(Debug, Clone, Default)]
 struct Runs {
     secs: Vec<f64>,
     peak_kib: u64,
     size: u64,
-    path: PathBuf,
 }
 
 impl Runs {
@@ -343,7 +376,6 @@ impl Runs {
         self.size = std::fs::metadata(path)
             .with_context(|| format!("reading the size of {}", path.display()))?
             .len();
-        self.path = path.to_path_buf();
         Ok(())
     }
 
