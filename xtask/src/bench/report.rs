@@ -253,19 +253,23 @@ impl Report {
             "  floor: our compressor alone on the uncompressed payload, the least any writer at \
              our compressors and levels can take"
         );
+        println!(
+            "  (rpmbuild's default is its %_binary_payload, which Debian's rpm leaves unset: \
+             gzip -9; makepkg's is zstd -3 on one thread; dpkg-deb's is xz -6)"
+        );
+        println!("commands (paths below {}):", r.dir);
+        let short = |command: &str| command.replace(&format!("{}/", r.dir), "");
         for row in &r.formats {
-            println!(
-                "  {} default: {}",
-                row.format, row.reference_default.command
+            let (d, o) = (
+                &row.reference_default.command,
+                &row.reference_at_our_level.command,
             );
-            if row.reference_at_our_level.command != row.reference_default.command {
-                println!(
-                    "  {} at our level: {}",
-                    row.format, row.reference_at_our_level.command
-                );
+            println!("  {} default: {}", row.format, short(d));
+            if o != d {
+                println!("  {} at our level: {}", row.format, short(o));
             }
             if let Some(n) = &row.nfpm {
-                println!("  {} nfpm: {}", row.format, n.command);
+                println!("  {} nfpm: {}", row.format, short(&n.command));
             }
         }
         println!(
