@@ -6,13 +6,14 @@
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use anyhow::{Context, Result};
 use serde_json::json;
 
 use super::inputs::{Inputs, EPOCH};
-use super::link_copy;
 use super::reference::Job;
+use super::{link_copy, run_ok};
 use crate::recipe::Format;
 
 /// Environment variable naming the nfpm binary, when it is not on PATH.
@@ -93,6 +94,12 @@ fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
     let deb_pre = script("deb-prerm", &inputs.deb_scripts.pre_remove)?;
     let rpm_post = script("rpm-post", &inputs.rpm_scripts.post_install)?;
     let rpm_pre = script("rpm-preun", &inputs.rpm_scripts.pre_remove)?;
+    let mut contents = vec![json!({
+        "src": tree.display().to_string(),
+        "dst": format!("/{}", inputs.prefix),
+        "type": "tree",
+    })];
+    contents.extend(deb_docs(inputs, dir)?);
     let m = &inputs.meta;
     let value = json!({
         "name": m.name,
@@ -110,11 +117,7 @@ fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
         "conflicts": m.relations.conflicts,
         "replaces": m.relations.replaces,
         "mtime": rfc3339(EPOCH),
-        "contents": [{
-            "src": tree.display().to_string(),
-            "dst": format!("/usr/src/{}", inputs.prefix),
-            "type": "tree",
-        }],
+        "contents": contents,
         "scripts": { "postinstall": deb_post, "preremove": deb_pre },
         "overrides": {
             "rpm": { "scripts": { "postinstall": rpm_post, "preremove": rpm_pre } },
@@ -124,6 +127,47 @@ fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
     });
     let text = serde_json::to_string_pretty(&value).context("serialising nfpm.yaml")?;
     std::fs::write(config, text + "\n").with_context(|| format!("writing {}", config.display()))
+}
+
+/// The .deb's own documents (`usr/share/doc/<pkg>/copyright`,
+/// `changelog.Debian.gz`, the lintian overrides), taken from our .deb with
+/// dpkg-deb, as contents of nfpm's deb only.
+fn deb_docs(inputs: &Inputs, dir: &Path) -> Result<Vec<serde_json::Value>> {
+    let ours = inputs.published(Format::Deb);
+    let docs = dir.join("deb-docs");
+    std::fs::create_dir_all(&docs).with_context(|| format!("creating {}", docs.display()))?;
+    let script = "dpkg-deb --fsys-tarfile \"$1\" | tar -x -C \"$2\" ./usr/share";
+    run_ok(
+        Command::new("bash")
+            .args(["-o", "pipefail", "-c", script, "bash"])
+            .arg(&ours)
+            .arg(&docs),
+    )
+    .with_context(|| format!("unpacking the documents of {}", ours.display()))?;
+    let mut files = Vec::new();
+    let mut stack = vec![docs.join("usr/share")];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).with_context(|| format!("listing {}", d.display()))? {
+            let e = e.with_context(|| format!("listing {}", d.display()))?;
+            if e.file_type()?.is_dir() {
+                stack.push(e.path());
+            } else {
+                files.push(e.path());
+            }
+        }
+    }
+    files.sort();
+    Ok(files
+        .iter()
+        .map(|path| {
+            let dst = path.strip_prefix(&docs).unwrap_or(path);
+            json!({
+                "src": path.display().to_string(),
+                "dst": format!("/{}", dst.display()),
+                "packager": "deb",
+            })
+        })
+        .collect())
 }
 
 /// `1970-01-01T00:00:00Z` form of `epoch`.

@@ -279,8 +279,8 @@ impl Lane {
         })
     }
 
-    /// One run of each; with `check`, the reference packages must hold
-    /// the same paths as ours.
+    /// One run of each; with `check`, the reference tool's and nfpm's
+    /// packages must hold the same paths as ours.
     fn run_once(&mut self, exe: &Path, inputs: &Inputs, out: &Path, check: bool) -> Result<()> {
         let name = self.format.as_str();
         let ours_out = out.join(format!("ours-{name}"));
@@ -298,6 +298,9 @@ impl Lane {
         if let Some((job, runs)) = &mut self.nfpm {
             let (path, m) = run_job(job)?;
             runs.push(m, &path)?;
+            if check {
+                reference::same_entries(self.format, &ours, &path)?;
+            }
         }
         // The last run's package goes first: no timed run replaces a file.
         let _ = std::fs::remove_file(out.join(floor::compressed_name(self.format)));
