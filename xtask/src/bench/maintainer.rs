@@ -191,7 +191,12 @@ impl Scratch {
         let mut files = Vec::new();
         list_files(&dir, &dir, &mut files)?;
         files.sort();
-        let Some(rel) = files.into_iter().find(|f| !touched.contains(f)) else {
+        // Not a hidden file (`.git/...`): one the source tree is made of.
+        let hidden = |f: &String| f.split('/').any(|part| part.starts_with('.'));
+        let Some(rel) = files
+            .into_iter()
+            .find(|f| !touched.contains(f) && !hidden(f))
+        else {
             return Ok(Err("every file of the source is patched".into()));
         };
         let path = dir.join(&rel);

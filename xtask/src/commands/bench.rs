@@ -57,8 +57,9 @@ pub enum What {
     /// On which tree: the demo recipe (demo-hello) by default, seconds.
     /// `--source /usr/src/linux-source-6.12.tar.xz` takes Debian's amdgpu tree
     /// (recipe amdgpu-debian-6.12; apt-get install linux-source-6.12): 517
-    /// MB, 2,870 entries; --reps 1 took 24 minutes on 2 busy cores (two
-    /// full builds in the loop, then each packager once), and needs about
+    /// MB, 2,870 entries; --reps 1 takes 13 minutes on 2 lightly loaded
+    /// cores, 24 on busy ones (two full builds in the loop, then each
+    /// packager once), and needs about
     /// 6 GB of disk below target/patchkit/work/bench-package.
     ///
     /// Needs: dpkg-deb (dpkg), rpmbuild (rpm), bsdtar (libarchive-tools),
