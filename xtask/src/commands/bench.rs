@@ -74,6 +74,14 @@ pub enum What {
     /// (internal) run one of our package writers, or its compressor alone
     #[command(hide = true)]
     PackageOne(PackageOneArgs),
+    /// (internal) run a command and write its own peak RSS (KiB) to a file
+    #[command(hide = true)]
+    ExecMeasured {
+        #[arg(long, value_name = "FILE")]
+        rusage_out: PathBuf,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
     /// (internal) apply patches to a tree in place
     #[command(hide = true)]
     ApplySeries {
@@ -184,6 +192,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             out: a.out.clone(),
             floor: a.floor.clone(),
         }),
+        What::ExecMeasured {
+            rusage_out,
+            command,
+        } => bench::exec_measured(rusage_out, &command[0], &command[1..]),
         What::ApplySeries { tree, patches } => bench::apply::apply_series(tree, patches),
     }
 }
