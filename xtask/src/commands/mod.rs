@@ -2,8 +2,6 @@
 
 pub mod apply;
 pub mod bench;
-pub mod bench_kernels;
-pub mod bench_package;
 pub mod build;
 pub mod build_config;
 pub mod build_dkms;

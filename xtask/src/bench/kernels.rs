@@ -9,21 +9,20 @@ use anyhow::{ensure, Result};
 
 use crate::codeobj::{self, Cache};
 
-#[derive(Debug, clap::Args)]
-pub struct Args {
+/// What `bench kernels` judges, and how often.
+#[derive(Debug, Clone)]
+pub struct Options {
     /// Kernel library folders (`.../hipblaslt/library`), or hipBLASLt library
     /// folders holding one (`/usr/lib/x86_64-linux-gnu`)
-    #[arg(required = true, value_name = "DIR")]
     pub dirs: Vec<PathBuf>,
     /// Threads (default: the machine's cores)
-    #[arg(long)]
     pub threads: Option<usize>,
     /// Cold runs per library (each with an empty cache, taking the median)
-    #[arg(long, default_value_t = 3)]
     pub reps: usize,
 }
 
-pub fn run(args: &Args) -> Result<()> {
+/// Runs the benchmark and prints its table.
+pub fn run(args: &Options) -> Result<()> {
     ensure!(
         args.reps > 0,
         crate::diag::UsageError("--reps must be at least 1".to_owned())

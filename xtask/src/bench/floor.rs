@@ -12,30 +12,31 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::{Fmt, EPOCH, MODULE, VERSION};
+use super::inputs::EPOCH;
 use crate::package::compress::{copy_hashed, Want};
 use crate::package::tar::{write_tree, Names};
-use crate::package::{dkms, rpm, Artifact, Compression, FileTree, Output};
+use crate::package::{rpm, Artifact, Compression, FileTree, Output};
+use crate::recipe::Format;
 
 /// The compressor and level of our `fmt` writer.
-pub fn compression(fmt: Fmt) -> Compression {
+pub fn compression(fmt: Format) -> Compression {
     match fmt {
-        Fmt::Deb => Compression::DEB,
-        Fmt::Rpm => Compression::RPM,
-        Fmt::Arch => Compression::ARCH,
-        Fmt::Tar => Compression::TARBALL,
+        Format::Deb => Compression::DEB,
+        Format::Rpm => Compression::RPM,
+        Format::Arch => Compression::ARCH,
+        Format::Tar => Compression::TARBALL,
     }
 }
 
 /// `floor-<fmt>.tar` (`.cpio` for rpm): the uncompressed payload.
-fn payload_name(fmt: Fmt) -> String {
-    let archive = if fmt == Fmt::Rpm { "cpio" } else { "tar" };
-    format!("floor-{}.{archive}", fmt.name())
+fn payload_name(fmt: Format) -> String {
+    let archive = if fmt == Format::Rpm { "cpio" } else { "tar" };
+    format!("floor-{}.{archive}", fmt.as_str())
 }
 
 /// The compressed payload's file name: the payload's plus `.xz`, `.zst`
 /// or `.gz`.
-pub fn compressed_name(fmt: Fmt) -> String {
+pub fn compressed_name(fmt: Format) -> String {
     let ext = match compression(fmt) {
         Compression::None => "",
         Compression::Gzip(_) => ".gz",
@@ -45,29 +46,23 @@ pub fn compressed_name(fmt: Fmt) -> String {
     format!("{}{ext}", payload_name(fmt))
 }
 
-/// Writes `<out>/floor-<fmt>.tar` (or `.cpio`): the DKMS source `src` as
-/// our `fmt` writer lays it out before compressing it (deb's data.tar,
-/// rpm's cpio, the Arch files' tar, the DKMS tarball's tar), streamed to
-/// disk. Returns its path and size.
-pub fn prepare(fmt: Fmt, src: &Path, out: &Path) -> Result<(PathBuf, u64)> {
+/// Writes `<out>/floor-<fmt>.tar` (or `.cpio`): the DKMS tree `tree`
+/// (below `prefix`) as our `fmt` writer lays it out before compressing it
+/// (deb's data.tar, rpm's cpio, the Arch files' tar, the DKMS tarball's
+/// tar), streamed to disk. Returns its path and size.
+pub fn prepare(fmt: Format, tree: &FileTree, prefix: &str, out: &Path) -> Result<(PathBuf, u64)> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let path = out.join(payload_name(fmt));
     let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
     let w = BufWriter::with_capacity(1 << 20, file);
-    let prefix = dkms::source_dir(MODULE, VERSION);
     let w = match fmt {
-        Fmt::Deb => write_tree(
-            w,
-            &FileTree::from_dir(src, &prefix)?,
-            EPOCH,
-            Names::DotSlash,
-        )?,
-        Fmt::Rpm => rpm::write_payload(&FileTree::from_dir(src, &prefix)?, EPOCH, w)?,
-        Fmt::Arch => write_tree(w, &FileTree::from_dir(src, &prefix)?, EPOCH, Names::Plain)?,
-        Fmt::Tar => {
-            let mut tree = FileTree::from_dir(src, "")?.nested("dkms_source_tree")?;
-            tree.add_dir("dkms_main_tree")?;
-            write_tree(w, &tree, EPOCH, Names::DotSlash)?
+        Format::Deb => write_tree(w, tree, EPOCH, Names::DotSlash)?,
+        Format::Rpm => rpm::write_payload(tree, EPOCH, w)?,
+        Format::Arch => write_tree(w, tree, EPOCH, Names::Plain)?,
+        Format::Tar => {
+            let mut tar = tree.subtree(prefix)?.nested("dkms_source_tree")?;
+            tar.add_dir("dkms_main_tree")?;
+            write_tree(w, &tar, EPOCH, Names::DotSlash)?
         }
     };
     let file = w
@@ -83,7 +78,7 @@ pub fn prepare(fmt: Fmt, src: &Path, out: &Path) -> Result<(PathBuf, u64)> {
 
 /// `bench package-one --floor`: streams `payload` through `fmt`'s
 /// compressor into `<out_dir>/<compressed_name>`.
-pub fn compress(fmt: Fmt, payload: &Path, out_dir: &Path) -> Result<Artifact> {
+pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact> {
     let name = compressed_name(fmt);
     let mut input =
         File::open(payload).with_context(|| format!("opening {}", payload.display()))?;

@@ -1,0 +1,145 @@
+//! What the package benchmark feeds every packager: read from the scratch
+//! project after `build-dkms` built it, so that ours, the reference tools
+//! and nfpm package the very tree, `dkms.conf`, scripts, spec and PKGBUILD
+//! that build-dkms rendered from `templates/`. Nothing here is written by
+//! hand; the only rendering call is the maintainer scripts' (one place).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::package::{self, names, FileTree, Machine, Package, PackageMeta, Scripts};
+use crate::recipe::{Format, Recipe};
+use crate::{packaging, plan, state};
+
+/// SOURCE_DATE_EPOCH of every build and package of the benchmark.
+pub const EPOCH: u64 = 1_735_787_045;
+
+/// One DKMS recipe as build-dkms published it in a project.
+#[derive(Debug)]
+pub struct Inputs {
+    pub root: PathBuf,
+    pub recipe: Recipe,
+    pub meta: PackageMeta,
+    /// `<name>-<version>`: the folder below `/usr/src`.
+    pub prefix: String,
+    /// The patched source tree of the work folder (its top).
+    pub patched: PathBuf,
+    /// The DKMS tree inside it (`dkms.tree`).
+    pub tree_root: PathBuf,
+    /// `dist/<recipe>/`: the packages and `packaging/` build-dkms wrote.
+    pub dist: PathBuf,
+    pub dkms_conf: String,
+    /// Maintainer scripts: deb postinst/prerm, rpm %post/%preun, Arch install.
+    pub deb_scripts: Scripts,
+    pub rpm_scripts: Scripts,
+    pub arch_scripts: Scripts,
+    pub pkgbuild: Vec<u8>,
+}
+
+impl Inputs {
+    /// Reads recipe `name` of the project at `root` and what build-dkms
+    /// published for it; fails, naming the file, when a build is missing.
+    pub fn read(root: &Path, name: &str) -> Result<Inputs> {
+        let recipe = Recipe::load(root, name)?;
+        let dkms = recipe
+            .dkms
+            .as_ref()
+            .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
+        let plan = plan::plan(&recipe)?;
+        let meta = crate::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
+        let p = &recipe.package;
+        let prefix = package::dkms::source_dir(&p.name, &p.version);
+        let patched = root
+            .join("target/patchkit/work")
+            .join(&recipe.name)
+            .join("tree");
+        let tree_root = if dkms.tree == "." {
+            patched.clone()
+        } else {
+            patched.join(&dkms.tree)
+        };
+        let dist = root.join("dist").join(&recipe.name);
+        let packaging_dir = dist.join("packaging");
+        let read = |rel: &str| -> Result<Vec<u8>> {
+            let path = packaging_dir.join(rel);
+            std::fs::read(&path).with_context(|| {
+                format!(
+                    "reading {} (written by build-dkms {})",
+                    path.display(),
+                    recipe.name
+                )
+            })
+        };
+        let dkms_conf = String::from_utf8(read("dkms.conf")?).context("dkms.conf is not UTF-8")?;
+        let pkgbuild = read("arch/PKGBUILD")?;
+        let arch_install = String::from_utf8(read(&format!("arch/{}.install", meta.name))?)
+            .context("the Arch install script is not UTF-8")?;
+        let (deb_scripts, rpm_scripts) =
+            packaging::dkms_scripts(&root.join("templates"), &p.name, &p.version)?;
+        Ok(Inputs {
+            root: root.to_path_buf(),
+            meta,
+            prefix,
+            patched,
+            tree_root,
+            dist,
+            dkms_conf,
+            deb_scripts,
+            rpm_scripts,
+            arch_scripts: Scripts {
+                arch_install: Some(arch_install),
+                ..Scripts::default()
+            },
+            pkgbuild,
+            recipe,
+        })
+    }
+
+    /// The DKMS tree as build-dkms packages it: `<prefix>/...` without the
+    /// applied-patch record, with the rendered `dkms.conf`.
+    pub fn dkms_tree(&self) -> Result<FileTree> {
+        let mut tree = FileTree::from_dir(&self.tree_root, &self.prefix)?;
+        tree.remove(&format!("{}/{}", self.prefix, state::DIR));
+        tree.add_bytes(
+            &format!("{}/dkms.conf", self.prefix),
+            self.dkms_conf.clone().into_bytes(),
+            false,
+        )?;
+        Ok(tree)
+    }
+
+    /// The rendered spec build-dkms published (`packaging/rpm/<pkg>.spec`).
+    pub fn spec(&self) -> PathBuf {
+        self.dist
+            .join("packaging/rpm")
+            .join(format!("{}.spec", self.meta.name))
+    }
+
+    /// Our package of `format` in `dist/<recipe>/`, as build-dkms named it.
+    pub fn published(&self, format: Format) -> PathBuf {
+        let name = names::file_name(format, &self.meta, Machine::Any);
+        self.dist.join(name)
+    }
+
+    /// Our writer of `format`, in this process, into `out`: the calls
+    /// build-dkms makes, with its inputs.
+    pub fn write_ours(&self, format: Format, out: &Path) -> Result<package::Artifact> {
+        let tree = self.dkms_tree()?;
+        let none = Scripts::default();
+        let pkg = Package {
+            meta: &self.meta,
+            machine: Machine::Any,
+            tree: &tree,
+            scripts: match format {
+                Format::Deb => &self.deb_scripts,
+                Format::Rpm => &self.rpm_scripts,
+                Format::Arch => &self.arch_scripts,
+                Format::Tar => &none,
+            },
+            pkgbuild: Some(&self.pkgbuild),
+            epoch: EPOCH,
+        };
+        package::write(format, &pkg, out)
+    }
+}

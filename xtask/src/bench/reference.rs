@@ -1,0 +1,367 @@
+//! The reference tools of the package benchmark: `dpkg-deb --build`,
+//! `rpmbuild -bb` of the spec build-dkms rendered, makepkg's package steps
+//! (`bsdtar` for .MTREE and the archive, then `zstd`) and `tar | gzip`,
+//! each fed what build-dkms fed ours (set up once, untimed, mostly hard
+//! links) and run twice: at the tool's default compression, and at our
+//! compressor and level (so that sizes match ours and only speed differs).
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{bail, Context, Result};
+
+use super::inputs::{Inputs, EPOCH};
+use super::{link_copy, run_ok, which};
+use crate::package::Compression;
+use crate::recipe::Format;
+
+/// The two settings every reference tool runs at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Setting {
+    /// The tool as a user calls it, without compression flags.
+    Default,
+    /// Our compressor and level, passed to the tool.
+    Ours,
+}
+
+/// One timed reference build.
+#[derive(Debug, Clone)]
+pub struct Job {
+    pub tool: String,
+    program: String,
+    args: Vec<OsString>,
+    cwd: PathBuf,
+    /// Emptied before each run; the package lands below it.
+    pub out_dir: PathBuf,
+}
+
+impl Job {
+    pub fn new(
+        tool: &str,
+        program: &str,
+        args: Vec<OsString>,
+        cwd: &Path,
+        out_dir: PathBuf,
+    ) -> Job {
+        Job {
+            tool: tool.into(),
+            program: program.into(),
+            args,
+            cwd: cwd.to_path_buf(),
+            out_dir,
+        }
+    }
+
+    pub fn command(&self) -> Command {
+        let mut cmd = Command::new(&self.program);
+        cmd.args(&self.args)
+            .current_dir(&self.cwd)
+            .env("SOURCE_DATE_EPOCH", EPOCH.to_string())
+            .env("LC_ALL", "C")
+            .env("TZ", "UTC");
+        cmd
+    }
+
+    /// The command line, for the report.
+    pub fn describe(&self) -> String {
+        let mut s = self.program.clone();
+        for a in &self.args {
+            s.push(' ');
+            let a = a.to_string_lossy();
+            if a.contains([' ', '\n', '|', '*']) {
+                s.push_str(&format!("{a:?}"));
+            } else {
+                s.push_str(&a);
+            }
+        }
+        s
+    }
+
+    /// Path and size of the one package file the run left below `out_dir`.
+    pub fn artifact(&self) -> Result<(PathBuf, u64)> {
+        let mut stack = vec![self.out_dir.clone()];
+        let mut found = Vec::new();
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).with_context(|| format!("listing {}", d.display()))? {
+                let e = e.with_context(|| format!("listing {}", d.display()))?;
+                let meta = e.metadata()?;
+                if meta.is_dir() {
+                    stack.push(e.path());
+                } else {
+                    found.push((e.path(), meta.len()));
+                }
+            }
+        }
+        match &found[..] {
+            [one] => Ok(one.clone()),
+            _ => bail!(
+                "{} left {} files in {}, expected one package",
+                self.tool,
+                found.len(),
+                self.out_dir.display()
+            ),
+        }
+    }
+}
+
+/// Fails unless the tools of `format`'s reference build are installed,
+/// saying what to install.
+pub fn check_tools(format: Format) -> Result<()> {
+    let (tools, packages): (&[&str], &str) = match format {
+        Format::Deb => (&["dpkg-deb", "cp"], "dpkg"),
+        Format::Rpm => (&["rpmbuild", "cp"], "rpm"),
+        Format::Arch => (&["bsdtar", "zstd", "bash", "cp"], "libarchive-tools zstd"),
+        Format::Tar => (&["tar", "gzip", "bash", "cp"], "tar gzip"),
+    };
+    for tool in tools {
+        if which(tool).is_none() {
+            bail!(
+                "`{tool}` is missing for the {} reference: apt-get install {packages}",
+                format.as_str()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Prepares `dir` for `format`'s reference builds from what build-dkms
+/// published in `inputs` and returns the jobs at each setting; one job when
+/// the tool's default is our compressor and level.
+pub fn stage(
+    format: Format,
+    inputs: &Inputs,
+    dir: &Path,
+    out: &Path,
+) -> Result<Vec<(Setting, Job)>> {
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let pkg = dir.join("pkg");
+    let ours = inputs.published(format);
+    let out_dir = |s: Setting| out.join(format!("ref-{}-{}", format.as_str(), s.name()));
+    let mut jobs = Vec::new();
+    match format {
+        Format::Deb => {
+            // Our .deb's files and control members (control, md5sums, the
+            // scripts), as dpkg-deb --build takes them.
+            run_ok(Command::new("dpkg-deb").arg("-R").arg(&ours).arg(&pkg))
+                .with_context(|| format!("unpacking {}", ours.display()))?;
+            let Compression::Xz(level) = Compression::DEB else {
+                bail!("the deb writer no longer uses xz; teach bench package its dpkg-deb flags");
+            };
+            for setting in [Setting::Default, Setting::Ours] {
+                let mut args: Vec<OsString> = vec!["--root-owner-group".into()];
+                if setting == Setting::Ours {
+                    args.extend(["-Zxz".into(), format!("-z{level}").into()]);
+                }
+                let dest = out_dir(setting);
+                args.extend([
+                    "--build".into(),
+                    pkg.clone().into(),
+                    dest.join("ref.deb").into(),
+                ]);
+                jobs.push((
+                    setting,
+                    Job::new("dpkg-deb --build", "dpkg-deb", args, dir, dest),
+                ));
+            }
+        }
+        Format::Rpm => {
+            // The rendered spec with --noprep: the patched tree stands where
+            // its %prep would unpack it (%{_builddir}/<name>-<version>), and
+            // %install copies it from there.
+            let Compression::Zstd(level) = Compression::RPM else {
+                bail!(
+                    "the rpm writer no longer uses zstd; teach bench package its rpmbuild payload"
+                );
+            };
+            let p = &inputs.recipe.package;
+            let build = dir.join("build").join(format!("{}-{}", p.name, p.version));
+            link_copy(&inputs.patched, &build)?;
+            let _ = std::fs::remove_dir_all(build.join(crate::state::DIR));
+            let sources = dir.join("sources");
+            std::fs::create_dir_all(&sources)
+                .with_context(|| format!("creating {}", sources.display()))?;
+            std::fs::write(sources.join("dkms.conf"), &inputs.dkms_conf)
+                .with_context(|| format!("writing {}/dkms.conf", sources.display()))?;
+            for setting in [Setting::Default, Setting::Ours] {
+                let dest = out_dir(setting);
+                let mut defines = vec![
+                    ("_topdir", dir.join("top").display().to_string()),
+                    ("_builddir", dir.join("build").display().to_string()),
+                    ("_sourcedir", sources.display().to_string()),
+                    ("_rpmdir", dest.display().to_string()),
+                    ("_build_id_links", "none".into()),
+                    ("debug_package", "%{nil}".into()),
+                    // No strip or compress passes over the files: ours does none.
+                    ("__spec_install_post", "%{nil}".into()),
+                    ("_buildhost", "rocm-patchkit".into()),
+                ];
+                if setting == Setting::Ours {
+                    // Our compressor and level; all cores, as ours.
+                    defines.push(("_binary_payload", format!("w{level}T0.zstdio")));
+                }
+                let mut args: Vec<OsString> = vec![
+                    "-bb".into(),
+                    "--noprep".into(),
+                    "--noclean".into(),
+                    "--quiet".into(),
+                    "--nodeps".into(),
+                ];
+                for (k, v) in defines {
+                    args.extend(["--define".into(), format!("{k} {v}").into()]);
+                }
+                args.push(inputs.spec().into());
+                jobs.push((
+                    setting,
+                    Job::new("rpmbuild -bb", "rpmbuild", args, dir, dest),
+                ));
+            }
+        }
+        Format::Arch => {
+            // Our package's files and .PKGINFO, .BUILDINFO, .INSTALL; makepkg's
+            // create_package from there (root may not run makepkg itself).
+            std::fs::create_dir_all(&pkg).with_context(|| format!("creating {}", pkg.display()))?;
+            run_ok(
+                Command::new("bsdtar")
+                    .arg("-xpf")
+                    .arg(&ours)
+                    .arg("-C")
+                    .arg(&pkg),
+            )
+            .with_context(|| format!("unpacking {}", ours.display()))?;
+            let _ = std::fs::remove_file(pkg.join(".MTREE"));
+            let Compression::Zstd(level) = Compression::ARCH else {
+                bail!("the Arch writer no longer uses zstd; teach bench package its zstd flags");
+            };
+            let meta_files = if pkg.join(".INSTALL").is_file() {
+                ".BUILDINFO .INSTALL .PKGINFO"
+            } else {
+                ".BUILDINFO .PKGINFO"
+            };
+            for setting in [Setting::Default, Setting::Ours] {
+                // makepkg.conf's COMPRESSZST=(zstd -c -z -q -): level 3, one thread.
+                let zstd = match setting {
+                    Setting::Default => "zstd -c -z -q -".to_owned(),
+                    // Ours: the same window as our writer (2^27).
+                    Setting::Ours => format!("zstd -{level} --long=27 -T0 -c -z -q -"),
+                };
+                let script = format!(
+                    "bsdtar -czf .MTREE --format=mtree \
+                     --options='!all,use-set,type,uid,gid,mode,time,size,md5,sha256,link' \
+                     {meta_files} usr && \
+                     {{ printf '%s\\0' {meta_files} .MTREE; find usr -print0 | LC_ALL=C sort -z; }} \
+                     | bsdtar --uid 0 --gid 0 --uname root --gname root -cnf - --null --files-from - \
+                     | {zstd} > \"$1\""
+                );
+                let dest = out_dir(setting);
+                jobs.push((
+                    setting,
+                    shell_job(
+                        "makepkg steps (bsdtar | zstd)",
+                        script,
+                        dest.join("ref.pkg.tar.zst"),
+                        &pkg,
+                        dest,
+                    ),
+                ));
+            }
+        }
+        Format::Tar => {
+            link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
+            let source = pkg.join("dkms_source_tree");
+            let _ = std::fs::remove_dir_all(source.join(crate::state::DIR));
+            let _ = std::fs::remove_file(source.join("dkms.conf"));
+            std::fs::write(source.join("dkms.conf"), &inputs.dkms_conf)
+                .with_context(|| format!("writing {}/dkms.conf", source.display()))?;
+            std::fs::create_dir_all(pkg.join("dkms_main_tree"))
+                .with_context(|| format!("creating {}", pkg.display()))?;
+            let Compression::Gzip(level) = Compression::TARBALL else {
+                bail!("the tarball writer no longer uses gzip; teach bench package its flags");
+            };
+            // gzip's default level is 6: when ours is too, one job serves both.
+            let settings: &[Setting] = if level == 6 {
+                &[Setting::Default]
+            } else {
+                &[Setting::Default, Setting::Ours]
+            };
+            for &setting in settings {
+                let gzip = match setting {
+                    Setting::Default => "gzip -n".to_owned(),
+                    Setting::Ours => format!("gzip -n -{level}"),
+                };
+                let script = format!(
+                    "tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@{EPOCH} -c . \
+                     | {gzip} > \"$1\""
+                );
+                let dest = out_dir(setting);
+                jobs.push((
+                    setting,
+                    shell_job("tar | gzip", script, dest.join("ref.tar.gz"), &pkg, dest),
+                ));
+            }
+        }
+    }
+    Ok(jobs)
+}
+
+impl Setting {
+    pub fn name(self) -> &'static str {
+        match self {
+            Setting::Default => "default",
+            Setting::Ours => "ours",
+        }
+    }
+}
+
+/// Fails unless our package and the reference tool's hold the same
+/// paths (the generated metadata files of each format aside).
+pub fn same_entries(format: Format, ours: &Path, reference: &Path) -> Result<()> {
+    let (a, b) = (entries(format, ours)?, entries(format, reference)?);
+    if a != b {
+        let only_ours: Vec<_> = a.difference(&b).take(5).collect();
+        let only_ref: Vec<_> = b.difference(&a).take(5).collect();
+        bail!(
+            "the {} packages differ: only ours has {only_ours:?}, only the reference has {only_ref:?}",
+            format.as_str()
+        );
+    }
+    Ok(())
+}
+
+fn entries(format: Format, package: &Path) -> Result<std::collections::BTreeSet<String>> {
+    let list = match format {
+        Format::Deb => "dpkg-deb --fsys-tarfile \"$1\" | tar -t",
+        Format::Rpm => "rpm -qpl --nosignature \"$1\"",
+        Format::Arch | Format::Tar => "bsdtar -tf \"$1\"",
+    };
+    let out = Command::new("bash")
+        .args(["-o", "pipefail", "-c", list, "bash"])
+        .arg(package)
+        .output()
+        .with_context(|| format!("listing {}", package.display()))?;
+    if !out.status.success() {
+        bail!(
+            "listing {} failed: {}",
+            package.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| l.trim_start_matches("./").trim_matches('/').to_string())
+        .filter(|l| !l.is_empty() && !l.starts_with('.'))
+        .collect())
+}
+
+fn shell_job(tool: &str, script: String, dest: PathBuf, cwd: &Path, out_dir: PathBuf) -> Job {
+    let args = vec![
+        "-o".into(),
+        "pipefail".into(),
+        "-c".into(),
+        script.into(),
+        "bash".into(),
+        dest.into(),
+    ];
+    Job::new(tool, "bash", args, cwd, out_dir)
+}
