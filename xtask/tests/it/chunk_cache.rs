@@ -177,17 +177,12 @@ fn compression_picks_the_deb_members_and_dpkg_deb_reads_them() {
         "{manifest}"
     );
     if have_tool("dpkg-deb") {
-        let out = Command::new("dpkg-deb")
-            .arg("--contents")
-            .arg(dist(&p).join(deb))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let contents = crate::support::tools::stdout(
+            Command::new("dpkg-deb")
+                .arg("--contents")
+                .arg(dist(&p).join(deb)),
         );
-        assert!(String::from_utf8_lossy(&out.stdout).contains("patchkit_hello.c"));
+        assert!(contents.contains("patchkit_hello.c"), "{contents}");
     }
 
     // The recipe's choice, and the flag over it.

@@ -39,15 +39,10 @@ fn patch_placement_exact_context_at_an_offset_is_taken_and_recorded() {
     std::fs::create_dir_all(by_git.join("drivers/amd")).unwrap();
     std::fs::write(by_git.join("drivers/amd/a.c"), &a).unwrap();
     std::fs::write(tmp.path().join("0001.patch"), &s.patches[0].1).unwrap();
-    let out = std::process::Command::new("git")
-        .args(["apply", "--include=drivers/amd/a.c", "../0001.patch"])
-        .current_dir(&by_git)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    crate::support::tools::stdout(
+        std::process::Command::new("git")
+            .args(["apply", "--include=drivers/amd/a.c", "../0001.patch"])
+            .current_dir(&by_git),
     );
     assert_eq!(
         std::fs::read_to_string(by_git.join("drivers/amd/a.c")).unwrap(),

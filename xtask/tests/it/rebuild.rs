@@ -13,7 +13,7 @@ use std::process::Command;
 use crate::build_dkms::{build, demo_project, dist};
 pub(crate) use crate::support::tools::stdout_and_stderr as run;
 use crate::support::tools::{bsdtar_unpack, pacman_info};
-use crate::support::{have_tools, is_root, Project};
+use crate::support::{have_tools, Project};
 
 const EPOCH: &str = crate::build_dkms::EPOCH;
 const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
@@ -161,6 +161,40 @@ pub(crate) fn assignments(script: &str) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// `rpm -qp --queryformat <format> <pkg>`: what rpm says of a package.
+pub(crate) fn rpm_queryformat(pkg: &Path, format: &str) -> String {
+    run(Command::new("rpm")
+        .args(["-qp", "--queryformat", format])
+        .arg(pkg))
+}
+
+/// `rpm -qp --scripts <pkg>`: the package's scriptlets.
+pub(crate) fn rpm_scripts(pkg: &Path) -> String {
+    run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg))
+}
+
+/// The fields of `pacman -Qip` every Arch package of ours has and says as
+/// makepkg's does.
+pub(crate) const PACMAN_FIELDS: [&str; 6] = [
+    "Name",
+    "Version",
+    "Description",
+    "Architecture",
+    "URL",
+    "Licenses",
+];
+
+/// The fields named in `keys` of what `pacman -Qip` reads from an Arch
+/// package.
+pub(crate) fn pacman_fields(pkg: &Path, keys: &[&str]) -> BTreeMap<String, String> {
+    pacman_info(pkg)
+        .lines()
+        .filter_map(|l| l.split_once(" : "))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .filter(|(k, _)| keys.contains(&k.as_str()))
+        .collect()
+}
+
 #[test]
 fn dpkg_buildpackage_rebuilds_our_deb_from_the_packaging_files() {
     let Some((p, dist)) = demo_built(
@@ -256,13 +290,10 @@ fn rpmbuild_rebuilds_our_rpm_from_the_spec() {
     let theirs_rpm = top.join("RPMS/noarch").join(&rpm);
     assert_same_package(p.root(), &dist.join(&rpm), &theirs_rpm, &[]);
     let query = |pkg: &Path| {
-        run(Command::new("rpm")
-            .args([
-                "-qp",
-                "--queryformat",
-                "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{LICENSE} %{URL}\n%{SUMMARY}\n%{DESCRIPTION}\n[%{REQUIRENAME} %{REQUIREFLAGS:deptype}\n]",
-            ])
-            .arg(pkg))
+        rpm_queryformat(
+            pkg,
+            "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{LICENSE} %{URL}\n%{SUMMARY}\n%{DESCRIPTION}\n[%{REQUIRENAME} %{REQUIREFLAGS:deptype}\n]",
+        )
     };
     let requires = |text: String| {
         // Each rpm names the rpmlib() features its own payload needs.
@@ -275,8 +306,7 @@ fn rpmbuild_rebuilds_our_rpm_from_the_spec() {
         requires(query(&dist.join(&rpm))),
         requires(query(&theirs_rpm))
     );
-    let scripts = |pkg: &Path| run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg));
-    assert_eq!(scripts(&dist.join(&rpm)), scripts(&theirs_rpm));
+    assert_eq!(rpm_scripts(&dist.join(&rpm)), rpm_scripts(&theirs_rpm));
 }
 
 #[test]
@@ -297,44 +327,13 @@ fn makepkg_rebuilds_our_arch_package_from_the_pkgbuild() {
     ];
     files.extend(patches(&dist));
     copy_into(&work, &files);
-    let mut makepkg = if is_root() {
-        run(Command::new("chown").args(["-R", "nobody:"]).arg(&work));
-        let mut c = Command::new("runuser");
-        c.args(["-u", "nobody", "--", "makepkg"]);
-        c
-    } else {
-        Command::new("makepkg")
-    };
     // --nodeps: the dkms dependency is for installing, and this machine's
-    // pacman knows no packages; Debian's makepkg defaults to .pkg.tar.gz.
-    run(makepkg
-        .args(["--nodeps", "--noconfirm"])
-        .env("HOME", &work)
-        .env("PKGEXT", ".pkg.tar.zst")
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .current_dir(&work));
+    // pacman knows no packages.
+    crate::source_packages::makepkg_in(outside.path(), &work, &["--nodeps", "--noconfirm"]);
 
     let pkg = assert_same_arch_package(p.root(), &dist, &work);
-    let info = |file: &Path| -> BTreeMap<String, String> {
-        pacman_info(file)
-            .lines()
-            .filter_map(|l| l.split_once(" : "))
-            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-            .filter(|(k, _)| {
-                [
-                    "Name",
-                    "Version",
-                    "Description",
-                    "Architecture",
-                    "URL",
-                    "Licenses",
-                    "Depends On",
-                    "Installed Size",
-                ]
-                .contains(&k.as_str())
-            })
-            .collect()
-    };
+    let keys = [&PACMAN_FIELDS[..], &["Depends On", "Installed Size"]].concat();
+    let info = |file: &Path| pacman_fields(file, &keys);
     let ours_info = info(&dist.join(&pkg));
     assert_eq!(ours_info.len(), 8, "{ours_info:?}");
     assert_eq!(ours_info, info(&work.join(&pkg)));

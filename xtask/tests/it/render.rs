@@ -8,6 +8,7 @@ use xtask::packaging::{self, Inputs};
 use xtask::recipe::Recipe;
 use xtask::render::{Rendered, Renderer};
 
+use crate::support::tools::stdout;
 use crate::support::{repo_root, Project};
 
 fn inputs() -> Inputs {
@@ -149,24 +150,15 @@ fn hostile_recipe_text_stays_inert() {
             "GPL-2.0-only'; touch CANARY; '",
         ),
     ] {
-        let out = Command::new("bash")
-            .arg("-c")
-            .arg(format!(
-                "set -eu; source ./{file}; printf '%s' \"${{{var}}}\""
-            ))
-            .current_dir(&dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{file}: {}",
-            String::from_utf8_lossy(&out.stderr)
+        let out = stdout(
+            Command::new("bash")
+                .arg("-c")
+                .arg(format!(
+                    "set -eu; source ./{file}; printf '%s' \"${{{var}}}\""
+                ))
+                .current_dir(&dir),
         );
-        assert_eq!(
-            String::from_utf8_lossy(&out.stdout),
-            expected,
-            "{file} {var}"
-        );
+        assert_eq!(out, expected, "{file} {var}");
     }
     // Scripts parse, and none of the hostile text reached them.
     for script in [
@@ -212,19 +204,14 @@ fn hostile_config_recipe_text_stays_inert() {
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("PKGBUILD"), &files["arch/PKGBUILD"]).unwrap();
     // Sourcing the PKGBUILD runs nothing and keeps every value literal.
-    let out = Command::new("bash")
-        .arg("-c")
-        .arg("set -eu; source ./PKGBUILD; printf '%s|%s|%s' \"$pkgdesc\" \"${license[0]}\" \"${backup[0]}\"")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = stdout(
+        Command::new("bash")
+            .arg("-c")
+            .arg("set -eu; source ./PKGBUILD; printf '%s|%s|%s' \"$pkgdesc\" \"${license[0]}\" \"${backup[0]}\"")
+            .current_dir(&dir),
     );
     assert_eq!(
-        String::from_utf8_lossy(&out.stdout),
+        out,
         "it's $(touch CANARY) `touch CANARY` \"quoted\" 100% %{_bindir}|\
          GPL-2.0-only'; touch CANARY; '|etc/modprobe.d/evil.conf"
     );

@@ -3,27 +3,43 @@
 //! dpkg-buildpackage builds our `.deb` from it, lintian passes it;
 //! `rpm` reads the `.src.rpm` as it reads rpmbuild's own and
 //! `rpmbuild --rebuild` builds our `.rpm` from it; makepkg builds our Arch
-//! package offline from the PKGBUILD and the files beside it.
+//! package offline from the PKGBUILD and the files beside it. The farm
+//! steps live here for the config recipe's source packages too.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_dkms::EPOCH;
 use crate::rebuild::{
     assert_same_arch_package, assert_same_package, assert_same_tree, assignments, copy_into,
-    demo_built, dpkg_buildpackage_beside_ours, rpm_sources, run,
+    demo_built, dpkg_buildpackage_beside_ours, rpm_queryformat, rpm_scripts, rpm_sources, run,
 };
 use crate::support::is_root;
 use crate::support::tools::{bsdtar_list, bsdtar_unpack};
 
-const DSC: &str = "patchkit-hello_0.1.0-1.dsc";
-const DEBIAN_TAR: &str = "patchkit-hello_0.1.0-1.debian.tar.xz";
-const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
+const DEB_SOURCE: DebSource = DebSource {
+    dsc: "patchkit-hello_0.1.0-1.dsc",
+    debian_tar: "patchkit-hello_0.1.0-1.debian.tar.xz",
+    orig: "patchkit-hello_0.1.0.orig.tar.gz",
+    dir: "patchkit-hello-0.1.0",
+};
 const SRPM: &str = "patchkit-hello-dkms-0.1.0-1.src.rpm";
 const PKGNAME: &str = "patchkit-hello-dkms";
 const ARCH_SRC: &str = "patchkit-hello-dkms-0.1.0-1.src.tar.gz";
+
+/// The file names of a Debian source package in `dist/source/`.
+pub(crate) struct DebSource {
+    /// The `.dsc`.
+    pub dsc: &'static str,
+    /// The `debian.tar.xz` the `.dsc` names.
+    pub debian_tar: &'static str,
+    /// The pristine `orig.tar.gz`.
+    pub orig: &'static str,
+    /// The folder `dpkg-source -b` is run on (`<source>-<upstream version>`).
+    pub dir: &'static str,
+}
 
 /// deb822 fields of a `.dsc`, in order.
 pub(crate) fn dsc_fields(text: &str) -> Vec<(String, String)> {
@@ -59,6 +75,177 @@ pub(crate) fn assert_listed(dist: &Path, name: &str) {
     assert_eq!(manifest["outputs"][name]["size"], size, "{name}");
 }
 
+/// `dpkg-source -x` of our `.dsc` into `<work>/src`: dpkg-source checks
+/// every size and checksum of the `.dsc` and applies the whole series.
+/// Asserts every patch of `source/patches/series` is applied, in order,
+/// and that `debian/rules` is executable; returns the unpacked tree and
+/// what dpkg-source printed.
+pub(crate) fn dpkg_source_unpacks(
+    dist: &Path,
+    names: &DebSource,
+    work: &Path,
+) -> (PathBuf, String) {
+    std::fs::create_dir_all(work).unwrap();
+    let log = run(Command::new("dpkg-source")
+        .arg("-x")
+        .arg(dist.join("source").join(names.dsc))
+        .arg("src")
+        .current_dir(work));
+    let src = work.join("src");
+    let series = std::fs::read_to_string(dist.join("source/patches/series")).unwrap();
+    let applied = std::fs::read_to_string(src.join(".pc/applied-patches")).unwrap();
+    assert_eq!(applied, series, "every patch applied, in order:\n{log}");
+    for patch in series.lines() {
+        assert!(log.contains(&format!("applying {patch}")), "{log}");
+    }
+    let rules = std::fs::metadata(src.join("debian/rules")).unwrap();
+    assert!(
+        rules.permissions().mode() & 0o111 != 0,
+        "debian/rules is executable"
+    );
+    (src, log)
+}
+
+/// Asserts our `.dsc` says what `dpkg-source -b` itself writes for the
+/// unpacked tree `src` beside our orig tarball (in `<work>/rebuilt`): the
+/// same fields in the same order, the same line for the orig tarball, a
+/// line naming the same debian tarball (two writers compress debian/
+/// differently).
+pub(crate) fn assert_dsc_as_dpkg_source_writes(
+    dist: &Path,
+    names: &DebSource,
+    work: &Path,
+    src: &Path,
+) {
+    let rebuilt = work.join("rebuilt");
+    copy_into(&rebuilt, &[dist.join("source").join(names.orig)]);
+    run(Command::new("cp")
+        .arg("-a")
+        .arg(src)
+        .arg(rebuilt.join(names.dir)));
+    run(Command::new("dpkg-source")
+        .args(["-b", names.dir])
+        .env("SOURCE_DATE_EPOCH", EPOCH)
+        .current_dir(&rebuilt));
+    let read = |path: PathBuf| dsc_fields(&std::fs::read_to_string(path).unwrap());
+    let ours = read(dist.join("source").join(names.dsc));
+    let theirs = read(rebuilt.join(names.dsc));
+    let keys = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&ours), keys(&theirs), "field order");
+    for ((k, a), (_, b)) in ours.iter().zip(&theirs) {
+        if ["Checksums-Sha1", "Checksums-Sha256", "Files"].contains(&k.as_str()) {
+            let lines = |v: &str| v.lines().map(str::to_owned).collect::<Vec<_>>();
+            let (a, b) = (lines(a), lines(b));
+            assert_eq!(a.len(), 3, "{k}: {a:?}");
+            assert_eq!(a[1], b[1], "{k}: the orig tarball");
+            assert!(
+                a[2].ends_with(names.debian_tar) && b[2].ends_with(names.debian_tar),
+                "{k}: the debian tarball: {a:?} {b:?}"
+            );
+        } else {
+            assert_eq!(a, b, "field {k}");
+        }
+    }
+}
+
+/// Asserts `rpm -qpi` reads `srpm` as a noarch source rpm named `name` and
+/// `rpm -K` finds its digests OK.
+pub(crate) fn assert_source_rpm_header(srpm: &Path, name: &str) {
+    let info = run(Command::new("rpm").arg("-qpi").arg(srpm));
+    let fields: BTreeMap<&str, &str> = info
+        .lines()
+        .filter_map(|l| l.split_once(" : ").or_else(|| l.split_once(": ")))
+        .map(|(k, v)| (k.trim(), v.trim()))
+        .collect();
+    assert_eq!(fields["Name"], name, "{info}");
+    assert_eq!(fields["Architecture"], "noarch");
+    assert_eq!(
+        fields["Source RPM"], "(none)",
+        "a source rpm names no source rpm"
+    );
+    let check = run(Command::new("rpm").arg("-K").arg(srpm));
+    assert!(check.trim_end().ends_with("digests OK"), "{check}");
+}
+
+/// `rpmbuild --rebuild <srpm>` below `top`: returns the binary rpm named
+/// `rpm` it built, after asserting that rpm names `srpm` as its source.
+pub(crate) fn rpmbuild_rebuilds(srpm: &Path, top: &Path, rpm: &str) -> PathBuf {
+    run(Command::new("rpmbuild")
+        .arg("--rebuild")
+        .arg("--define")
+        .arg(format!("_topdir {}", top.display()))
+        .arg(srpm)
+        .env("SOURCE_DATE_EPOCH", EPOCH));
+    let theirs = top.join("RPMS/noarch").join(rpm);
+    let built_from = rpm_queryformat(&theirs, "%{SOURCERPM}");
+    assert_eq!(built_from, srpm.file_name().unwrap().to_str().unwrap());
+    theirs
+}
+
+/// An Arch source package unpacked for makepkg in a folder outside the
+/// project's private temporary folder: makepkg refuses to run as root, so
+/// as root it builds as `nobody`, who is given that folder.
+pub(crate) struct ArchFarm {
+    outside: tempfile::TempDir,
+    /// The package's folder: the PKGBUILD and the files beside it.
+    pub work: PathBuf,
+}
+
+impl ArchFarm {
+    /// `bsdtar -xf <source package>` into a fresh folder; `pkgname` is the
+    /// folder the source package holds.
+    pub(crate) fn unpack(source_package: &Path, pkgname: &str) -> ArchFarm {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+        bsdtar_unpack(source_package, outside.path());
+        let work = outside.path().join(pkgname);
+        ArchFarm { outside, work }
+    }
+
+    /// `makepkg <args>` in the package's folder: what it printed.
+    pub(crate) fn makepkg(&self, args: &[&str]) -> String {
+        makepkg_in(self.outside.path(), &self.work, args)
+    }
+
+    /// Asserts our `.SRCINFO` is what makepkg prints for our PKGBUILD and
+    /// what dist publishes beside the packaging files; returns it.
+    pub(crate) fn assert_srcinfo_is_makepkgs(&self, dist: &Path) -> String {
+        let srcinfo = std::fs::read_to_string(self.work.join(".SRCINFO")).unwrap();
+        assert_eq!(srcinfo, self.makepkg(&["--printsrcinfo"]));
+        assert_eq!(
+            srcinfo,
+            std::fs::read_to_string(dist.join("packaging/arch/.SRCINFO")).unwrap()
+        );
+        srcinfo
+    }
+
+    /// makepkg checks every sha256sum against the files beside the
+    /// PKGBUILD, offline, and builds the package.
+    pub(crate) fn build(&self) {
+        let log = self.makepkg(&["--nodeps", "--noconfirm"]);
+        assert!(
+            log.contains("Validating source files with sha256sums"),
+            "{log}"
+        );
+    }
+
+    /// Asserts `makepkg --source` (once the package `pkg` it built is
+    /// gone) packs the same files as our `<dist>/<source_package>`.
+    pub(crate) fn assert_source_packs_ours(&self, dist: &Path, source_package: &str, pkg: &str) {
+        std::fs::remove_file(self.work.join(pkg)).unwrap();
+        self.makepkg(&["--source", "--nodeps"]);
+        let list = |file: &Path| {
+            let mut names: Vec<String> = bsdtar_list(file).lines().map(str::to_owned).collect();
+            names.sort();
+            names
+        };
+        assert_eq!(
+            list(&dist.join(source_package)),
+            list(&self.work.join(source_package))
+        );
+    }
+}
+
 #[test]
 fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     let Some((p, dist)) = demo_built(
@@ -67,66 +254,12 @@ fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     ) else {
         return;
     };
-    for name in [DSC, DEBIAN_TAR] {
+    for name in [DEB_SOURCE.dsc, DEB_SOURCE.debian_tar] {
         assert_listed(&dist, &format!("source/{name}"));
     }
-
-    // dpkg-source checks every size and checksum of the .dsc and applies
-    // the whole series.
     let work = p.root().join("farm-deb");
-    std::fs::create_dir_all(&work).unwrap();
-    let log = run(Command::new("dpkg-source")
-        .arg("-x")
-        .arg(dist.join("source").join(DSC))
-        .arg("src")
-        .current_dir(&work));
-    let src = work.join("src");
-    let series = std::fs::read_to_string(dist.join("source/patches/series")).unwrap();
-    let applied = std::fs::read_to_string(src.join(".pc/applied-patches")).unwrap();
-    assert_eq!(applied, series, "every patch applied, in order:\n{log}");
-    for patch in series.lines() {
-        assert!(log.contains(&format!("applying {patch}")), "{log}");
-    }
-    assert!(
-        std::fs::metadata(src.join("debian/rules"))
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o111
-            != 0,
-        "debian/rules is executable"
-    );
-
-    // Our .dsc says what dpkg-source itself writes for this tree: the same
-    // fields in the same order, the same line for the orig tarball.
-    let rebuilt = work.join("rebuilt");
-    std::fs::create_dir_all(&rebuilt).unwrap();
-    copy_into(&rebuilt, &[dist.join("source").join(ORIG)]);
-    run(Command::new("cp")
-        .arg("-a")
-        .arg(&src)
-        .arg(rebuilt.join("patchkit-hello-0.1.0")));
-    run(Command::new("dpkg-source")
-        .args(["-b", "patchkit-hello-0.1.0"])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .current_dir(&rebuilt));
-    let ours = dsc_fields(&std::fs::read_to_string(dist.join("source").join(DSC)).unwrap());
-    let theirs = dsc_fields(&std::fs::read_to_string(rebuilt.join(DSC)).unwrap());
-    let keys = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
-    assert_eq!(keys(&ours), keys(&theirs), "field order");
-    for ((k, a), (_, b)) in ours.iter().zip(&theirs) {
-        if ["Checksums-Sha1", "Checksums-Sha256", "Files"].contains(&k.as_str()) {
-            // Two writers compress debian/ differently: the orig line is
-            // the same, the debian.tar.xz line names the same file.
-            let lines = |v: &str| v.lines().map(str::to_owned).collect::<Vec<_>>();
-            let (a, b) = (lines(a), lines(b));
-            assert_eq!(a.len(), 3, "{k}: {a:?}");
-            assert_eq!(a[1], b[1], "{k}: the orig tarball");
-            assert!(a[2].ends_with(DEBIAN_TAR) && b[2].ends_with(DEBIAN_TAR));
-        } else {
-            assert_eq!(a, b, "field {k}");
-        }
-    }
+    let (src, _) = dpkg_source_unpacks(&dist, &DEB_SOURCE, &work);
+    assert_dsc_as_dpkg_source_writes(&dist, &DEB_SOURCE, &work, &src);
 
     // dpkg-buildpackage in the unpacked source builds a .deb with our
     // files, modes and maintainer scripts.
@@ -153,7 +286,7 @@ fn dpkg_source_unpacks_the_dsc_and_dpkg_buildpackage_builds_our_deb() {
     // lintian on the .dsc: no error, no warning; the one tag left is the
     // information that there is no debian/watch (the recipe pins the
     // upstream instead of watching it).
-    crate::support::tools::lintian(&dist.join("source").join(DSC))
+    crate::support::tools::lintian(&dist.join("source").join(DEB_SOURCE.dsc))
         .assert_only(Some(&['I']), &["debian-watch-file-is-missing"]);
 }
 
@@ -164,54 +297,23 @@ fn rpm_reads_the_source_rpm_and_rpmbuild_rebuilds_our_rpm_from_it() {
     };
     let srpm = dist.join(SRPM);
     assert_listed(&dist, SRPM);
-
-    let info = run(Command::new("rpm").arg("-qpi").arg(&srpm));
-    let info: BTreeMap<&str, &str> = info
-        .lines()
-        .filter_map(|l| l.split_once(" : ").or_else(|| l.split_once(": ")))
-        .map(|(k, v)| (k.trim(), v.trim()))
-        .collect();
-    assert_eq!(info["Name"], PKGNAME);
-    assert_eq!(info["Architecture"], "noarch");
-    assert_eq!(
-        info["Source RPM"], "(none)",
-        "a source rpm names no source rpm"
-    );
-    let check = run(Command::new("rpm").arg("-K").arg(&srpm));
-    assert!(check.trim_end().ends_with("digests OK"), "{check}");
+    assert_source_rpm_header(&srpm, PKGNAME);
 
     // The header says what rpmbuild -bs says of the same spec and sources.
     let top = p.root().join("farm-rpm");
     rpm_sources(&dist, &top);
-    let (ours, reference) = srpm_beside_rpmbuilds(
+    assert_srpm_as_rpmbuild_bs(
         &top,
         &dist.join(format!("packaging/rpm/{PKGNAME}.spec")),
         &srpm,
     );
-    assert_eq!(ours, rpm_query(&reference));
-    assert_eq!(
-        run(Command::new("rpm").args(["-qpl"]).arg(&srpm)),
-        run(Command::new("rpm").args(["-qpl"]).arg(&reference))
-    );
 
     // rpmbuild --rebuild builds a binary rpm with our files, metadata and
     // scriptlets.
-    let rebuild = p.root().join("farm-rebuild");
-    run(Command::new("rpmbuild")
-        .arg("--rebuild")
-        .arg("--define")
-        .arg(format!("_topdir {}", rebuild.display()))
-        .arg(&srpm)
-        .env("SOURCE_DATE_EPOCH", EPOCH));
     let rpm = format!("{PKGNAME}-0.1.0-1.noarch.rpm");
-    let theirs_rpm = rebuild.join("RPMS/noarch").join(&rpm);
+    let theirs_rpm = rpmbuild_rebuilds(&srpm, &p.root().join("farm-rebuild"), &rpm);
     assert_same_package(p.root(), &dist.join(&rpm), &theirs_rpm, &[]);
-    let scripts = |pkg: &Path| run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg));
-    assert_eq!(scripts(&dist.join(&rpm)), scripts(&theirs_rpm));
-    let built_from = run(Command::new("rpm")
-        .args(["-qp", "--queryformat", "%{SOURCERPM}"])
-        .arg(&theirs_rpm));
-    assert_eq!(built_from, SRPM);
+    assert_eq!(rpm_scripts(&dist.join(&rpm)), rpm_scripts(&theirs_rpm));
 }
 
 #[test]
@@ -221,40 +323,11 @@ fn makepkg_builds_our_arch_package_from_the_arch_source_package() {
     };
     assert_listed(&dist, ARCH_SRC);
     assert_listed(&dist, "packaging/arch/.SRCINFO");
-    // makepkg refuses to run as root: as root, build as `nobody` in a
-    // folder it owns, outside the project's private temporary folder.
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    bsdtar_unpack(&dist.join(ARCH_SRC), outside.path());
-    let work = outside.path().join(PKGNAME);
-    let makepkg = |args: &[&str]| makepkg_in(outside.path(), &work, args);
-    // Our .SRCINFO is what makepkg prints for our PKGBUILD.
-    let printed = makepkg(&["--printsrcinfo"]);
-    assert_eq!(
-        std::fs::read_to_string(work.join(".SRCINFO")).unwrap(),
-        printed
-    );
-    assert_eq!(
-        std::fs::read_to_string(work.join(".SRCINFO")).unwrap(),
-        std::fs::read_to_string(dist.join("packaging/arch/.SRCINFO")).unwrap()
-    );
-    // makepkg checks every sha256sum against the files beside the
-    // PKGBUILD, offline, and builds our package.
-    let log = makepkg(&["--nodeps", "--noconfirm"]);
-    assert!(
-        log.contains("Validating source files with sha256sums"),
-        "{log}"
-    );
-    let pkg = assert_same_arch_package(p.root(), &dist, &work);
-    // makepkg --source packs the same files we did.
-    std::fs::remove_file(work.join(&pkg)).unwrap();
-    makepkg(&["--source", "--nodeps"]);
-    let list = |file: &Path| {
-        let mut names: Vec<String> = bsdtar_list(file).lines().map(str::to_owned).collect();
-        names.sort();
-        names
-    };
-    assert_eq!(list(&dist.join(ARCH_SRC)), list(&work.join(ARCH_SRC)));
+    let farm = ArchFarm::unpack(&dist.join(ARCH_SRC), PKGNAME);
+    farm.assert_srcinfo_is_makepkgs(&dist);
+    farm.build();
+    let pkg = assert_same_arch_package(p.root(), &dist, &farm.work);
+    farm.assert_source_packs_ours(&dist, ARCH_SRC, &pkg);
 }
 
 /// `makepkg <args>` in `work` below `outside` (a folder outside the
@@ -278,13 +351,9 @@ pub(crate) fn makepkg_in(outside: &Path, work: &Path, args: &[&str]) -> String {
 }
 
 /// Runs `rpmbuild -bs` on `spec` with the sources already in
-/// `<top>/SOURCES`, and returns our source rpm's query and the path of the
-/// one rpmbuild made (named as ours).
-pub(crate) fn srpm_beside_rpmbuilds(
-    top: &Path,
-    spec: &Path,
-    ours: &Path,
-) -> (String, std::path::PathBuf) {
+/// `<top>/SOURCES` and asserts our source rpm `ours` says what rpmbuild's
+/// says (see [`rpm_query`]) and lists the same files; returns our query.
+pub(crate) fn assert_srpm_as_rpmbuild_bs(top: &Path, spec: &Path, ours: &Path) -> String {
     run(Command::new("rpmbuild")
         .arg("-bs")
         .arg("--define")
@@ -292,7 +361,13 @@ pub(crate) fn srpm_beside_rpmbuilds(
         .arg(spec)
         .env("SOURCE_DATE_EPOCH", EPOCH));
     let reference = top.join("SRPMS").join(ours.file_name().unwrap());
-    (rpm_query(ours), reference)
+    let query = rpm_query(ours);
+    assert_eq!(query, rpm_query(&reference));
+    assert_eq!(
+        run(Command::new("rpm").args(["-qpl"]).arg(ours)),
+        run(Command::new("rpm").args(["-qpl"]).arg(&reference))
+    );
+    query
 }
 
 /// What `rpm -qp` says of a (source) rpm: its names, metadata, sources,
@@ -300,15 +375,12 @@ pub(crate) fn srpm_beside_rpmbuilds(
 /// its host; ours are SOURCE_DATE_EPOCH and rocm-patchkit, so times and
 /// host are not part of the query.
 pub(crate) fn rpm_query(pkg: &Path) -> String {
-    run(Command::new("rpm")
-        .args([
-            "-qp",
-            "--queryformat",
-            "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{OS} %{SOURCEPACKAGE} %{SOURCERPM} \
+    rpm_queryformat(
+        pkg,
+        "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{OS} %{SOURCEPACKAGE} %{SOURCERPM} \
              %{LICENSE} %{URL} %{GROUP} %{SIZE} %{BUILDARCHS}\n%{SUMMARY}\n%{DESCRIPTION}\n\
              [source %{SOURCE}\n][patch %{PATCH}\n][file %{FILENAMES} %{FILEMODES:octal} \
              %{FILESIZES} %{FILEFLAGS} %{FILEDIGESTS}\n][requires %{REQUIRENAME} %{REQUIREFLAGS} \
              %{REQUIREVERSION}\n][provides %{PROVIDENAME} %{PROVIDEVERSION}\n]",
-        ])
-        .arg(pkg))
+    )
 }

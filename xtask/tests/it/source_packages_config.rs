@@ -8,24 +8,32 @@
 //! builds our Arch package with its `backup` from the PKGBUILD and the
 //! files beside it.
 
-use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::build_config::{build, dist, project, the_conf};
-use crate::build_dkms::EPOCH;
-use crate::rebuild::{assert_same_tree, copy_into, dpkg_buildpackage_deb_beside_ours, run};
-use crate::source_packages::{assert_listed, dsc_fields, makepkg_in};
-use crate::support::{have_tool, Project};
+use crate::rebuild::{
+    assert_same_package, assert_same_tree, copy_into, dpkg_buildpackage_deb_beside_ours,
+    pacman_fields, rpm_queryformat, rpm_scripts, run, PACMAN_FIELDS,
+};
+use crate::source_packages::{
+    assert_dsc_as_dpkg_source_writes, assert_listed, assert_source_rpm_header,
+    assert_srpm_as_rpmbuild_bs, dpkg_source_unpacks, rpmbuild_rebuilds, ArchFarm, DebSource,
+};
+use crate::support::{have_tools, Project};
 
 const NAME: &str = "amdgpu-cwsr-off";
 const PATCH: &str = "0001-say-which-package-set-the-option.patch";
 const ADDED: &str = "# Set by the amdgpu-cwsr-off package (a patch of its series).";
 const CONF: &str = "etc/modprobe.d/amdgpu-cwsr-off.conf";
-const DSC: &str = "amdgpu-cwsr-off_1.0-1.dsc";
-const DEBIAN_TAR: &str = "amdgpu-cwsr-off_1.0-1.debian.tar.xz";
-const ORIG: &str = "amdgpu-cwsr-off_1.0.orig.tar.gz";
+const DEB_SOURCE: DebSource = DebSource {
+    dsc: "amdgpu-cwsr-off_1.0-1.dsc",
+    debian_tar: "amdgpu-cwsr-off_1.0-1.debian.tar.xz",
+    orig: "amdgpu-cwsr-off_1.0.orig.tar.gz",
+    dir: "amdgpu-cwsr-off-1.0",
+};
+const DSC: &str = DEB_SOURCE.dsc;
+const ORIG: &str = DEB_SOURCE.orig;
 const DEB: &str = "amdgpu-cwsr-off_1.0-1_all.deb";
 const SRPM: &str = "amdgpu-cwsr-off-1.0-1.src.rpm";
 const RPM: &str = "amdgpu-cwsr-off-1.0-1.noarch.rpm";
@@ -66,6 +74,18 @@ fn patched_project() -> Project {
     p
 }
 
+/// The patched project built into its dist folder, when every one of
+/// `tools` is installed (in CI a missing one fails the test instead).
+fn patched_built(tools: &[&str]) -> Option<(Project, PathBuf)> {
+    if !have_tools(tools) {
+        return None;
+    }
+    let p = patched_project();
+    build(&p, &[]).success();
+    let dist = dist(&p);
+    Some((p, dist))
+}
+
 /// The conf as the patch leaves it.
 fn patched_conf() -> String {
     format!("{}{ADDED}\n", the_conf())
@@ -92,26 +112,21 @@ fn assert_published(p: &Project, dist: &Path, listed: &[&str]) {
 
 #[test]
 fn dpkg_source_unpacks_the_config_dsc_and_dpkg_buildpackage_builds_our_deb() {
-    for tool in [
+    let Some((p, dist)) = patched_built(&[
         "dpkg-source",
         "dpkg-buildpackage",
         "dh",
         "dpkg-deb",
         "lintian",
-    ] {
-        if !have_tool(tool) {
-            return;
-        }
-    }
-    let p = patched_project();
-    build(&p, &[]).success();
-    let dist = dist(&p);
+    ]) else {
+        return;
+    };
     assert_published(
         &p,
         &dist,
         &[
             &format!("source/{DSC}"),
-            &format!("source/{DEBIAN_TAR}"),
+            &format!("source/{}", DEB_SOURCE.debian_tar),
             &format!("source/{ORIG}"),
             &format!("source/patches/{PATCH}"),
             "source/patches/series",
@@ -129,55 +144,19 @@ fn dpkg_source_unpacks_the_config_dsc_and_dpkg_buildpackage_builds_our_deb() {
         .arg(format!("{NAME}-1.0/{NAME}.conf")));
     assert_eq!(orig, the_conf());
 
-    // dpkg-source checks every size and checksum and applies the series.
+    // dpkg-source applies the one patch of the series.
     let work = p.root().join("farm-deb");
-    std::fs::create_dir_all(&work).unwrap();
-    let log = run(Command::new("dpkg-source")
-        .arg("-x")
-        .arg(dist.join("source").join(DSC))
-        .arg("src")
-        .current_dir(&work));
-    let src = work.join("src");
+    let (src, log) = dpkg_source_unpacks(&dist, &DEB_SOURCE, &work);
     assert_eq!(
         std::fs::read_to_string(src.join(".pc/applied-patches")).unwrap(),
         format!("{PATCH}\n"),
         "{log}"
     );
-    assert!(log.contains(&format!("applying {PATCH}")), "{log}");
     assert_eq!(
         std::fs::read_to_string(src.join(format!("{NAME}.conf"))).unwrap(),
         patched_conf()
     );
-    let rules = std::fs::metadata(src.join("debian/rules")).unwrap();
-    assert!(
-        rules.permissions().mode() & 0o111 != 0,
-        "debian/rules is executable"
-    );
-
-    // Our .dsc says what dpkg-source -b writes for the same tree.
-    let rebuilt = work.join("rebuilt");
-    copy_into(&rebuilt, &[dist.join("source").join(ORIG)]);
-    run(Command::new("cp")
-        .arg("-a")
-        .arg(&src)
-        .arg(rebuilt.join(format!("{NAME}-1.0"))));
-    run(Command::new("dpkg-source")
-        .args(["-b", &format!("{NAME}-1.0")])
-        .env("SOURCE_DATE_EPOCH", EPOCH)
-        .current_dir(&rebuilt));
-    let ours = dsc_fields(&std::fs::read_to_string(dist.join("source").join(DSC)).unwrap());
-    let theirs = dsc_fields(&std::fs::read_to_string(rebuilt.join(DSC)).unwrap());
-    let keys = |f: &[(String, String)]| f.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
-    assert_eq!(keys(&ours), keys(&theirs), "field order");
-    for ((k, a), (_, b)) in ours.iter().zip(&theirs) {
-        if ["Checksums-Sha1", "Checksums-Sha256", "Files"].contains(&k.as_str()) {
-            // The orig line is the same; two writers compress debian/
-            // differently.
-            assert_eq!(a.lines().nth(1), b.lines().nth(1), "{k}: the orig tarball");
-        } else {
-            assert_eq!(a, b, "field {k}");
-        }
-    }
+    assert_dsc_as_dpkg_source_writes(&dist, &DEB_SOURCE, &work, &src);
 
     // dpkg-buildpackage builds a .deb with our files and modes, our
     // control fields, conffiles and md5sums, and no maintainer scripts.
@@ -187,11 +166,10 @@ fn dpkg_source_unpacks_the_config_dsc_and_dpkg_buildpackage_builds_our_deb() {
         std::fs::read_to_string(ours.join(CONF)).unwrap(),
         patched_conf()
     );
-    let control: Vec<String> = std::fs::read_dir(ours.join("DEBIAN"))
+    let mut control: Vec<String> = std::fs::read_dir(ours.join("DEBIAN"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    let mut control = control;
     control.sort();
     assert_eq!(control, ["conffiles", "control", "md5sums"]);
     assert_eq!(
@@ -211,28 +189,12 @@ fn dpkg_source_unpacks_the_config_dsc_and_dpkg_buildpackage_builds_our_deb() {
 
 #[test]
 fn rpm_reads_the_config_source_rpm_and_rpmbuild_rebuilds_our_rpm() {
-    for tool in ["rpm", "rpmbuild", "bsdtar"] {
-        if !have_tool(tool) {
-            return;
-        }
-    }
-    let p = patched_project();
-    build(&p, &[]).success();
-    let dist = dist(&p);
+    let Some((p, dist)) = patched_built(&["rpm", "rpmbuild", "bsdtar"]) else {
+        return;
+    };
     assert_published(&p, &dist, &[SRPM, &format!("packaging/rpm/{NAME}.spec")]);
     let srpm = dist.join(SRPM);
-
-    let info = run(Command::new("rpm").arg("-qpi").arg(&srpm));
-    let fields: BTreeMap<&str, &str> = info
-        .lines()
-        .filter_map(|l| l.split_once(" : ").or_else(|| l.split_once(": ")))
-        .map(|(k, v)| (k.trim(), v.trim()))
-        .collect();
-    assert_eq!(fields["Name"], NAME, "{info}");
-    assert_eq!(fields["Architecture"], "noarch");
-    assert_eq!(fields["Source RPM"], "(none)", "a source rpm names none");
-    let check = run(Command::new("rpm").arg("-K").arg(&srpm));
-    assert!(check.trim_end().ends_with("digests OK"), "{check}");
+    assert_source_rpm_header(&srpm, NAME);
 
     // The header says what rpmbuild -bs says of the same spec and sources.
     let top = p.root().join("farm-rpm");
@@ -243,68 +205,38 @@ fn rpm_reads_the_config_source_rpm_and_rpmbuild_rebuilds_our_rpm() {
             dist.join("source/patches").join(PATCH),
         ],
     );
-    let (ours, reference) = crate::source_packages::srpm_beside_rpmbuilds(
+    let ours = assert_srpm_as_rpmbuild_bs(
         &top,
         &dist.join(format!("packaging/rpm/{NAME}.spec")),
         &srpm,
     );
-    assert_eq!(ours, crate::source_packages::rpm_query(&reference));
     assert!(ours.contains(&format!("patch {PATCH}\n")));
 
     // rpmbuild --rebuild builds an rpm with our files, modes and
     // %config(noreplace), and no scriptlets.
-    let rebuild = p.root().join("farm-rebuild");
-    run(Command::new("rpmbuild")
-        .arg("--rebuild")
-        .arg("--define")
-        .arg(format!("_topdir {}", rebuild.display()))
-        .arg(&srpm)
-        .env("SOURCE_DATE_EPOCH", EPOCH));
-    let theirs_rpm = rebuild.join("RPMS/noarch").join(RPM);
-    let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
-    for (pkg, dir) in [(dist.join(RPM), &ours), (theirs_rpm.clone(), &theirs)] {
-        std::fs::create_dir_all(dir).unwrap();
-        run(Command::new("bsdtar")
-            .arg("-xf")
-            .arg(pkg)
-            .arg("-C")
-            .arg(dir));
-    }
-    assert_same_tree(&ours, &theirs, &[]);
+    let theirs_rpm = rpmbuild_rebuilds(&srpm, &p.root().join("farm-rebuild"), RPM);
+    assert_same_package(p.root(), &dist.join(RPM), &theirs_rpm, &[]);
     assert_eq!(
-        std::fs::read_to_string(ours.join(CONF)).unwrap(),
+        std::fs::read_to_string(p.root().join("ours").join(CONF)).unwrap(),
         patched_conf()
     );
     let flags = |pkg: &Path| {
-        run(Command::new("rpm")
-            .args([
-                "-qp",
-                "--qf",
-                "[%{FILEFLAGS:fflags} %{FILEMODES:octal} %{FILENAMES}\n]",
-            ])
-            .arg(pkg))
+        rpm_queryformat(
+            pkg,
+            "[%{FILEFLAGS:fflags} %{FILEMODES:octal} %{FILENAMES}\n]",
+        )
     };
     assert_eq!(flags(&dist.join(RPM)), format!("cn 100644 /{CONF}\n"));
     assert_eq!(flags(&dist.join(RPM)), flags(&theirs_rpm));
-    let scripts = |pkg: &Path| run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg));
-    assert_eq!(scripts(&dist.join(RPM)), "");
-    assert_eq!(scripts(&theirs_rpm), "");
-    let built_from = run(Command::new("rpm")
-        .args(["-qp", "--queryformat", "%{SOURCERPM}"])
-        .arg(&theirs_rpm));
-    assert_eq!(built_from, SRPM);
+    assert_eq!(rpm_scripts(&dist.join(RPM)), "");
+    assert_eq!(rpm_scripts(&theirs_rpm), "");
 }
 
 #[test]
 fn makepkg_builds_our_config_package_with_its_backup_from_the_arch_source_package() {
-    for tool in ["makepkg", "fakeroot", "bsdtar", "pacman"] {
-        if !have_tool(tool) {
-            return;
-        }
-    }
-    let p = patched_project();
-    build(&p, &[]).success();
-    let dist = dist(&p);
+    let Some((p, dist)) = patched_built(&["makepkg", "fakeroot", "bsdtar", "pacman"]) else {
+        return;
+    };
     assert_published(
         &p,
         &dist,
@@ -314,23 +246,8 @@ fn makepkg_builds_our_config_package_with_its_backup_from_the_arch_source_packag
             "packaging/arch/.SRCINFO",
         ],
     );
-    let outside = tempfile::tempdir().unwrap();
-    std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
-    run(Command::new("bsdtar")
-        .arg("-xf")
-        .arg(dist.join(ARCH_SRC))
-        .arg("-C")
-        .arg(outside.path()));
-    let work = outside.path().join(NAME);
-    let makepkg = |args: &[&str]| makepkg_in(outside.path(), &work, args);
-
-    // Our .SRCINFO is what makepkg prints for our PKGBUILD.
-    let srcinfo = std::fs::read_to_string(work.join(".SRCINFO")).unwrap();
-    assert_eq!(srcinfo, makepkg(&["--printsrcinfo"]));
-    assert_eq!(
-        srcinfo,
-        std::fs::read_to_string(dist.join("packaging/arch/.SRCINFO")).unwrap()
-    );
+    let farm = ArchFarm::unpack(&dist.join(ARCH_SRC), NAME);
+    let srcinfo = farm.assert_srcinfo_is_makepkgs(&dist);
     assert!(
         srcinfo.contains(&format!("\tbackup = {CONF}\n")),
         "{srcinfo}"
@@ -340,23 +257,12 @@ fn makepkg_builds_our_config_package_with_its_backup_from_the_arch_source_packag
         "{srcinfo}"
     );
 
-    // makepkg checks every sha256sum offline, applies the patch and
-    // builds our package: same files, modes and backup array.
-    let log = makepkg(&["--nodeps", "--noconfirm"]);
-    assert!(
-        log.contains("Validating source files with sha256sums"),
-        "{log}"
-    );
+    // makepkg applies the patch and builds our package: same files, modes
+    // and backup array.
+    farm.build();
+    let metadata = [".PKGINFO", ".BUILDINFO", ".MTREE"];
+    assert_same_package(p.root(), &dist.join(ARCH), &farm.work.join(ARCH), &metadata);
     let (ours, theirs) = (p.root().join("ours"), p.root().join("theirs"));
-    for (file, dir) in [(dist.join(ARCH), &ours), (work.join(ARCH), &theirs)] {
-        std::fs::create_dir_all(dir).unwrap();
-        run(Command::new("bsdtar")
-            .arg("-xf")
-            .arg(file)
-            .arg("-C")
-            .arg(dir));
-    }
-    assert_same_tree(&ours, &theirs, &[".PKGINFO", ".BUILDINFO", ".MTREE"]);
     assert_eq!(
         std::fs::read_to_string(ours.join(CONF)).unwrap(),
         patched_conf()
@@ -371,39 +277,11 @@ fn makepkg_builds_our_config_package_with_its_backup_from_the_arch_source_packag
     };
     assert_eq!(backup(&ours), [format!("backup = {CONF}")]);
     assert_eq!(backup(&ours), backup(&theirs));
-    let info = |file: &Path| -> BTreeMap<String, String> {
-        run(Command::new("pacman").arg("-Qip").arg(file))
-            .lines()
-            .filter_map(|l| l.split_once(" : "))
-            .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-            .filter(|(k, _)| {
-                [
-                    "Name",
-                    "Version",
-                    "Description",
-                    "Architecture",
-                    "URL",
-                    "Licenses",
-                ]
-                .contains(&k.as_str())
-            })
-            .collect()
-    };
+    let info = |file: &Path| pacman_fields(file, &PACMAN_FIELDS);
     assert_eq!(info(&dist.join(ARCH)).len(), 6);
-    assert_eq!(info(&dist.join(ARCH)), info(&work.join(ARCH)));
+    assert_eq!(info(&dist.join(ARCH)), info(&farm.work.join(ARCH)));
 
-    // makepkg --source packs the same files we did.
-    std::fs::remove_file(work.join(ARCH)).unwrap();
-    makepkg(&["--source", "--nodeps"]);
-    let list = |file: &Path| {
-        let mut names: Vec<String> = run(Command::new("bsdtar").arg("-tf").arg(file))
-            .lines()
-            .map(str::to_owned)
-            .collect();
-        names.sort();
-        names
-    };
-    assert_eq!(list(&dist.join(ARCH_SRC)), list(&work.join(ARCH_SRC)));
+    farm.assert_source_packs_ours(&dist, ARCH_SRC, ARCH);
 }
 
 #[test]
