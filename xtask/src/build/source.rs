@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use super::exec::Cx;
 use crate::fetch::Fetched;
@@ -147,16 +147,8 @@ fn copy_series(fetched: &Fetched, dir: &Path) -> Result<String> {
 fn without_record(tree: &Path, top: &str) -> Result<FileTree> {
     let mut files = FileTree::new();
     files.add_dir(top)?;
-    let mut names: Vec<_> = std::fs::read_dir(tree)
-        .with_context(|| format!("listing {}", tree.display()))?
-        .collect::<std::io::Result<_>>()
-        .with_context(|| format!("listing {}", tree.display()))?;
-    names.sort_by_key(|e| e.file_name());
-    for entry in names {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else {
-            bail!("{} has a name that is not UTF-8", entry.path().display());
-        };
+    for (name, entry) in crate::extract::sorted_entries(tree)? {
+        let name = name.as_str();
         if name == crate::state::DIR {
             continue;
         }

@@ -16,16 +16,8 @@ pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
     let mut stack = vec![String::new()];
     while let Some(rel_dir) = stack.pop() {
         let dir = src.join(&rel_dir);
-        let mut entries: Vec<_> = std::fs::read_dir(&dir)
-            .with_context(|| format!("listing {}", dir.display()))?
-            .collect::<std::io::Result<_>>()
-            .with_context(|| format!("listing {}", dir.display()))?;
-        entries.sort_by_key(|e| e.file_name());
-        for entry in entries {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else {
-                bail!("{} has a name that is not UTF-8", entry.path().display());
-            };
+        for (name, entry) in sorted_entries(&dir)? {
+            let name = name.as_str();
             if rel_dir.is_empty() && (name == ".git" || name == crate::state::DIR) {
                 continue;
             }
@@ -60,4 +52,19 @@ pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
         }
     }
     Ok(sink.manifest)
+}
+
+/// The entries of `dir` with their names, sorted by name; a name that is
+/// not UTF-8 is refused.
+pub(crate) fn sorted_entries(dir: &Path) -> Result<Vec<(String, std::fs::DirEntry)>> {
+    let mut entries = Vec::new();
+    for entry in std::fs::read_dir(dir).with_context(|| format!("listing {}", dir.display()))? {
+        let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+        let Ok(name) = entry.file_name().into_string() else {
+            bail!("{} has a name that is not UTF-8", entry.path().display());
+        };
+        entries.push((name, entry));
+    }
+    entries.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(entries)
 }

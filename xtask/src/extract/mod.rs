@@ -11,6 +11,7 @@
 
 mod archive;
 mod dir;
+pub(crate) use dir::sorted_entries;
 mod git;
 mod limits;
 mod sink;
