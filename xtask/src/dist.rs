@@ -109,10 +109,12 @@ impl Staging {
         manifest: impl FnOnce(BTreeMap<String, Output>) -> M,
     ) -> Result<PathBuf> {
         let outputs = hash_tree(&self.dir, &[])?;
+        let mut sums = outputs.clone();
         let manifest = serde_json::to_value(manifest(outputs))?;
         let text = serde_json::to_string_pretty(&manifest)? + "\n";
         write_synced(&self.dir.join(MANIFEST), text.as_bytes())?;
-        let sums = hash_tree(&self.dir, &[])?;
+        // Every file but the manifest was hashed a moment ago.
+        sums.insert(MANIFEST.to_owned(), hash_file(&self.dir.join(MANIFEST))?);
         let sums_text: String = sums
             .iter()
             .map(|(name, o)| format!("{}  {name}\n", o.sha256))

@@ -230,15 +230,13 @@ pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
     Ok(manifest)
 }
 
+/// A file's identity, hashed unless this build already hashed it (the
+/// patched tree's files are hard links to the pristine tree's).
 fn hash_file(path: &Path) -> Result<FileId> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("reading {}", path.display()))?;
-    let meta = file.metadata()?;
-    let (sha256, size) = crate::hash::copy_hashed(&mut file, &mut std::io::sink())
-        .with_context(|| format!("reading {}", path.display()))?;
+    let (digests, meta) = crate::hash::memo::of_file(path, crate::hash::memo::Want::SHA256)?;
     Ok(FileId {
         mode: 0o100000 | patch::tree::mode_of(&meta),
-        sha256,
-        size,
+        sha256: hex::encode(digests.sha256.expect("asked for")),
+        size: meta.len(),
     })
 }

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::inputs::EPOCH;
-use crate::package::compress::{copy_hashed, Want};
+use crate::hash::memo::{copy_hashed, Want};
 use crate::package::tar::{write_tree, Names};
 use crate::package::{rpm, Artifact, Compression, FileTree, Output};
 use crate::recipe::Format;

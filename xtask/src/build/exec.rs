@@ -11,6 +11,7 @@ use super::source::Published;
 use super::{Assembled, Options, Outcome, Part};
 use crate::dist::{self, Staging};
 use crate::fetch::{self, Fetched};
+use crate::hash;
 use crate::manifest::Manifest;
 use crate::package::{self, Package, Scripts};
 use crate::patch::pristine::{self, Pristine};
@@ -153,6 +154,7 @@ impl Cx<'_> {
             }));
         }
         self.staging = Some(Staging::begin(&self.out)?);
+        hash::memo::read_book(&self.md5_book());
         self.fetched = Some(fetched);
         self.manifest = Some(manifest);
         self.stamp = Some(stamp);
@@ -271,6 +273,10 @@ impl Cx<'_> {
         let stamp = self.stamp.take().context("publish runs after fetch")?;
         self.done.push(Step::Publish);
         self.write_log()?;
+        // Only speed depends on it: a book that cannot be written is no error.
+        if let Err(e) = hash::memo::write_book(&self.md5_book()) {
+            self.ws.reporter.warn(format!("{e:#}"));
+        }
         publish::finish(staging, manifest, &stamp)
     }
 
@@ -282,6 +288,12 @@ impl Cx<'_> {
         let path = lock.dir.join(STEP_LOG);
         let text = serde_json::to_string_pretty(&self.done)? + "\n";
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// The md5s of file contents by their sha256, kept between builds
+    /// (see `hash::memo`).
+    fn md5_book(&self) -> PathBuf {
+        self.ws.work_dir.join("md5-by-sha256")
     }
 
     pub fn fetched(&self) -> Result<&Fetched> {

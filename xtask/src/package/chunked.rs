@@ -74,10 +74,10 @@ impl Codec {
     /// even after a library update that kept its version.
     pub fn tag(self) -> String {
         let base = match self {
-            Codec::Gzip(l) => format!("gzip{l}-deflate-v1"),
-            Codec::Xz(l) => format!("xz{l}-block-crc64-lzma{}-v1", xz_version()),
+            Codec::Gzip(l) => format!("gzip{l}-deflate-v2"),
+            Codec::Xz(l) => format!("xz{l}-block-crc64-lzma{}-v2", xz_version()),
             Codec::Zstd(l) => format!(
-                "zstd{l}-long27-frame-zstd{}-v1",
+                "zstd{l}-long27-frame-zstd{}-v2",
                 zstd::zstd_safe::version_number()
             ),
         };
@@ -169,6 +169,11 @@ fn xz_version() -> u32 {
 
 type Reply = Receiver<io::Result<Piece>>;
 
+/// One chunk buffer a worker is done with, filled again by the writer
+/// rather than allocated and page-faulted anew (the memory stays that of
+/// the chunk being filled and those being compressed).
+type Spare = Arc<Mutex<Option<Vec<u8>>>>;
+
 struct Job {
     data: Vec<u8>,
     last: bool,
@@ -182,13 +187,14 @@ struct Pool {
 }
 
 impl Pool {
-    fn new(threads: usize, codec: Codec, cache: Option<ChunkCache>) -> Pool {
+    fn new(threads: usize, codec: Codec, cache: Option<ChunkCache>, spare: Spare) -> Pool {
         let (tx, rx) = mpsc::sync_channel::<Job>(0);
         let rx = Arc::new(Mutex::new(rx));
         let workers = (0..threads)
             .map(|_| {
                 let rx = Arc::clone(&rx);
                 let cache = cache.clone();
+                let spare = Arc::clone(&spare);
                 std::thread::spawn(move || loop {
                     let job = match rx.lock() {
                         Ok(guard) => guard.recv(),
@@ -196,6 +202,13 @@ impl Pool {
                     };
                     let Ok(job) = job else { return };
                     let piece = piece(codec, cache.as_ref(), &job.data, job.last);
+                    // The chunk's memory is free before the piece waits its
+                    // turn: kept for the next chunk, or given back.
+                    if let Ok(mut slot) = spare.lock() {
+                        if slot.is_none() {
+                            *slot = Some(job.data);
+                        }
+                    }
                     let _ = job.reply.send(piece);
                 })
             })
@@ -243,6 +256,7 @@ pub struct Chunked<W: Write> {
     index: Vec<(u64, u64)>,
     pool: Option<Pool>,
     pending: VecDeque<Reply>,
+    spare: Spare,
 }
 
 impl<W: Write> Chunked<W> {
@@ -262,7 +276,7 @@ impl<W: Write> Chunked<W> {
             sizes,
             cache,
             threads: codec.threads(),
-            buf: Vec::new(),
+            buf: Vec::with_capacity(sizes.max),
             entry_start: 0,
             header: false,
             pieces: 0,
@@ -270,6 +284,7 @@ impl<W: Write> Chunked<W> {
             index: Vec::new(),
             pool: None,
             pending: VecDeque::new(),
+            spare: Spare::default(),
         }
     }
 
@@ -347,14 +362,20 @@ impl<W: Write> Chunked<W> {
         let data = std::mem::take(&mut self.buf);
         self.entry_start = 0;
         self.pieces += 1;
-        self.crc.update(&data);
+        if let Codec::Gzip(_) = self.codec {
+            self.crc.update(&data);
+        }
         let (threads, codec, cache) = (self.threads, self.codec, self.cache.clone());
+        let spare = Arc::clone(&self.spare);
         let pool = self
             .pool
-            .get_or_insert_with(|| Pool::new(threads, codec, cache));
+            .get_or_insert_with(|| Pool::new(threads, codec, cache, spare));
         let (reply, result) = mpsc::sync_channel(1);
         let jobs = pool.jobs.as_ref().ok_or_else(broken)?;
         jobs.send(Job { data, last, reply }).map_err(|_| broken())?;
+        // Taken once a worker took this chunk: by then the one before it
+        // may have left its buffer.
+        self.buf = self.fresh_buf();
         self.pending.push_back(result);
         // Bound the memory: a chunk being filled, one per worker, and the
         // finished pieces waiting their turn.
@@ -362,6 +383,18 @@ impl<W: Write> Chunked<W> {
             self.write_oldest()?;
         }
         Ok(())
+    }
+
+    /// An empty buffer for the next chunk, never grown by copying.
+    fn fresh_buf(&self) -> Vec<u8> {
+        let kept = self.spare.lock().ok().and_then(|mut slot| slot.take());
+        match kept {
+            Some(mut buf) => {
+                buf.clear();
+                buf
+            }
+            None => Vec::with_capacity(self.sizes.max),
+        }
     }
 
     fn write_oldest(&mut self) -> io::Result<()> {
@@ -385,8 +418,19 @@ impl<W: Write> Write for Chunked<W> {
         let n = buf.len().min(self.sizes.max - self.buf.len());
         self.buf.extend_from_slice(&buf[..n]);
         if self.buf.len() == self.sizes.max {
-            // An entry larger than a chunk: cut inside it, at `max`.
-            self.submit(false)?;
+            if self.entry_start > 0 {
+                // An entry that does not fit in the rest of the chunk
+                // starts the next one: the chunk ends with the entry
+                // before, and the cuts inside a large entry fall at the
+                // same places of it whatever comes before it.
+                let head = self.buf[self.entry_start..].to_vec();
+                self.buf.truncate(self.entry_start);
+                self.submit(false)?;
+                self.buf.extend_from_slice(&head);
+            } else {
+                // An entry larger than a chunk: cut inside it, at `max`.
+                self.submit(false)?;
+            }
         }
         Ok(n)
     }
@@ -399,11 +443,13 @@ impl<W: Write> Write for Chunked<W> {
 }
 
 /// Whether a chunk ends after this entry: with probability about
-/// `len / target`, decided by the CRC32 of the entry's bytes (header and
-/// content), so the same entry decides the same way wherever it is.
+/// `len / target`, decided by the CRC32 of the entry's first bytes (its
+/// header, with the entry's name and size, and the start of its content),
+/// so the same entry decides the same way wherever it is, and a payload is
+/// not read twice to decide.
 fn chosen(entry: &[u8], sizes: Sizes) -> bool {
     let mut crc = Crc::new();
-    crc.update(entry);
+    crc.update(&entry[..entry.len().min(4096)]);
     (crc.sum() as u128) * (sizes.target as u128) < (entry.len() as u128) << 32
 }
 
@@ -647,6 +693,37 @@ mod tests {
             let out = pack(codec, &[], None, 1);
             assert!(unpack(codec, &out).is_empty(), "{codec:?}");
         }
+    }
+
+    /// The compressed frames of a zstd stream.
+    fn frames(stream: &[u8]) -> Vec<&[u8]> {
+        let (mut rest, mut out) = (stream, Vec::new());
+        while !rest.is_empty() {
+            let n = zstd::zstd_safe::find_frame_compressed_size(rest).unwrap();
+            out.push(&rest[..n]);
+            rest = &rest[n..];
+        }
+        out
+    }
+
+    #[test]
+    fn a_large_entry_is_compressed_the_same_whatever_comes_before_it() {
+        let big = entries(40).concat();
+        assert!(big.len() > 3 * SMALL.max);
+        let codec = Codec::Zstd(3);
+        let one = pack(codec, &[vec![b'a'; 1000], big.clone()], None, 65_536);
+        let other = pack(codec, &[vec![b'b'; 1234], big.clone()], None, 65_536);
+        let (one, other) = (frames(&one), frames(&other));
+        assert_eq!(
+            one.len(),
+            1 + big.len().div_ceil(SMALL.max),
+            "cuts: {:?}",
+            one.len()
+        );
+        assert!(
+            one[1..] == other[1..],
+            "a change before a large entry changed the chunks holding it"
+        );
     }
 
     #[test]

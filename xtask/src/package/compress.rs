@@ -8,15 +8,15 @@
 
 use std::cell::RefCell;
 use std::fmt;
-use std::io::{self, Read, Write};
+use std::io::{self, Write};
 use std::str::FromStr;
 
 use anyhow::{Context, Result};
-use md5::Md5;
 use sha2::{Digest, Sha256};
 
 pub use super::chunk_cache::ChunkCache;
 use super::chunked::{Chunked, Codec};
+pub use crate::hash::memo::{Digests, Want};
 
 /// A compressor and its level.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -301,54 +301,6 @@ impl<W: Write> Write for Tally<W> {
     fn flush(&mut self) -> io::Result<()> {
         self.inner.flush()
     }
-}
-
-/// Which digests to take of each file's bytes.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Want {
-    pub md5: bool,
-    pub sha256: bool,
-}
-
-/// The digests of one file.
-#[derive(Debug, Clone, Default)]
-pub struct Digests {
-    pub md5: Option<[u8; 16]>,
-    pub sha256: Option<[u8; 32]>,
-}
-
-/// Copies all of `src` to `dst`, hashing as asked; returns the bytes copied.
-pub fn copy_hashed(
-    src: &mut dyn Read,
-    dst: &mut dyn Write,
-    want: Want,
-) -> io::Result<(u64, Digests)> {
-    let mut md5 = want.md5.then(Md5::new);
-    let mut sha = want.sha256.then(Sha256::new);
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut total = 0u64;
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let chunk = &buf[..n];
-        if let Some(h) = &mut md5 {
-            h.update(chunk);
-        }
-        if let Some(h) = &mut sha {
-            h.update(chunk);
-        }
-        dst.write_all(chunk)?;
-        total += n as u64;
-    }
-    let digests = Digests {
-        md5: md5.map(|h| h.finalize().into()),
-        sha256: sha.map(|h| h.finalize().into()),
-    };
-    Ok((total, digests))
 }
 
 #[cfg(test)]

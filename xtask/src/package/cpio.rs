@@ -4,9 +4,9 @@
 
 use std::io::Write;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
-use super::compress::{copy_hashed, EntryWrite, Want};
+use super::compress::{EntryWrite, Want};
 use super::tree::{Entry, Kind};
 
 pub(crate) fn rpm_mode(entry: &Entry) -> u32 {
@@ -55,22 +55,7 @@ pub(crate) fn cpio_entry_named(
             None
         }
         Kind::File(_) => {
-            let mut src = entry.open()?;
-            let (n, d) = copy_hashed(
-                &mut src,
-                out,
-                Want {
-                    md5: false,
-                    sha256: true,
-                },
-            )
-            .with_context(what)?;
-            if n != entry.size {
-                bail!(
-                    "{} changed size while packaging; rebuild the staging tree",
-                    entry.origin()
-                );
-            }
+            let d = entry.copy_to(out, Want::SHA256)?;
             d.sha256
         }
     };

@@ -4,7 +4,7 @@
 //! names it and the `.orig.tar.gz` beside it, with the fields, sizes and
 //! md5/sha1/sha256 checksums in the order dpkg-source writes them.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
@@ -167,12 +167,7 @@ fn control_text(debian: &FileTree) -> Result<String> {
         .get("control")
         .filter(|e| !e.is_dir())
         .context("debian/ has no control file: render templates/debian/control")?;
-    let mut text = String::new();
-    entry
-        .open()?
-        .read_to_string(&mut text)
-        .context("reading debian/control")?;
-    Ok(text)
+    entry.text()
 }
 
 /// The changelog's first line must name this source and version, as
@@ -183,11 +178,7 @@ fn check_changelog(src: &DebianSource, name: &str) -> Result<()> {
         .get("changelog")
         .filter(|e| !e.is_dir())
         .with_context(|| format!("debian/ of {name} has no changelog"))?;
-    let mut text = String::new();
-    entry
-        .open()?
-        .read_to_string(&mut text)
-        .context("reading debian/changelog")?;
+    let text = entry.text()?;
     let want = format!("{name} ({}-{})", src.version, src.revision);
     if !text.starts_with(&want) {
         bail!(

@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use compress::Want;
 pub use compress::{ChunkCache, Compression, Packing};
 pub use dkms::Scripts;
 pub use meta::{Machine, PackageMeta, Relations};
@@ -109,6 +110,15 @@ impl Package<'_> {
 /// For [`Format::Tar`] the tree must hold the DKMS source at
 /// `usr/src/<module>-<version>` with its `dkms.conf`.
 pub fn write(format: Format, pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+    // The file digests the format lists, taken on all cores before the
+    // writer streams the files on one.
+    let listed = match format {
+        Format::Deb => Want::MD5,
+        Format::Rpm => Want::SHA256,
+        Format::Arch => Want::BOTH,
+        Format::Tar => Want::default(),
+    };
+    pkg.tree.take_digests(listed)?;
     match format {
         Format::Deb => deb::write(pkg, out_dir),
         Format::Rpm => rpm::write(pkg, out_dir),

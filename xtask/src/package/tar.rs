@@ -5,7 +5,7 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::compress::{copy_hashed, Digests, EntryWrite, Want};
+use super::compress::{Digests, EntryWrite, Want};
 use super::tree::{Entry, Kind};
 
 const BLOCK: usize = 512;
@@ -63,17 +63,8 @@ impl<W: EntryWrite> TarWriter<W> {
             }
             Kind::File(_) => {
                 self.header(&name, b'0', entry.mode, entry.size, "")?;
-                let mut src = entry.open()?;
-                let (n, digests) = copy_hashed(&mut src, &mut self.out, want)
-                    .with_context(|| format!("adding {} to a tar stream", entry.origin()))?;
-                if n != entry.size {
-                    bail!(
-                        "{} changed size while packaging ({n} bytes, expected {}); rebuild the staging tree",
-                        entry.origin(),
-                        entry.size
-                    );
-                }
-                self.pad(n)?;
+                let digests = entry.copy_to(&mut self.out, want)?;
+                self.pad(entry.size)?;
                 Ok(digests)
             }
         }

@@ -4,12 +4,14 @@
 
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::Read;
+use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
+
+use crate::hash::memo::{self, Digests, Want};
 
 /// Where a file's bytes come from.
 #[derive(Debug, Clone)]
@@ -58,29 +60,46 @@ impl Entry {
         self.path.rsplit('/').next().unwrap_or(&self.path)
     }
 
-    /// A reader over a file's bytes that fails when the file on disk no
-    /// longer has the size recorded in the tree.
-    pub fn open(&self) -> Result<Box<dyn Read + '_>> {
-        match &self.kind {
+    /// Copies the entry's bytes to `dst` (none for a directory or a
+    /// symlink), taking the digests asked for: a file on disk is hashed
+    /// only when this build has not hashed it yet (see `hash::memo`).
+    /// Fails when the file on disk no longer has the size the tree records.
+    pub fn copy_to(&self, dst: &mut dyn Write, want: Want) -> Result<Digests> {
+        let what = || format!("adding {} to a package", self.origin());
+        let (n, digests) = match &self.kind {
             Kind::File(Content::Disk(src)) => {
                 let file = File::open(src).with_context(|| format!("opening {}", src.display()))?;
-                let len = file
+                let meta = file
                     .metadata()
-                    .with_context(|| format!("reading metadata of {}", src.display()))?
-                    .len();
-                if len != self.size {
-                    bail!(
-                        "{} changed size while packaging ({} bytes, expected {}); rebuild the staging tree",
-                        src.display(),
-                        len,
-                        self.size
-                    );
-                }
-                Ok(Box::new(file.take(self.size)))
+                    .with_context(|| format!("reading metadata of {}", src.display()))?;
+                self.check_size(meta.len())?;
+                memo::copy_file(&mut file.take(self.size), &meta, dst, want).with_context(what)?
             }
-            Kind::File(Content::Bytes(bytes)) => Ok(Box::new(&bytes[..])),
-            Kind::Dir | Kind::Symlink(_) => Ok(Box::new(std::io::empty())),
+            Kind::File(Content::Bytes(bytes)) => {
+                memo::copy_hashed(&mut &bytes[..], dst, want).with_context(what)?
+            }
+            Kind::Dir | Kind::Symlink(_) => return Ok(Digests::default()),
+        };
+        self.check_size(n)?;
+        Ok(digests)
+    }
+
+    /// A file's content as UTF-8 text.
+    pub fn text(&self) -> Result<String> {
+        let mut bytes = Vec::new();
+        self.copy_to(&mut bytes, Want::default())?;
+        String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", self.origin()))
+    }
+
+    fn check_size(&self, len: u64) -> Result<()> {
+        if len != self.size {
+            bail!(
+                "{} changed size while packaging ({len} bytes, expected {}); rebuild the staging tree",
+                self.origin(),
+                self.size
+            );
         }
+        Ok(())
     }
 
     /// Where the content is read from, for error messages.
@@ -293,6 +312,22 @@ impl FileTree {
         self.entries
             .retain(|p, _| p != path && !p.starts_with(&below));
         self
+    }
+
+    /// Takes the digests asked for of the tree's files on disk that this
+    /// build has not hashed yet, on all cores (see `hash::memo`).
+    pub fn take_digests(&self, want: Want) -> Result<()> {
+        if want == Want::default() {
+            return Ok(());
+        }
+        let paths: Vec<&Path> = self
+            .entries()
+            .filter_map(|e| match &e.kind {
+                Kind::File(Content::Disk(path)) => Some(path.as_path()),
+                _ => None,
+            })
+            .collect();
+        memo::take_all(&paths, want)
     }
 
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {

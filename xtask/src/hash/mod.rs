@@ -1,6 +1,8 @@
 //! sha256 of bytes, of files and of streams, the one way every stage
 //! computes it.
 
+pub mod memo;
+
 use std::io::{Read, Write};
 use std::path::Path;
 
