@@ -34,6 +34,16 @@ pub struct Step {
     pub outcome: String,
     pub seconds: Option<f64>,
     pub peak_rss_mib: Option<f64>,
+    /// Where a build's time went: its steps and their seconds, from the
+    /// `steps.json` it left in its work folder.
+    pub steps: Vec<StepTime>,
+}
+
+/// One step of the build line and its seconds.
+#[derive(Debug, Serialize, serde::Deserialize)]
+pub struct StepTime {
+    pub label: String,
+    pub seconds: f64,
 }
 
 impl Scratch {
@@ -142,7 +152,39 @@ impl Scratch {
             outcome: if up_to_date { "up to date" } else { "built" }.into(),
             seconds: Some(m.secs),
             peak_rss_mib: Some(m.peak_kib as f64 / 1024.0),
+            steps: if up_to_date {
+                Vec::new()
+            } else {
+                self.step_times()?
+            },
         })
+    }
+
+    /// The steps the last build ran and their seconds.
+    fn step_times(&self) -> Result<Vec<StepTime>> {
+        let log = self
+            .root
+            .join("target/patchkit/work")
+            .join(&self.recipe)
+            .join(crate::build::exec::STEP_LOG);
+        let text =
+            std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
+        let steps: Vec<serde_json::Value> =
+            serde_json::from_str(&text).with_context(|| format!("parsing {}", log.display()))?;
+        steps
+            .iter()
+            .map(|s| {
+                let label = match (s["step"].as_str(), s["format"].as_str()) {
+                    (Some(step), Some(format)) => format!("{step} {format}"),
+                    (Some(step), None) => step.to_owned(),
+                    _ => bail!("{}: a step without its name: {s}", log.display()),
+                };
+                let seconds = s["seconds"]
+                    .as_f64()
+                    .with_context(|| format!("{}: {label} has no seconds", log.display()))?;
+                Ok(StepTime { label, seconds })
+            })
+            .collect()
     }
 
     /// Adds a line to the message of the recipe's first curated patch (its
@@ -215,6 +257,7 @@ fn skipped(step: &'static str, why: &str) -> Step {
         outcome: "skipped".into(),
         seconds: None,
         peak_rss_mib: None,
+        steps: Vec::new(),
     }
 }
 

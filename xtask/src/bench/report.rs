@@ -161,6 +161,14 @@ impl Report {
                 s.outcome,
                 s.change
             );
+            if !s.steps.is_empty() {
+                let parts: Vec<String> = s
+                    .steps
+                    .iter()
+                    .map(|t| format!("{} {:.2}", t.label, t.seconds))
+                    .collect();
+                println!("{:<24} where: {}", "", parts.join(", "));
+            }
         }
         println!();
         println!(

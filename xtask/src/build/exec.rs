@@ -1,10 +1,13 @@
 //! The executor: walks a plan's steps in order for any kind, keeping what
 //! each step made for the next, and records the steps it ran in
-//! `<work>/steps.json` (the same objects `plan --json` lists).
+//! `<work>/steps.json`: the objects `plan --json` lists, each with the
+//! seconds it took.
 
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
+use serde::Serialize;
 
 use super::plan::{self, Plan, Step};
 use super::source::Published;
@@ -23,6 +26,15 @@ use crate::workspace::{WorkLock, Workspace};
 
 /// The file in the work folder that lists the steps the last build ran.
 pub const STEP_LOG: &str = "steps.json";
+
+/// One step run, as `steps.json` records it.
+#[derive(Debug, Clone, Serialize)]
+pub struct Ran {
+    #[serde(flatten)]
+    pub step: Step,
+    /// Wall time of the step, to the millisecond.
+    pub seconds: f64,
+}
 
 /// What the steps made so far.
 pub struct Cx<'a> {
@@ -48,7 +60,7 @@ pub struct Cx<'a> {
     stamp: Option<Stamp>,
     staging: Option<Staging>,
     lock: Option<WorkLock>,
-    done: Vec<Step>,
+    done: Vec<Ran>,
 }
 
 /// Plans the build of `recipe` and runs its steps.
@@ -90,11 +102,21 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
     for (i, step) in steps.iter().enumerate() {
         ws.reporter
             .step(format!("step {}/{}: {}", i + 1, steps.len(), step.label()));
-        if let Some(outcome) = cx.run(step, part)? {
+        let started = Instant::now();
+        let ended = cx.run(step, part)?;
+        if cx.lock.is_none() {
+            // Up to date: nothing ran, and the last build's log stays.
+            return ended.context("a build without its work lock went on");
+        }
+        let seconds = (started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+        cx.done.push(Ran {
+            step: step.clone(),
+            seconds,
+        });
+        cx.write_log()?;
+        if let Some(outcome) = ended {
             return Ok(outcome);
         }
-        cx.done.push(step.clone());
-        cx.write_log()?;
     }
     bail!("the plan of {} ends without a publish step", recipe.name)
 }
@@ -271,8 +293,6 @@ impl Cx<'_> {
         }
         let staging = self.staging.take().context("publish runs after fetch")?;
         let stamp = self.stamp.take().context("publish runs after fetch")?;
-        self.done.push(Step::Publish);
-        self.write_log()?;
         // Only speed depends on it: a book that cannot be written is no error.
         if let Err(e) = hash::memo::write_book(&self.md5_book()) {
             self.ws.reporter.warn(format!("{e:#}"));

@@ -95,6 +95,44 @@ fn tells_the_loop_and_every_format_against_the_reference_tools() {
         .as_str()
         .unwrap()
         .contains("0001-carry-a-module-version.patch"));
+    // Where each build's time went, step by step; nothing for the no-op.
+    let labels = |s: &serde_json::Value| -> Vec<String> {
+        s["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["label"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(
+        labels(&steps[2]),
+        [
+            "fetch",
+            "ensure-applied",
+            "verify",
+            "publish-source",
+            "render",
+            "assemble",
+            "package deb",
+            "package rpm",
+            "package arch",
+            "package tar",
+            "publish"
+        ]
+    );
+    assert!(labels(&steps[1]).is_empty(), "{}", steps[1]);
+    let parts: f64 = steps[2]["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["seconds"].as_f64().unwrap())
+        .sum();
+    assert!(
+        parts <= steps[2]["seconds"].as_f64().unwrap(),
+        "the steps took longer than the build: {}",
+        steps[2]
+    );
+    assert!(stdout.contains("where: fetch "), "{stdout}");
 
     let rows = report["formats"].as_array().unwrap();
     let formats: Vec<&str> = rows.iter().map(|r| r["format"].as_str().unwrap()).collect();

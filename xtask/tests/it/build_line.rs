@@ -68,14 +68,27 @@ fn planned_steps(p: &Project, recipe: &str) -> serde_json::Value {
     plan["steps"].clone()
 }
 
-/// The steps the last build of `recipe` ran, from its work folder.
+/// The steps the last build of `recipe` ran, from its work folder,
+/// without the seconds each took (checked to be there).
 fn steps_run(p: &Project, recipe: &str) -> serde_json::Value {
     let log = p
         .root()
         .join("target/patchkit/work")
         .join(recipe)
         .join("steps.json");
-    serde_json::from_slice(&std::fs::read(&log).unwrap()).unwrap()
+    let mut steps: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&log).unwrap()).unwrap();
+    for step in steps.as_array_mut().unwrap() {
+        let seconds = step.as_object_mut().unwrap().remove("seconds");
+        assert!(
+            seconds
+                .as_ref()
+                .and_then(|s| s.as_f64())
+                .is_some_and(|s| s >= 0.0),
+            "{log:?}: a step without its seconds: {step}"
+        );
+    }
+    steps
 }
 
 #[test]
