@@ -50,7 +50,7 @@ fn tells_the_loop_and_every_format_against_the_reference_tools() {
         &ours_deb,
         "rpmbuild -bb --noprep",
         "packaging/rpm/patchkit-hello-dkms.spec",
-        "zstd -12 --long=27 -T0",
+        "zstd -9 --long=27 -T0",
         "gzip -n",
         "goal no-op re-run <= 0.1 s: ",
     ] {
