@@ -186,7 +186,7 @@ fn tells_the_loop_and_every_format_against_the_reference_tools() {
         assert!(!payload.exists(), "{} was left behind", payload.display());
     }
     for key in [
-        "cold_build_at_most_quarter",
+        "cold_packages_at_most_quarter",
         "packages_no_larger_than_reference_default",
         "noop_at_most_0_1_s",
         "peak_at_most_384_mib",
