@@ -44,13 +44,7 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
         let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
         let mut tar = TarWriter::new(enc, epoch, Names::Plain);
         for entry in tree.entries() {
-            digests.push(tar.entry(
-                entry,
-                Want {
-                    md5: true,
-                    sha256: true,
-                },
-            )?);
+            digests.push(tar.entry(entry, Want::BOTH)?);
         }
         let mut w = tar
             .finish()?
@@ -227,10 +221,7 @@ fn mtree(
         m.push('\n');
     };
     for (name, bytes) in meta_files {
-        let d = Digests {
-            md5: Some(md5::Md5::digest(bytes).into()),
-            sha256: Some(Sha256::digest(bytes).into()),
-        };
+        let d = Digests::of_bytes(bytes, Want::BOTH);
         file_line(&mut m, name, 0o644, bytes.len() as u64, &d);
     }
     for (entry, d) in tree.entries().zip(digests) {

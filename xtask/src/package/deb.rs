@@ -48,13 +48,7 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
         let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
         tar.root()?;
         for entry in tree.entries() {
-            let digests = tar.entry(
-                entry,
-                Want {
-                    md5: true,
-                    sha256: false,
-                },
-            )?;
+            let digests = tar.entry(entry, Want::MD5)?;
             // As dh_md5sums: a conffile's digest is kept by dpkg with the
             // conffile itself, so md5sums leaves conffiles out.
             if let Some(md5) = digests.md5.filter(|_| !entry.config) {
