@@ -125,8 +125,14 @@ pub fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
 /// Reports a package written into the staging folder `dir`:
 /// `wrote x.deb (2.9 KiB)`.
 pub fn wrote(reporter: &Reporter, artifact: &Artifact, dir: &Path) {
+    wrote_noting(reporter, artifact, dir, "");
+}
+
+/// As [`wrote`], with a note after the size (`15.1 MiB; ...`).
+pub fn wrote_noting(reporter: &Reporter, artifact: &Artifact, dir: &Path, note: &str) {
+    let sep = if note.is_empty() { "" } else { "; " };
     reporter.step(format!(
-        "wrote {} ({})",
+        "wrote {} ({}{sep}{note})",
         relative(&artifact.path, dir),
         human_size(artifact.size)
     ));

@@ -47,6 +47,9 @@ pub struct Cx<'a> {
     /// The .deb's compression when one was chosen (recorded in the
     /// manifest, so that changing it rebuilds).
     deb: Option<package::Compression>,
+    /// The build's chunk cache (the handle the writers use, through
+    /// `Packing`), for what each package took from it.
+    chunks: package::ChunkCache,
     pub fetched: Option<Fetched>,
     pub tree: Option<PathBuf>,
     /// The pristine tree the patched one was linked from, verified.
@@ -78,6 +81,7 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
         out,
         fetch: opts.fetch.clone(),
         deb: opts.compression.or(recipe.package.compression),
+        chunks: package::ChunkCache::new(ws.work_dir.join("chunks")),
         fetched: None,
         tree: None,
         pristine: None,
@@ -95,7 +99,7 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
     // cache, for every writer this build runs on this thread.
     let _packing = package::Packing {
         deb: cx.deb,
-        cache: Some(package::ChunkCache::new(ws.work_dir.join("chunks"))),
+        cache: Some(cx.chunks.clone()),
     }
     .enter();
     let steps = cx.plan.steps.clone();
@@ -265,6 +269,7 @@ impl Cx<'_> {
         };
         let dir = self.dir()?;
         let task = self.ws.reporter.task(format!("writing {file}"));
+        let before = self.chunk_count();
         let artifact = package::write(format, &pkg, dir).with_context(|| {
             format!(
                 "writing the {} package of {}",
@@ -280,7 +285,7 @@ impl Cx<'_> {
                 artifact.path.display()
             );
         }
-        publish::wrote(&self.ws.reporter, &artifact, dir);
+        publish::wrote_noting(&self.ws.reporter, &artifact, dir, &self.chunk_note(before));
         Ok(())
     }
 
@@ -308,6 +313,22 @@ impl Cx<'_> {
         let path = lock.dir.join(STEP_LOG);
         let text = serde_json::to_string_pretty(&self.done)? + "\n";
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))
+    }
+
+    /// Chunks this build took from the cache and compressed, so far.
+    pub fn chunk_count(&self) -> (u64, u64) {
+        (self.chunks.hits(), self.chunks.misses())
+    }
+
+    /// `41 of 43 chunks from the cache` since `before` (a
+    /// [`Cx::chunk_count`]), or nothing when nothing was compressed.
+    pub fn chunk_note(&self, before: (u64, u64)) -> String {
+        let (hits, misses) = self.chunk_count();
+        let (hits, misses) = (hits - before.0, misses - before.1);
+        match hits + misses {
+            0 => String::new(),
+            all => format!("{hits} of {all} chunks from the cache"),
+        }
     }
 
     /// The md5s of file contents by their sha256, kept between builds

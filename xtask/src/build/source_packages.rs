@@ -32,8 +32,18 @@ pub fn write_all(formats: &[Format], cx: &Cx, meta: &PackageMeta) -> Result<()> 
             .ws
             .reporter
             .task(format!("writing the {} source package", format.as_str()));
-        for artifact in write(*format, cx, meta)? {
-            crate::publish::wrote(&cx.ws.reporter, &artifact, cx.dir()?);
+        let before = cx.chunk_count();
+        let artifacts = write(*format, cx, meta)?;
+        // What the format took from the chunk cache, on its largest file.
+        let note = cx.chunk_note(before);
+        let largest = artifacts.iter().map(|a| a.size).max();
+        for artifact in &artifacts {
+            let note = if Some(artifact.size) == largest {
+                &note[..]
+            } else {
+                ""
+            };
+            crate::publish::wrote_noting(&cx.ws.reporter, artifact, cx.dir()?, note);
         }
         drop(task);
     }

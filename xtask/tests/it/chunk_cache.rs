@@ -121,8 +121,24 @@ fn the_cache_changes_speed_never_output() {
         "{filled:?}"
     );
 
-    let warm = build_fresh(&p, &[]);
+    let _ = std::fs::remove_dir_all(dist(&p));
+    let run = build(&p, &[]);
+    let warm = published(&dist(&p));
     assert_same(&cold, &warm, "a build from a full cache");
+    // Each package says what it took from the cache: everything.
+    let noted: Vec<&str> = run
+        .success()
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("wrote ") && l.contains(" chunks from the cache)"))
+        .collect();
+    assert!(noted.len() >= 4, "{}", run.stderr);
+    for line in noted {
+        let counts = line.rsplit("; ").next().unwrap();
+        let mut n = counts.split(' ').filter_map(|w| w.parse::<u64>().ok());
+        let (hits, all) = (n.next().unwrap(), n.next().unwrap());
+        assert!(hits == all && all > 0, "{line}");
+    }
     assert_eq!(
         pieces(&p),
         filled,
