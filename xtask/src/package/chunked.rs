@@ -31,9 +31,11 @@ pub enum Codec {
 }
 
 /// Chunk sizes: a chunk ends after an entry once it holds `min` bytes and
-/// the entry's hash says so (about once per `target` bytes), always after
-/// an entry once it holds `max`, and inside an entry at `max` exactly
-/// (so no chunk, and no memory, grows past it).
+/// the entry's hash says so (about once per `target` bytes), and always
+/// after an entry once it holds `max`. An entry that would take a chunk
+/// past `max` starts the next chunk instead, and one larger than `max` is
+/// cut at multiples of `max` from its own start (so no chunk, and no
+/// memory, grows past it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Sizes {
     pub target: usize,
