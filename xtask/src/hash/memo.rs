@@ -163,25 +163,15 @@ pub fn copy_hashed(
 ) -> io::Result<(u64, Digests)> {
     let mut md5 = want.md5.then(Md5::new);
     let mut sha = want.sha256.then(Sha256::new);
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut total = 0u64;
-    loop {
-        let n = match src.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        let chunk = &buf[..n];
+    let total = super::each_block(src, 256 * 1024, |block| {
         if let Some(h) = &mut md5 {
-            h.update(chunk);
+            h.update(block);
         }
         if let Some(h) = &mut sha {
-            h.update(chunk);
+            h.update(block);
         }
-        dst.write_all(chunk)?;
-        total += n as u64;
-    }
+        dst.write_all(block)
+    })?;
     let digests = Digests {
         md5: md5.map(|h| h.finalize().into()),
         sha256: sha.map(|h| h.finalize().into()),

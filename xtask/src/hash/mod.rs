@@ -70,8 +70,8 @@ pub fn read_blocks(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64> {
 
 /// Feeds everything `from` yields to `each`, `size` bytes at a time at the
 /// most; returns how many bytes there were.
-fn each_block(
-    from: &mut impl Read,
+pub(crate) fn each_block(
+    from: &mut (impl Read + ?Sized),
     size: usize,
     mut each: impl FnMut(&[u8]) -> std::io::Result<()>,
 ) -> std::io::Result<u64> {
