@@ -1,6 +1,9 @@
 //! Tar archives, plain or gzip-, xz- or zstd-compressed (told apart by
 //! their first bytes), read as a stream into the [`Sink`]; a damaged or
-//! truncated archive is told from a refused entry.
+//! truncated archive is told from a refused entry. A compressed archive is
+//! read to the end of its compressed stream, so that the decompressor checks
+//! its own trailer (gzip CRC and size, xz and zstd checksums) after the tar
+//! stream's end.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
@@ -142,6 +145,7 @@ fn untar(
     }
     let include = include_set(&sel.include)?;
     let mut sink = Sink::new(dest)?;
+    let cap = sink.byte_limit();
     let mut archive = tar::Archive::new((&head[..]).chain(reader));
     let broken = |stream: &StreamState| stream.ended.get() || stream.error.borrow().is_some();
     let entries = archive
@@ -204,7 +208,29 @@ fn untar(
             }
         }
     }
+    if compressed {
+        let mut rest = archive.into_inner();
+        match read_to_end_of_stream(&mut rest, cap) {
+            Ok(n) if n > cap => {
+                return Err(OverLimit(format!(
+                    "more than {cap} bytes follow the end of the tar stream, the limit of one \
+                     extraction: it may be an archive bomb"
+                ))
+                .into())
+            }
+            Ok(_) => {}
+            Err(e) => return Err(truncated("after its last entry", &e)),
+        }
+    }
     Ok(sink.manifest)
+}
+
+/// Reads and drops what follows the tar stream's end, up to one byte past
+/// `cap`: a tar reader stops at the end-of-archive block, and only reading
+/// on to the end of the compressed stream makes gzip check its CRC and
+/// size, and xz and zstd their checksums. Returns the bytes read.
+fn read_to_end_of_stream(rest: &mut impl Read, cap: u64) -> std::io::Result<u64> {
+    crate::hash::each_block(&mut rest.take(cap.saturating_add(1)), 64 * 1024, |_| Ok(()))
 }
 
 struct Counting<R> {

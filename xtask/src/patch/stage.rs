@@ -26,7 +26,7 @@ pub struct Report {
 }
 
 /// Removes a folder when dropped, unless disarmed.
-struct Cleanup(Option<PathBuf>);
+pub(super) struct Cleanup(pub(super) Option<PathBuf>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
