@@ -56,15 +56,22 @@ fn flip_from_end(file: &Path, from_end: usize) {
 }
 
 #[test]
-fn a_local_archive_whose_gzip_crc_or_zstd_checksum_is_wrong_is_refused() {
+fn a_local_archive_whose_gzip_crc_zstd_checksum_or_xz_index_is_wrong_is_refused() {
     let p = demo_project();
     sh(
         p.root(),
-        "tar -cf demo.tar -C examples demo-hello && gzip -kn demo.tar && zstd -q demo.tar",
+        "tar -cf demo.tar -C examples demo-hello && gzip -kn demo.tar && zstd -q demo.tar && \
+         xz -k demo.tar",
     );
     // gzip's trailer: CRC32 then size, 4 bytes each; zstd's frame ends
-    // with the content checksum (4 bytes). The tar stream is whole in both.
-    for (archive, from_end, tool) in [("demo.tar.gz", 8, "gzip"), ("demo.tar.zst", 1, "zstd")] {
+    // with the content checksum (4 bytes); xz's index (read after every
+    // block) ends with its CRC32, before the 12-byte stream footer. The
+    // tar stream is whole in each.
+    for (archive, from_end, tool) in [
+        ("demo.tar.gz", 8, "gzip"),
+        ("demo.tar.zst", 1, "zstd"),
+        ("demo.tar.xz", 13, "xz"),
+    ] {
         let path = p.root().join(archive);
         flip_from_end(&path, from_end);
         let tested = std::process::Command::new(tool)
