@@ -34,9 +34,10 @@ pub struct HttpConfig {
     /// `PATCHKIT_HTTP_DEADLINE_MS`, default 1 hour: the longest one
     /// download may take, retries and their waits included.
     pub deadline: Duration,
-    /// `PATCHKIT_HTTP_MIN_RATE` (bytes per second), default 1024: a body
-    /// that brings less over a whole read timeout is dropped (and retried),
-    /// so a server that trickles a byte now and then cannot hold a fetch.
+    /// `PATCHKIT_HTTP_MIN_RATE` (bytes per second), default 1024, 0 for
+    /// none: a body that brings less over a whole read timeout is dropped
+    /// (and retried), so a server that trickles a byte now and then cannot
+    /// hold a fetch.
     pub min_rate: u64,
     /// Redirects followed at most, default 10.
     pub max_redirects: usize,
@@ -138,13 +139,16 @@ impl Http {
         let attempts = self.config.attempts;
         let deadline = Instant::now() + self.config.deadline;
         let received = Cell::new(0u64);
-        let late = || {
+        let late = |last: &str| {
             anyhow::anyhow!(
-                "downloading {url} stopped at its deadline of {:.1} s ({} bytes of the last \
-                 attempt received); nothing was cached. On a slow link, raise \
-                 PATCHKIT_HTTP_DEADLINE_MS",
+                "downloading {url} stopped at its deadline of {:.1} s ({}); nothing was cached. \
+                 On a slow link, raise PATCHKIT_HTTP_DEADLINE_MS",
                 self.config.deadline.as_secs_f64(),
-                received.get()
+                if last.is_empty() {
+                    format!("{} bytes of the last attempt received", received.get())
+                } else {
+                    format!("no time left to retry after: {last}")
+                }
             )
         };
         let mut last = String::new();
@@ -154,7 +158,7 @@ impl Http {
             // A deadline drops the attempt, and with it its partial file.
             let timed = async { tokio::time::timeout_at(deadline.into(), run).await };
             match self.runtime.block_on(timed) {
-                Err(_elapsed) => return Err(late()),
+                Err(_elapsed) => return Err(late("")),
                 Ok(Ok(done)) => return Ok(done),
                 Ok(Err(Failure::Fatal(why))) => anyhow::bail!("downloading {url}: {why}"),
                 Ok(Err(Failure::Retry(why))) => {
@@ -162,7 +166,7 @@ impl Http {
                     if attempt < attempts {
                         let wait = self.config.backoff * 2u32.pow(attempt - 1);
                         if Instant::now() + wait >= deadline {
-                            return Err(late().context(format!("the last attempt: {last}")));
+                            return Err(late(&last));
                         }
                         reporter.step(format!(
                             "  {url}: {last}; retrying in {:.1}s (attempt {} of {attempts})",
