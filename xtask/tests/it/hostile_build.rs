@@ -303,9 +303,9 @@ fn verify_refuses_a_record_whose_path_leaves_the_tree() {
     }
 }
 
-#[test]
-fn a_forged_local_archive_memo_cannot_vouch_for_a_swapped_archive() {
-    use std::os::unix::fs::MetadataExt;
+/// The demo with its source as a local `.tar.gz` pinned by sha256; returns
+/// the project, the archive and its pin.
+fn pinned_demo_archive() -> (Project, std::path::PathBuf, String) {
     let p = demo_project();
     sh(
         p.root(),
@@ -314,10 +314,15 @@ fn a_forged_local_archive_memo_cannot_vouch_for_a_swapped_archive() {
     let archive = p.root().join("demo.tar.gz");
     let pin = sha(&std::fs::read(&archive).unwrap());
     demo_source(&p, "demo.tar.gz", &format!("sha256 = \"{pin}\"\nstrip = 1"));
-    p.xtask(&["fetch", "demo-hello"]).success();
+    (p, archive, pin)
+}
 
-    // Other content no bigger, written in place (the same inode); the
-    // patch still applies to it.
+/// Swaps the archive's bytes in place (the same inode and size; the patch
+/// still applies) and rewrites the memo a build kept of it (path, size,
+/// inode, times: sha256) to match, the forgery of issue #25; returns the
+/// memo folder.
+fn swap_and_forge_memo(p: &Project, archive: &Path, pin: &str) -> std::path::PathBuf {
+    use std::os::unix::fs::MetadataExt;
     sh(
         p.root(),
         "echo '# SWAPPED' >> examples/demo-hello/Kbuild && \
@@ -366,6 +371,14 @@ fn a_forged_local_archive_memo_cannot_vouch_for_a_swapped_archive() {
         ),
     )
     .unwrap();
+    memo_dir
+}
+
+#[test]
+fn a_forged_local_archive_memo_cannot_vouch_for_a_swapped_archive() {
+    let (p, archive, pin) = pinned_demo_archive();
+    p.xtask(&["fetch", "demo-hello"]).success();
+    let memo_dir = swap_and_forge_memo(&p, &archive, &pin);
     // The memo is a hint: fetch does not call it a verification, and the
     // bytes are hashed as they are extracted.
     let run = p.xtask(&["fetch", "demo-hello"]);
@@ -389,4 +402,29 @@ fn a_forged_local_archive_memo_cannot_vouch_for_a_swapped_archive() {
     p.xtask(&["fetch", "demo-hello"])
         .fails_with(1)
         .stderr_has("sha256 mismatch");
+}
+
+#[test]
+fn a_forged_memo_over_a_kept_pristine_tree_ships_the_pinned_content() {
+    let (p, archive, pin) = pinned_demo_archive();
+    build(&p, &["--formats", "tar"]).success();
+    let sums = std::fs::read_to_string(dist(&p).join("SHA256SUMS")).unwrap();
+    swap_and_forge_memo(&p, &archive, &pin);
+    // The pristine tree of the pin is kept (hashed against its listing),
+    // so the swapped bytes are never read: the publication is the pin's.
+    std::fs::remove_dir_all(p.root().join("target/patchkit/work/demo-hello/tree")).unwrap();
+    std::fs::remove_dir_all(p.root().join("dist")).unwrap();
+    build(&p, &["--formats", "tar"])
+        .success()
+        .stderr_has("pristine")
+        .stderr_has("kept");
+    assert_eq!(
+        std::fs::read_to_string(dist(&p).join("SHA256SUMS")).unwrap(),
+        sums
+    );
+    // Without it, the swapped bytes are read, and refused.
+    std::fs::remove_dir_all(p.root().join("target/patchkit/work/demo-hello")).unwrap();
+    build(&p, &["--formats", "tar"])
+        .fails_with(1)
+        .stderr_has("does not hash to its pin");
 }
