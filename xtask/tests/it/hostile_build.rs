@@ -329,12 +329,12 @@ fn swap_and_forge_memo(p: &Project, archive: &Path, pin: &str) -> std::path::Pat
          tar -cf - -C examples demo-hello | gzip -9n > swapped.tar.gz",
     );
     let mut swapped = std::fs::read(p.root().join("swapped.tar.gz")).unwrap();
-    let size = std::fs::metadata(&archive).unwrap().len() as usize;
+    let size = std::fs::metadata(archive).unwrap().len() as usize;
     assert!(swapped.len() <= size);
     swapped.resize(size, 0);
     std::fs::OpenOptions::new()
         .write(true)
-        .open(&archive)
+        .open(archive)
         .and_then(|mut f| std::io::Write::write_all(&mut f, &swapped))
         .unwrap();
     // The memo an earlier version kept (path, size, inode, times: sha256),
@@ -356,7 +356,7 @@ fn swap_and_forge_memo(p: &Project, archive: &Path, pin: &str) -> std::path::Pat
             (memo_dir.join(sha(shown.as_bytes())), shown)
         }
     };
-    let meta = std::fs::metadata(&archive).unwrap();
+    let meta = std::fs::metadata(archive).unwrap();
     std::fs::create_dir_all(&memo_dir).unwrap();
     std::fs::write(
         &memo,
