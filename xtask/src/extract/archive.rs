@@ -97,8 +97,9 @@ fn read(
     if read != pin {
         anyhow::bail!(
             "the archive {} does not hash to its pin: expected sha256 {pin}, read {read} while \
-             extracting it; it changed after it was hashed (or the cache's `local-sha256` memo \
-             vouched for other bytes: remove that folder). Nothing was applied",
+             extracting it; nothing was applied. It changed after it was hashed (a local \
+             archive's hash may also have come from the memo in the cache's `local-sha256/`, \
+             which then named other bytes: remove that folder and check the archive)",
             path.display()
         );
     }
