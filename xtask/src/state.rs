@@ -204,7 +204,56 @@ pub fn read(tree: &Path) -> Result<Option<(State, Manifest)>> {
     }
     let manifest = manifest_from_text(&String::from_utf8_lossy(&bytes))
         .with_context(|| format!("reading {}", manifest_path.display()))?;
+    check_paths(&state, &manifest).with_context(|| {
+        format!(
+            "{} names a path outside the tree; the record was edited or damaged: re-create the \
+             tree with `cargo xtask apply`",
+            path.display()
+        )
+    })?;
     Ok(Some((state, manifest)))
+}
+
+/// Refuses a record whose paths could leave the tree or look where a check
+/// of the tree never looks: absolute, with `..`, `.` or empty components,
+/// inside `.patchkit/`, or below a path the manifest lists as a symlink.
+fn check_paths(state: &State, manifest: &Manifest) -> Result<()> {
+    let check = |p: &str, whose: &str| -> Result<()> {
+        let shown = p.escape_debug();
+        if p.starts_with('/') {
+            bail!("{whose} `{shown}` is an absolute path");
+        }
+        let parts: Vec<&str> = p.split('/').collect();
+        if parts.iter().any(|c| matches!(*c, "" | "." | "..")) {
+            bail!("{whose} `{shown}` has an empty, `.` or `..` component");
+        }
+        if parts[0] == DIR {
+            bail!("{whose} `{shown}` is inside {DIR}/, which no check of the tree reads");
+        }
+        for end in 1..parts.len() {
+            let above = parts[..end].join("/");
+            if manifest.get(&above).is_some_and(|id| id.mode == 0o120000) {
+                bail!(
+                    "{whose} `{shown}` is below `{}`, which is a symlink",
+                    above.escape_debug()
+                );
+            }
+        }
+        Ok(())
+    };
+    for p in manifest.keys() {
+        check(p, "the manifest's path")?;
+    }
+    for patch in &state.patches {
+        let whose = format!("patch {}'s path", patch.name.escape_debug());
+        for f in &patch.files {
+            check(&f.path, &whose)?;
+        }
+        for h in &patch.hunks {
+            check(&h.file, &whose)?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -223,5 +272,63 @@ mod tests {
             },
         );
         assert_eq!(manifest_from_text(&manifest_to_text(&m)).unwrap(), m);
+    }
+
+    #[test]
+    fn record_paths_that_leave_the_tree_are_refused() {
+        let id = |mode| FileId {
+            mode,
+            sha256: "ab".repeat(32),
+            size: 3,
+        };
+        let mut m = Manifest::new();
+        m.insert("drivers/x.c".into(), id(0o100644));
+        m.insert("link".into(), id(0o120000));
+        let mut state = State {
+            format: FORMAT,
+            manifest_sha256: String::new(),
+            patches: vec![PatchRecord {
+                files: Vec::new(),
+                hunks: Vec::new(),
+                name: "0001.patch".into(),
+                sha256: "cd".repeat(32),
+            }],
+            recipe: RecipeRef {
+                name: "r".into(),
+                version: "1".into(),
+            },
+            source: SourcePin {
+                kind: "dir".into(),
+                pin: None,
+                selected: Vec::new(),
+                strip: 0,
+            },
+            tolerance: ToleranceRecord { fuzz: 0 },
+            tool: ToolRef::current(),
+        };
+        let with = |state: &mut State, path: &str| {
+            state.patches[0].files = vec![FileChange {
+                after: Some("ef".repeat(32)),
+                before: None,
+                path: path.into(),
+            }];
+        };
+        with(&mut state, "drivers/x.c");
+        check_paths(&state, &m).unwrap();
+        for evil in [
+            "/etc/passwd",
+            "../outside.c",
+            "drivers/../../x.c",
+            "./x.c",
+            "a//b",
+            ".patchkit/state.json",
+            "link/x.c",
+        ] {
+            with(&mut state, evil);
+            assert!(check_paths(&state, &m).is_err(), "{evil}");
+        }
+        with(&mut state, "drivers/x.c");
+        m.insert("../up".into(), id(0o100644));
+        assert!(check_paths(&state, &m).is_err());
     }
 }

@@ -42,7 +42,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .into
         .clone()
         .unwrap_or_else(|| default_tree(ws, &recipe.name));
-    stage::check_replaceable(&dest)?;
+    if args.into.is_some() {
+        stage::check_into(&dest)?;
+    } else {
+        stage::check_replaceable(&dest)?;
+    }
     let opts = FetchOptions {
         offline: args.series.offline,
         ..Default::default()

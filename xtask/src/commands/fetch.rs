@@ -20,7 +20,9 @@ use crate::workspace::Workspace;
 /// HTTP limits (environment): PATCHKIT_HTTP_CONNECT_TIMEOUT_MS (15000),
 /// PATCHKIT_HTTP_READ_TIMEOUT_MS (30000), PATCHKIT_HTTP_ATTEMPTS (4),
 /// PATCHKIT_HTTP_RETRY_BASE_MS (500, doubled per retry),
-/// PATCHKIT_HTTP_MAX_BYTES (4 GiB).
+/// PATCHKIT_HTTP_MAX_BYTES (4 GiB), PATCHKIT_HTTP_DEADLINE_MS (3600000:
+/// one download, retries included), PATCHKIT_HTTP_MIN_RATE (1024 bytes/s
+/// over each read timeout). A failed download leaves nothing behind.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file

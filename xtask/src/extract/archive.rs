@@ -1,9 +1,15 @@
 //! Tar archives, plain or gzip-, xz- or zstd-compressed (told apart by
 //! their first bytes), read as a stream into the [`Sink`]; a damaged or
-//! truncated archive is told from a refused entry.
+//! truncated archive is told from a refused entry. A compressed archive is
+//! read to the end of its compressed stream, so that the decompressor checks
+//! its own trailer (gzip CRC and size, xz and zstd checksums) after the tar
+//! stream's end. A pinned archive is hashed as it is read, to its last
+//! byte: what is extracted is what the pin names, whatever said so before.
 
+use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::rc::Rc;
 
 use anyhow::{Context, Result};
 
@@ -14,7 +20,37 @@ use crate::state::Manifest;
 
 /// Extracts a tar, tar.gz, tar.xz or tar.zst archive (told apart by content).
 pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -> Result<Manifest> {
+    read(path, None, sel, dest, reporter)
+}
+
+/// [`archive`] for an archive pinned by `sha256`: the bytes are hashed as
+/// they are extracted, and an archive that does not hash to its pin (it
+/// changed since fetch hashed it, or a memo of its size and times vouched
+/// for it) is refused once read; the caller removes what was written.
+pub fn archive_pinned(
+    path: &Path,
+    sha256: &str,
+    sel: &Selection,
+    dest: &Path,
+    reporter: &Reporter,
+) -> Result<Manifest> {
+    read(path, Some(sha256), sel, dest, reporter)
+}
+
+fn read(
+    path: &Path,
+    pin: Option<&str>,
+    sel: &Selection,
+    dest: &Path,
+    reporter: &Reporter,
+) -> Result<Manifest> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+    // Shares the file's offset: what the extraction left unread is read
+    // through it, so that the hash covers every byte.
+    let mut tail = file
+        .try_clone()
+        .with_context(|| format!("opening {}", path.display()))?;
+    let hasher = Rc::new(RefCell::new(pin.map(|_| crate::hash::Hasher::new())));
     let total = file.metadata().map(|m| m.len()).ok();
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
     let progress = reporter.progress(format!("extract {}", name.unwrap_or_default()), total, true);
@@ -23,6 +59,7 @@ pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -
         Counting {
             inner: file,
             progress,
+            hasher: hasher.clone(),
         },
     );
     let magic = input.fill_buf()?.to_vec();
@@ -47,7 +84,26 @@ pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -
         state: Default::default(),
     };
     let state = tracked.state.clone();
-    untar(tracked, compressed, &state, sel, dest).map_err(wrap)
+    let manifest = untar(tracked, compressed, &state, sel, dest).map_err(wrap)?;
+    let (Some(pin), Some(mut hasher)) = (pin, hasher.borrow_mut().take()) else {
+        return Ok(manifest);
+    };
+    crate::hash::each_block(&mut tail, 1 << 20, |block| {
+        hasher.update(block);
+        Ok(())
+    })
+    .with_context(|| format!("reading {}", path.display()))?;
+    let read = hasher.hex();
+    if read != pin {
+        anyhow::bail!(
+            "the archive {} does not hash to its pin: expected sha256 {pin}, read {read} while \
+             extracting it; nothing was applied. It changed after it was hashed (a local \
+             archive's hash may also have come from the memo in the cache's `local-sha256/`, \
+             which then named other bytes: remove that folder and check the archive)",
+            path.display()
+        );
+    }
+    Ok(manifest)
 }
 
 /// What the stream under the tar reader saw: whether it ended, and the
@@ -142,6 +198,7 @@ fn untar(
     }
     let include = include_set(&sel.include)?;
     let mut sink = Sink::new(dest)?;
+    let cap = sink.byte_limit();
     let mut archive = tar::Archive::new((&head[..]).chain(reader));
     let broken = |stream: &StreamState| stream.ended.get() || stream.error.borrow().is_some();
     let entries = archive
@@ -204,17 +261,45 @@ fn untar(
             }
         }
     }
+    if compressed {
+        let mut rest = archive.into_inner();
+        match read_to_end_of_stream(&mut rest, cap) {
+            Ok(n) if n > cap => {
+                return Err(OverLimit(format!(
+                    "more than {cap} bytes follow the end of the tar stream, the limit of one \
+                     extraction: it may be an archive bomb"
+                ))
+                .into())
+            }
+            Ok(_) => {}
+            Err(e) => return Err(truncated("after its last entry", &e)),
+        }
+    }
     Ok(sink.manifest)
 }
 
+/// Reads and drops what follows the tar stream's end, up to one byte past
+/// `cap`: a tar reader stops at the end-of-archive block, and only reading
+/// on to the end of the compressed stream makes gzip check its CRC and
+/// size, and xz and zstd their checksums. Returns the bytes read.
+fn read_to_end_of_stream(rest: &mut impl Read, cap: u64) -> std::io::Result<u64> {
+    crate::hash::each_block(&mut rest.take(cap.saturating_add(1)), 64 * 1024, |_| Ok(()))
+}
+
+/// The raw archive as read: counted for the progress bar and, when the
+/// archive is pinned, hashed.
 struct Counting<R> {
     inner: R,
     progress: crate::report::Progress,
+    hasher: Rc<RefCell<Option<crate::hash::Hasher>>>,
 }
 
 impl<R: Read> Read for Counting<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        if let Some(hasher) = self.hasher.borrow_mut().as_mut() {
+            hasher.update(&buf[..n]);
+        }
         self.progress.inc(n as u64);
         Ok(n)
     }

@@ -1,5 +1,6 @@
 //! A local folder copied into the [`Sink`] (without `.git` and
-//! `.patchkit`), sorted, with only files, folders and links taken.
+//! `.patchkit`), sorted, with only files, folders and links taken, under
+//! the name rules of archives (no control character in a name).
 
 use std::path::Path;
 
@@ -30,6 +31,14 @@ pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
                 .metadata()
                 .with_context(|| format!("reading {}", entry.path().display()))?;
             let refuse = |e: anyhow::Error| e.context(format!("copying {}", src.display()));
+            if let Some(c) = super::sink::control_char(name) {
+                return Err(refuse(anyhow::anyhow!(
+                    "`{}` is refused: its name holds the control character U+{:04X}, which \
+                     the tree's listings and packages cannot carry; rename it",
+                    rel.escape_debug(),
+                    u32::from(c)
+                )));
+            }
             if meta.is_dir() {
                 stack.push(rel);
             } else if !included(&include, &rel) {

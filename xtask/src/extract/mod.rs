@@ -26,7 +26,7 @@ use crate::recipe::Source;
 use crate::report::Reporter;
 use crate::state::Manifest;
 
-pub use archive::archive;
+pub use archive::{archive, archive_pinned};
 pub use dir::dir;
 pub use git::git;
 pub use limits::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};
@@ -69,7 +69,9 @@ pub fn extract(
     reporter: &Reporter,
 ) -> Result<Manifest> {
     match source {
-        FetchedSource::Archive { path, .. } => archive(path, sel, dest, reporter),
+        FetchedSource::Archive { path, sha256 } => {
+            archive_pinned(path, sha256, sel, dest, reporter)
+        }
         FetchedSource::Dir { path } if path.is_file() => archive(path, sel, dest, reporter),
         FetchedSource::Dir { path } => dir(path, sel, dest),
         FetchedSource::Git { repo, commit } => git(repo, commit, &sel.paths, dest, reporter),

@@ -48,6 +48,11 @@ impl Sink {
         })
     }
 
+    /// The most bytes one extraction may write.
+    pub(super) fn byte_limit(&self) -> u64 {
+        self.limits.bytes
+    }
+
     /// Counts one more entry against the file limit.
     fn count(&mut self) -> Result<()> {
         self.entries += 1;
@@ -116,8 +121,14 @@ impl Sink {
         if path.symlink_metadata().is_ok() {
             std::fs::remove_file(&path).with_context(|| format!("replacing {}", path.display()))?;
         }
-        let mut out =
-            std::fs::File::create(&path).with_context(|| format!("creating {}", path.display()))?;
+        // Private until its mode is set, and never through a link planted there.
+        use std::os::unix::fs::OpenOptionsExt;
+        let mut out = std::fs::File::options()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("creating {}", path.display()))?;
         let room = self.limits.bytes.saturating_sub(self.bytes);
         let mut data = data.take(room.saturating_add(1));
         let (sha256, size) = crate::hash::copy_hashed(&mut data, &mut out)
@@ -203,7 +214,10 @@ pub(super) fn entry_path(raw: &[u8], strip: u32) -> Result<Option<String>> {
         match part {
             "" | "." => {}
             ".." => bail!("has a `..` component"),
-            p if p.contains('\n') || p.contains('\0') => bail!("has a newline or NUL in its name"),
+            p if control_char(p).is_some() => bail!(
+                "has the control character U+{:04X} in its name",
+                control_char(p).map_or(0, u32::from)
+            ),
             p => parts.push(p),
         }
     }
@@ -212,6 +226,14 @@ pub(super) fn entry_path(raw: &[u8], strip: u32) -> Result<Option<String>> {
         return Ok(None);
     }
     Ok(Some(parts[strip..].join("/")))
+}
+
+/// The first control character of a name (a newline, an escape, a NUL):
+/// none may be in a path of the tree, whatever the source, since the
+/// listings that verify and the packages read are one path a line and a
+/// name is printed to terminals.
+pub(super) fn control_char(name: &str) -> Option<char> {
+    name.chars().find(|c| c.is_control())
 }
 
 #[cfg(test)]
@@ -227,5 +249,8 @@ mod tests {
         assert_eq!(entry_path(b"linux-6.12/", 1).unwrap(), None);
         assert!(entry_path(b"/etc/passwd", 0).is_err());
         assert!(entry_path(b"a/../../x", 0).is_err());
+        for evil in [&b"a/b\nc"[..], b"a\x1b[2Jb", b"tab\there", b"nul\0"] {
+            assert!(entry_path(evil, 0).is_err(), "{evil:?}");
+        }
     }
 }

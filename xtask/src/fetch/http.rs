@@ -1,12 +1,15 @@
 //! HTTP(S) downloads into the cache: streamed to `tmp/`, hashed while
 //! streaming, moved into `sha256/` only when the hash is the pinned one.
-//! Timeouts, bounded retries with backoff, a size cap and a redirect policy
-//! that follows http and https only.
+//! Timeouts, an overall deadline per download and a minimum rate, bounded
+//! retries with backoff, a size cap and a redirect policy that follows http
+//! and https only. A failed download leaves nothing in `tmp/`: the partial
+//! file is removed with the attempt, whichever way it ends.
 
+use std::cell::Cell;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Once;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
@@ -28,6 +31,14 @@ pub struct HttpConfig {
     pub backoff: Duration,
     /// `PATCHKIT_HTTP_MAX_BYTES`, default 4 GiB.
     pub max_bytes: u64,
+    /// `PATCHKIT_HTTP_DEADLINE_MS`, default 1 hour: the longest one
+    /// download may take, retries and their waits included.
+    pub deadline: Duration,
+    /// `PATCHKIT_HTTP_MIN_RATE` (bytes per second), default 1024, 0 for
+    /// none: a body that brings less over a whole read timeout is dropped
+    /// (and retried), so a server that trickles a byte now and then cannot
+    /// hold a fetch.
+    pub min_rate: u64,
     /// Redirects followed at most, default 10.
     pub max_redirects: usize,
 }
@@ -46,6 +57,8 @@ impl HttpConfig {
             attempts: num("PATCHKIT_HTTP_ATTEMPTS", 4).clamp(1, 20) as u32,
             backoff: Duration::from_millis(num("PATCHKIT_HTTP_RETRY_BASE_MS", 500)),
             max_bytes: num("PATCHKIT_HTTP_MAX_BYTES", 4 << 30),
+            deadline: Duration::from_millis(num("PATCHKIT_HTTP_DEADLINE_MS", 3_600_000)),
+            min_rate: num("PATCHKIT_HTTP_MIN_RATE", 1024),
             max_redirects: 10,
         }
     }
@@ -114,7 +127,8 @@ impl Http {
 
     /// Downloads `url` into the cache. With `expected`, the bytes must hash
     /// to it or nothing is cached; without, the hash found is returned (for
-    /// `lock` and `--allow-unpinned`).
+    /// `lock` and `--allow-unpinned`). Stops at the deadline, retries and
+    /// waits included.
     pub fn download(
         &self,
         cache: &Cache,
@@ -123,18 +137,37 @@ impl Http {
         reporter: &Reporter,
     ) -> Result<Downloaded> {
         let attempts = self.config.attempts;
+        let deadline = Instant::now() + self.config.deadline;
+        let received = Cell::new(0u64);
+        let late = |last: &str| {
+            anyhow::anyhow!(
+                "downloading {url} stopped at its deadline of {:.1} s ({}); nothing was cached. \
+                 On a slow link, raise PATCHKIT_HTTP_DEADLINE_MS",
+                self.config.deadline.as_secs_f64(),
+                if last.is_empty() {
+                    format!("{} bytes of the last attempt received", received.get())
+                } else {
+                    format!("no time left to retry after: {last}")
+                }
+            )
+        };
         let mut last = String::new();
         for attempt in 1..=attempts {
-            match self
-                .runtime
-                .block_on(self.attempt(cache, url, expected, reporter))
-            {
-                Ok(done) => return Ok(done),
-                Err(Failure::Fatal(why)) => anyhow::bail!("downloading {url}: {why}"),
-                Err(Failure::Retry(why)) => {
+            received.set(0);
+            let run = self.attempt(cache, url, expected, reporter, &received);
+            // A deadline drops the attempt, and with it its partial file.
+            let timed = async { tokio::time::timeout_at(deadline.into(), run).await };
+            match self.runtime.block_on(timed) {
+                Err(_elapsed) => return Err(late("")),
+                Ok(Ok(done)) => return Ok(done),
+                Ok(Err(Failure::Fatal(why))) => anyhow::bail!("downloading {url}: {why}"),
+                Ok(Err(Failure::Retry(why))) => {
                     last = why;
                     if attempt < attempts {
                         let wait = self.config.backoff * 2u32.pow(attempt - 1);
+                        if Instant::now() + wait >= deadline {
+                            return Err(late(&last));
+                        }
                         reporter.step(format!(
                             "  {url}: {last}; retrying in {:.1}s (attempt {} of {attempts})",
                             wait.as_secs_f64(),
@@ -157,6 +190,7 @@ impl Http {
         url: &str,
         expected: Option<&str>,
         reporter: &Reporter,
+        received: &Cell<u64>,
     ) -> Result<Downloaded, Failure> {
         let read_timeout = self.config.read_timeout;
         let timed_out = || {
@@ -209,6 +243,7 @@ impl Http {
         let mut progress = reporter.progress(format!("download {label}"), length, true);
         let mut hasher = crate::hash::Hasher::new();
         let mut total = 0u64;
+        let mut rate = Rate::new(self.config.min_rate, read_timeout);
         loop {
             let chunk = tokio::time::timeout(read_timeout, response.chunk())
                 .await
@@ -221,6 +256,8 @@ impl Http {
                 })?;
             let Some(chunk) = chunk else { break };
             total += chunk.len() as u64;
+            received.set(total);
+            rate.check(chunk.len() as u64).map_err(Failure::Retry)?;
             if total > max {
                 return Err(Failure::Fatal(too_big(total, max)));
             }
@@ -253,6 +290,48 @@ impl Http {
             sha256: actual,
             bytes: total,
         })
+    }
+}
+
+/// The body's rate over windows of one read timeout: a window that
+/// brought fewer than `min` bytes a second fails the attempt.
+struct Rate {
+    min: u64,
+    window: Duration,
+    start: Instant,
+    bytes: u64,
+}
+
+impl Rate {
+    fn new(min: u64, window: Duration) -> Rate {
+        Rate {
+            min,
+            window,
+            start: Instant::now(),
+            bytes: 0,
+        }
+    }
+
+    /// Counts `n` more bytes; at the end of a window, checks its rate.
+    fn check(&mut self, n: u64) -> Result<(), String> {
+        self.bytes += n;
+        let spent = self.start.elapsed();
+        if spent < self.window {
+            return Ok(());
+        }
+        let needed = (self.min as f64 * spent.as_secs_f64()) as u64;
+        if self.bytes < needed {
+            return Err(format!(
+                "the server sent {} bytes in {:.1} s, below the minimum rate of {} bytes/s \
+                 (PATCHKIT_HTTP_MIN_RATE)",
+                self.bytes,
+                spent.as_secs_f64(),
+                self.min
+            ));
+        }
+        self.start = Instant::now();
+        self.bytes = 0;
+        Ok(())
     }
 }
 

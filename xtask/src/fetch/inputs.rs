@@ -268,11 +268,12 @@ fn fetch_source(
             Ok(FetchedSource::Archive { path, sha256: sha })
         }
         Source::Local { path, sha256, .. } => {
-            let actual = local::verify(
+            let checked = local::check(
                 path,
                 sha256.as_deref(),
                 Some(&cache.root().join("local-sha256")),
             )?;
+            let actual = checked.sha256;
             tally.local += 1;
             let shown = crate::diag::display_path(path);
             if path.is_dir() {
@@ -284,7 +285,9 @@ fn fetch_source(
                 reporter.step(format!("source: folder {}: {how}", shown.display()));
                 Ok(FetchedSource::Dir { path: path.clone() })
             } else {
-                let how = if sha256.is_some() {
+                let how = if checked.remembered {
+                    "unchanged since hashed (its bytes are checked again when extracted)"
+                } else if sha256.is_some() {
                     "verified"
                 } else {
                     "hashed"

@@ -62,12 +62,16 @@ pub fn ensure(
         }
     }
     std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    // A refused source (a bomb, a path out of the tree, a corrupt archive)
+    // takes its staging folder with it, as `apply` does.
+    let mut cleanup = super::stage::Cleanup(Some(staging.clone()));
     let manifest = extract::extract(source, &selection, &staging, reporter)
         .with_context(|| format!("extracting {}", recipe.source_origin()))?;
     let text = state::manifest_to_text(&manifest);
     std::fs::write(&listing, text).with_context(|| format!("writing {}", listing.display()))?;
     std::fs::rename(&staging, dir)
         .with_context(|| format!("moving {} to {}", staging.display(), dir.display()))?;
+    cleanup.0 = None;
     std::fs::write(&marker, key).with_context(|| format!("writing {}", marker.display()))?;
     Ok(Pristine {
         dir: dir.to_path_buf(),

@@ -26,7 +26,7 @@ pub struct Report {
 }
 
 /// Removes a folder when dropped, unless disarmed.
-struct Cleanup(Option<PathBuf>);
+pub(super) struct Cleanup(pub(super) Option<PathBuf>);
 
 impl Drop for Cleanup {
     fn drop(&mut self) {
@@ -251,34 +251,91 @@ pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
     }
 }
 
-/// Refuses a destination that holds anything but a tree of ours (with its
-/// state record) or nothing: replacing it would delete the user's files.
+/// Refuses a destination that holds anything but a tree of ours or
+/// nothing: replacing it would delete the user's files. A tree of ours has
+/// a state record this tool wrote (of any format: a tree of an older
+/// version is replaced too), not merely a file at `.patchkit/state.json`.
 pub fn check_replaceable(dest: &Path) -> Result<()> {
+    replaceable(dest, false)
+}
+
+/// [`check_replaceable`] for a folder the user named (`apply --into`):
+/// the record must also name the tree it is in, its listing's every path
+/// present, so that a record copied into a folder of one's own (or another
+/// tool's `.patchkit/`) never lets apply delete that folder.
+pub fn check_into(dest: &Path) -> Result<()> {
+    replaceable(dest, true)
+}
+
+fn replaceable(dest: &Path, names_tree: bool) -> Result<()> {
     let meta = match std::fs::symlink_metadata(dest) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(e).with_context(|| format!("reading {}", dest.display())),
     };
-    let empty = meta.is_dir()
-        && std::fs::read_dir(dest)
-            .with_context(|| format!("listing {}", dest.display()))?
-            .next()
-            .is_none();
-    if empty || (meta.is_dir() && state::state_path(dest).is_file()) {
+    let why = if !meta.is_dir() {
+        "is not a folder".to_owned()
+    } else if std::fs::read_dir(dest)
+        .with_context(|| format!("listing {}", dest.display()))?
+        .next()
+        .is_none()
+    {
         return Ok(());
-    }
+    } else {
+        match ours(dest, names_tree) {
+            Ok(()) => return Ok(()),
+            Err(why) => format!("holds files that are not a tree applied by rocm-patchkit ({why})"),
+        }
+    };
     Err(crate::diag::UsageError(format!(
-        "{} {}; apply replaces the whole folder, so it only replaces an empty folder or a tree it \
-         made (with {}): give `--into` a new or empty folder, or move the files away first",
+        "{} {why}; apply replaces the whole folder, so it only replaces an empty folder or a tree \
+         it made (with {}): give `--into` a new or empty folder, or move the files away first",
         dest.display(),
-        if meta.is_dir() {
-            "holds files that are not a tree applied by rocm-patchkit"
-        } else {
-            "is not a folder"
-        },
         state::state_path(Path::new("")).display()
     ))
     .into())
+}
+
+/// Whether `dest` holds a state record of this tool (and, with
+/// `names_tree`, a listing whose every path is there); else why not.
+fn ours(dest: &Path, names_tree: bool) -> std::result::Result<(), String> {
+    let path = state::state_path(dest);
+    let text = std::fs::read(&path).map_err(|_| format!("no readable {}", path.display()))?;
+    let record: serde_json::Value =
+        serde_json::from_slice(&text).map_err(|_| format!("{} is not JSON", path.display()))?;
+    let tool = record.pointer("/tool/name").and_then(|n| n.as_str());
+    if tool != Some(state::ToolRef::current().name.as_str())
+        || !record.get("format").is_some_and(|f| f.is_u64())
+    {
+        return Err(format!("{} is not a state record", path.display()));
+    }
+    if !names_tree {
+        return Ok(());
+    }
+    let listing = dest.join(state::DIR).join(state::MANIFEST_FILE);
+    let bytes = std::fs::read(&listing).map_err(|_| format!("no {}", listing.display()))?;
+    if record.get("manifest_sha256").and_then(|s| s.as_str())
+        != Some(crate::hash::sha256_hex(&bytes).as_str())
+    {
+        return Err(format!(
+            "{} is not the listing its record gives",
+            listing.display()
+        ));
+    }
+    let manifest = state::manifest_from_text(&String::from_utf8_lossy(&bytes))
+        .map_err(|e| format!("{}: {e}", listing.display()))?;
+    let missing = manifest.keys().find(|rel| {
+        rel.starts_with('/')
+            || rel.split('/').any(|c| c == "..")
+            || std::fs::symlink_metadata(dest.join(rel)).is_err()
+    });
+    match missing {
+        Some(rel) => Err(format!(
+            "its record lists `{}`, which is not there: the record is another tree's",
+            rel.escape_debug()
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Moves `staging` to `dest`; an existing `dest` is moved aside first and

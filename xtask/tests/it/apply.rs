@@ -41,6 +41,10 @@ fn archive_source(path: &Path) -> FetchedSource {
     }
 }
 
+/// The head of a state record of this tool (of any format): what makes a
+/// folder a tree apply may replace.
+const OURS: &str = r#"{"format": 1, "tool": {"name": "rocm-patchkit", "version": "0.0.1"}}"#;
+
 #[test]
 fn apply_archive_gives_a_tree_with_a_reproducible_record() {
     let project = Project::new();
@@ -100,7 +104,7 @@ fn apply_failed_series_leaves_the_target_untouched() {
     let dest = work.join("tree");
     // A previous tree of ours (it has a state record): the one thing apply replaces.
     std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
-    std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
+    std::fs::write(dest.join(".patchkit/state.json"), OURS).unwrap();
     std::fs::write(dest.join("keep.txt"), "the previous tree\n").unwrap();
     let err = ps::apply_strict(&recipe, &fetched, &dest)
         .unwrap_err()
@@ -138,7 +142,7 @@ fn apply_replaces_an_existing_tree_only_on_success() {
     );
     let dest = project.root().join("work/tree");
     std::fs::create_dir_all(dest.join(".patchkit")).unwrap();
-    std::fs::write(dest.join(".patchkit/state.json"), "{}").unwrap();
+    std::fs::write(dest.join(".patchkit/state.json"), OURS).unwrap();
     std::fs::write(dest.join("old.txt"), "x").unwrap();
     ps::apply_strict(&recipe, &fetched, &dest).unwrap();
     assert_eq!(ps::entries(&dest), vec![".patchkit", "drivers"]);

@@ -27,6 +27,7 @@ mod fetch_http;
 mod hipblaslt;
 mod hipblaslt_support;
 mod hostile;
+mod hostile_build;
 mod hostile_work;
 mod initramfs;
 mod initramfs_dracut;

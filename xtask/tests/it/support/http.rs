@@ -1,5 +1,5 @@
 //! A real HTTP/1.1 server on 127.0.0.1 that serves what a test tells it to,
-//! misbehaves on request (5xx, 404, truncation, stalls, redirects) and
+//! misbehaves on request (5xx, 404, truncation, stalls, trickles, redirects) and
 //! counts the requests per path. It stops when dropped.
 
 use std::collections::HashMap;
@@ -28,6 +28,9 @@ pub enum Reply {
     Unsized(Vec<u8>),
     /// 302 to this location (a path or a full URL).
     Redirect(String),
+    /// 200 with the whole body's `Content-Length`, then one byte of it
+    /// every `every` (until the server stops).
+    Trickle { body: Vec<u8>, every: Duration },
 }
 
 #[derive(Default)]
@@ -169,6 +172,20 @@ fn serve(mut conn: TcpStream, state: &Mutex<State>, stop: &AtomicBool) {
         Reply::Unsized(body) => conn
             .write_all(b"HTTP/1.1 200 OK\r\nConnection: close\r\n\r\n")
             .and_then(|()| conn.write_all(&body)),
+        Reply::Trickle { body, every } => {
+            let mut sent = conn.write_all(headers("200 OK", body.len(), "").as_bytes());
+            for byte in body {
+                let until = Instant::now() + every;
+                while !stop.load(Ordering::SeqCst) && Instant::now() < until {
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                if stop.load(Ordering::SeqCst) || sent.is_err() {
+                    break;
+                }
+                sent = conn.write_all(&[byte]).and_then(|()| conn.flush());
+            }
+            sent
+        }
         Reply::Redirect(to) => {
             conn.write_all(headers("302 Found", 0, &format!("Location: {to}\r\n")).as_bytes())
         }
