@@ -34,6 +34,12 @@ pub struct Args {
     /// pins into the recipe instead)
     #[arg(long)]
     pub allow_unpinned: bool,
+    /// When a git server will not hand out one commit by id, fetch every
+    /// branch and tag of the repository even past the size cap
+    /// (PATCHKIT_GIT_MAX_BYTES, 256 MiB); for a kernel tree that is
+    /// gigabytes. Give the patch a `urls` entry instead where you can
+    #[arg(long)]
+    pub allow_full_fetch: bool,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -41,6 +47,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = FetchOptions {
         offline: args.offline,
         allow_unpinned: args.allow_unpinned,
+        allow_full_fetch: args.allow_full_fetch,
     };
     fetch::fetch(ws, &recipe, &opts)?;
     Ok(())
