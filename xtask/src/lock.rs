@@ -99,7 +99,10 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
                 commit,
                 sha256: None,
                 ..
-            } => ("diff_sha256", fixed(&cache, &mut net, reporter, patch, commit)?.sha256),
+            } => (
+                "diff_sha256",
+                fixed(&cache, &mut net, reporter, patch, commit)?.sha256,
+            ),
             _ => continue,
         };
         changes.push(Change {

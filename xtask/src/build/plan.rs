@@ -340,7 +340,10 @@ pub fn to_text(plan: &Plan) -> String {
         };
         let produces = match patch.pin.produces.len() {
             0 => String::new(),
-            n => format!("{}produces {n} blob(s)", if pins.is_empty() { "" } else { ", " }),
+            n => format!(
+                "{}produces {n} blob(s)",
+                if pins.is_empty() { "" } else { ", " }
+            ),
         };
         let _ = writeln!(
             s,

@@ -37,7 +37,9 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                 );
                 for (input, why) in reasons {
                     let why = why.unwrap_or_else(|| {
-                        format!("no reason given; run `cargo xtask lock {name}` on a networked machine")
+                        format!(
+                            "no reason given; run `cargo xtask lock {name}` on a networked machine"
+                        )
                     });
                     println!("{:width$}    {input}: {why}", "");
                 }

@@ -194,7 +194,11 @@ struct Capped {
 
 impl std::fmt::Display for Capped {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "stopped after {} bytes (cap {})", self.received, self.cap)
+        write!(
+            f,
+            "stopped after {} bytes (cap {})",
+            self.received, self.cap
+        )
     }
 }
 

@@ -190,7 +190,10 @@ fn missing_offline(cache: &Cache, recipe: &Recipe) -> Vec<String> {
         let name = &patch.name;
         if let Some(key) = fix_key(patch) {
             if !super::patch_url::is_cached(cache, &key, &patch.pin) {
-                missing.push(format!("patch {name}: {} (its pinned fix)", origin_text(&patch.origin)));
+                missing.push(format!(
+                    "patch {name}: {} (its pinned fix)",
+                    origin_text(&patch.origin)
+                ));
             }
             continue;
         }
@@ -268,7 +271,8 @@ fn fetch_source(
             })
         }
         Source::Tarball { url, sha256, .. } => {
-            let (path, sha) = blob(cache, net, reporter, "source", url, sha256, tally)?;
+            let (path, sha) = blob(cache, net, reporter, "source", url, sha256, tally)
+                .map_err(|e| pin_mismatch(e, recipe))?;
             Ok(FetchedSource::Archive { path, sha256: sha })
         }
         Source::Local { path, sha256, .. } => {
@@ -361,7 +365,11 @@ fn fetch_patch(
         } else {
             tally.cached += 1;
         }
-        reporter.step(format!("patch {name}: {}: {}", origin_text(origin), got.how));
+        reporter.step(format!(
+            "patch {name}: {}: {}",
+            origin_text(origin),
+            got.how
+        ));
         return Ok((got.path, got.sha256));
     }
     let input = format!("patch {name}");
@@ -482,8 +490,14 @@ fn fix_key(patch: &Patch) -> Option<String> {
         return None;
     }
     match &patch.origin {
-        PatchOrigin::Git { commit, sha256: None, .. } => Some(commit.clone()),
-        PatchOrigin::Url { url, sha256: None } => Some(format!("url-{}", sha256_hex(url.as_bytes()))),
+        PatchOrigin::Git {
+            commit,
+            sha256: None,
+            ..
+        } => Some(commit.clone()),
+        PatchOrigin::Url { url, sha256: None } => {
+            Some(format!("url-{}", sha256_hex(url.as_bytes())))
+        }
         _ => None,
     }
 }
@@ -550,8 +564,9 @@ pub fn fixed(
     } else {
         format!("the pins came from: {}", pin.pinned_from.join("; "))
     };
-    let mismatch = |reasons: &[String]| {
-        anyhow::anyhow!(
+    let mismatch =
+        |reasons: &[String]| {
+            anyhow::anyhow!(
             "patch {}: what was served is not the pinned fix:\n{}\n{records}. `cargo xtask lock` \
              leaves a pinned fix as it is; check the commit and the URLs, and only if upstream's \
              fix itself changed remove `diff_sha256`/`produces` from the recipe and run `cargo \
@@ -559,18 +574,23 @@ pub fn fixed(
             patch.name,
             reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n")
         )
-    };
+        };
     let mut reasons = Vec::new();
     if !urls.is_empty() {
         let http = net.http()?;
-        match super::patch_url::fetch(cache, http, &urls, key, commit, pin, &patch.place, reporter) {
+        match super::patch_url::fetch(cache, http, &urls, key, commit, pin, &patch.place, reporter)
+        {
             Ok(got) => {
                 return Ok(Fix {
                     how: format!(
                         "{} from {}, normalised, {}",
                         human_size(got.bytes),
                         got.url,
-                        if pin.is_pinned() { "verified" } else { "unpinned" }
+                        if pin.is_pinned() {
+                            "verified"
+                        } else {
+                            "unpinned"
+                        }
                     ),
                     path: got.path,
                     sha256: got.sha256,
@@ -578,7 +598,9 @@ pub fn fixed(
                     bytes: got.bytes,
                 })
             }
-            Err(tried) if tried.mismatch && pin.is_pinned() => return Err(mismatch(&tried.reasons)),
+            Err(tried) if tried.mismatch && pin.is_pinned() => {
+                return Err(mismatch(&tried.reasons))
+            }
             Err(tried) => reasons = tried.reasons,
         }
     }
@@ -593,7 +615,11 @@ pub fn fixed(
             if reasons.is_empty() {
                 format!("patch {}", patch.name)
             } else {
-                format!("patch {} (its patch URLs failed too: {})", patch.name, reasons.join("; "))
+                format!(
+                    "patch {} (its patch URLs failed too: {})",
+                    patch.name,
+                    reasons.join("; ")
+                )
             }
         })?;
     let raw = git::commit_patch(&got.repo, commit)?;
@@ -607,6 +633,34 @@ pub fn fixed(
         sha256,
         fetched: got.fetched,
         bytes: 0,
-        how: format!("diff made by git, normalised, {}", if pin.is_pinned() { "verified" } else { "unpinned" }),
+        how: format!(
+            "diff made by git, normalised, {}",
+            if pin.is_pinned() {
+                "verified"
+            } else {
+                "unpinned"
+            }
+        ),
     })
+}
+
+/// A source pin that does not match, told with the records it came from
+/// (`source.pinned_from`) and what `lock` would do about it.
+fn pin_mismatch(err: anyhow::Error, recipe: &Recipe) -> anyhow::Error {
+    if !format!("{err:#}").contains("sha256 mismatch") {
+        return err;
+    }
+    let records = if recipe.source_pinned_from.is_empty() {
+        "the recipe names no record for it (`source.pinned_from`)".to_owned()
+    } else {
+        format!("it came from {}", recipe.source_pinned_from.join("; "))
+    };
+    err.context(format!(
+        "the pinned `source.sha256` of {} does not match what was served: {records}. \
+         `cargo xtask lock {}` keeps a pin that is set; only if those records now hold another \
+         sha256 remove `source.sha256` and run `cargo xtask lock {}`, which pins what is served",
+        crate::diag::display_path(&recipe.path).display(),
+        recipe.name,
+        recipe.name
+    ))
 }

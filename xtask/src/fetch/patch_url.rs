@@ -48,7 +48,11 @@ fn write_file(out: &mut Vec<u8>, fp: &FilePatch) {
             let _ = writeln!(out, "new file mode {:o}", fp.new_mode.unwrap_or(0o100644));
         }
         (_, None) => {
-            let _ = writeln!(out, "deleted file mode {:o}", fp.old_mode.unwrap_or(0o100644));
+            let _ = writeln!(
+                out,
+                "deleted file mode {:o}",
+                fp.old_mode.unwrap_or(0o100644)
+            );
         }
         (Some(o), Some(n)) => {
             if let (Some(a), Some(b)) = (fp.old_mode, fp.new_mode) {
@@ -69,7 +73,12 @@ fn write_file(out: &mut Vec<u8>, fp: &FilePatch) {
         Some(p) => format!("{prefix}/{p}"),
         None => "/dev/null".to_owned(),
     };
-    let _ = writeln!(out, "--- {}\n+++ {}", side("a", &fp.old), side("b", &fp.new));
+    let _ = writeln!(
+        out,
+        "--- {}\n+++ {}",
+        side("a", &fp.old),
+        side("b", &fp.new)
+    );
     for h in &fp.hunks {
         let _ = writeln!(
             out,
@@ -321,12 +330,19 @@ diff --git a/a/x.c b/a/x.c\nindex 0123456789ab..89abcdef0123 100644\n--- a/a/x.c
     fn urls_are_derived_for_known_hosts() {
         let c = "b7851f8c66191cd23a0a08bd484465ad74bbbb7d";
         assert_eq!(
-            derived_urls("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git", c),
-            [format!("https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/patch/?id={c}")]
+            derived_urls(
+                "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git",
+                c
+            ),
+            [format!(
+                "https://git.kernel.org/pub/scm/linux/kernel/git/torvalds/linux.git/patch/?id={c}"
+            )]
         );
         assert_eq!(
             derived_urls("https://github.com/ROCm/rocm-libraries.git", c),
-            [format!("https://github.com/ROCm/rocm-libraries/commit/{c}.patch")]
+            [format!(
+                "https://github.com/ROCm/rocm-libraries/commit/{c}.patch"
+            )]
         );
         assert!(derived_urls("http://127.0.0.1:9/x.git", c).is_empty());
     }
@@ -339,7 +355,10 @@ diff --git a/a/x.c b/a/x.c\nindex 0123456789ab..89abcdef0123 100644\n--- a/a/x.c
         let mut pin = PatchPin::default();
         pin.produces
             .insert("a/x.c".into(), format!("89abcdef0123{}", "0".repeat(28)));
-        assert_eq!(check(raw, &norm, Some(commit), &pin, &Placement::default()), Ok(()));
+        assert_eq!(
+            check(raw, &norm, Some(commit), &pin, &Placement::default()),
+            Ok(())
+        );
         let other = "2222222222222222222222222222222222222222";
         assert!(check(raw, &norm, Some(other), &pin, &Placement::default())
             .unwrap_err()

@@ -9,8 +9,8 @@ use toml::Spanned;
 
 use super::grammar::{check_commit, check_git_url, check_http_url, check_patch_name, check_sha256};
 use super::raw::RawPatch;
-use super::validate::{at, Checker};
 use super::validate::check_tree_path;
+use super::validate::{at, Checker};
 use super::{Patch, PatchOrigin, PatchPin};
 use crate::diag::Diag;
 
@@ -190,7 +190,10 @@ fn pin(c: &mut Checker, p: &RawPatch, key: &dyn Fn(&str) -> String) -> PatchPin 
         }
         for (path, blob) in table.get_ref() {
             if let Err(why) = check_tree_path(path) {
-                c.err(blob.span().start, format!("`{}`: `{path}`: {why}", key("produces")));
+                c.err(
+                    blob.span().start,
+                    format!("`{}`: `{path}`: {why}", key("produces")),
+                );
                 continue;
             }
             let id = blob.get_ref();
@@ -209,14 +212,23 @@ fn pin(c: &mut Checker, p: &RawPatch, key: &dyn Fn(&str) -> String) -> PatchPin 
         }
     }
     let mut urls = Vec::new();
-    for u in p.urls.as_ref().map(|l| l.get_ref().as_slice()).unwrap_or_default() {
+    for u in p
+        .urls
+        .as_ref()
+        .map(|l| l.get_ref().as_slice())
+        .unwrap_or_default()
+    {
         match check_http_url(u.get_ref()) {
             Ok(()) => urls.push(u.get_ref().clone()),
             Err(why) => c.err(u.span().start, format!("`{}`: {why}", key("urls"))),
         }
     }
     let pinned_from = super::validate::pinned_from(c, p.pinned_from.as_ref(), &key("pinned_from"));
-    let why_unpinned = c.checked(&p.why_unpinned, &key("why_unpinned"), super::grammar::check_one_line);
+    let why_unpinned = c.checked(
+        &p.why_unpinned,
+        &key("why_unpinned"),
+        super::grammar::check_one_line,
+    );
     PatchPin {
         diff_sha256,
         produces,

@@ -189,9 +189,19 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         }
         (None, _) => None,
     };
-    let source_pinned_from = pinned_from(c, raw.source.as_ref().and_then(|s| s.get_ref().pinned_from.as_ref()), "source.pinned_from");
+    let source_pinned_from = pinned_from(
+        c,
+        raw.source
+            .as_ref()
+            .and_then(|s| s.get_ref().pinned_from.as_ref()),
+        "source.pinned_from",
+    );
     let source_why_unpinned = raw.source.as_ref().and_then(|s| {
-        c.checked(&s.get_ref().why_unpinned, "source.why_unpinned", super::grammar::check_one_line)
+        c.checked(
+            &s.get_ref().why_unpinned,
+            "source.why_unpinned",
+            super::grammar::check_one_line,
+        )
     });
     Recipe {
         source_pinned_from,

@@ -298,3 +298,110 @@ fn a_patch_fuzz_is_planned_and_bounded() {
         line_of(&text, "fuzz = 9")
     ));
 }
+
+#[test]
+fn fix_pins_are_checked_where_they_are_written() {
+    let text = GOOD.replace(
+        "sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"",
+        "produces = { \"drivers/x.h\" = \"f98c735b2905\", \"../y\" = \"07999b4649ded0805594a39e3a7f16cee5fda408\" }\n\
+         diff_sha256 = \"xyz\"\nurls = [\"ftp://example.org/x.patch\"]\npinned_from = [\"\"]",
+    );
+    let run = plan_refuses(&text);
+    let line = |needle: &str| line_of(&text, needle);
+    run.stderr_has(&format!(
+        "recipes/demo.toml:{}:30: `patch[1].produces`: `f98c735b2905` for `drivers/x.h` is not a full git blob id",
+        line("f98c735b2905")
+    ))
+    .stderr_has("`patch[1].produces`: `../y`:")
+    .stderr_has(&format!(
+        "recipes/demo.toml:{}:15: `patch[1].diff_sha256`: `xyz` is not a sha256",
+        line("diff_sha256")
+    ))
+    .stderr_has("`patch[1].urls`: `ftp://example.org/x.patch` uses `ftp`")
+    .stderr_has("`patch[1].pinned_from`: each entry names one public record");
+}
+
+#[test]
+fn fix_pins_do_not_apply_to_a_curated_file() {
+    let text = GOOD.replace(
+        "file = \"0001-fix.patch\"\n",
+        "file = \"0001-fix.patch\"\nproduces = { \"x\" = \"07999b4649ded0805594a39e3a7f16cee5fda408\" }\n",
+    );
+    plan_refuses(&text).stderr_has("`produces` does not apply to a file patch");
+}
+
+/// Every shipped recipe is pinned, or says in `why_unpinned` (shown by
+/// `list`) and in its comment why not; every remote pin names the public
+/// records it was checked against (`pinned_from`); every kernel recipe is
+/// pinned and pins its upstream fix by the blobs it produces.
+#[test]
+fn no_shipped_recipe_is_unpinned_without_saying_why() {
+    use xtask::recipe::{PatchOrigin, Recipe, Source};
+    let root = crate::support::repo_root();
+    for name in xtask::recipe::list(&root).unwrap() {
+        let r = Recipe::load(&root, &name).unwrap();
+        let text = std::fs::read_to_string(&r.path).unwrap();
+        for (input, why) in r.unpinned_reasons() {
+            let why = why.unwrap_or_else(|| {
+                panic!("{name}: {input} is unpinned and `why_unpinned` does not say why")
+            });
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with('#') && l.contains("not pinned")),
+                "{name}: the comment must say what is not pinned and why ({why})"
+            );
+        }
+        if matches!(r.source, Source::Tarball { .. } | Source::Git { .. })
+            && r.source.pin().is_some()
+        {
+            assert!(
+                !r.source_pinned_from.is_empty(),
+                "{name}: `source.pinned_from` must name the records of its pin"
+            );
+        }
+        for patch in &r.patches {
+            if patch.pin.is_pinned() {
+                assert!(
+                    !patch.pin.pinned_from.is_empty(),
+                    "{name}: {} names no records",
+                    patch.name
+                );
+            }
+        }
+        if name.starts_with("amdgpu-expert-sched-") {
+            assert!(r.unpinned().is_empty(), "{name}: {:?}", r.unpinned());
+            let fix = r
+                .patches
+                .iter()
+                .find(|p| matches!(p.origin, PatchOrigin::Git { .. }))
+                .unwrap();
+            assert_eq!(fix.pin.produces.len(), 2, "{name}: both trap-handler files");
+            assert!(fix.pin.urls.len() >= 2, "{name}: cgit and a mirror");
+            assert_eq!(
+                r.source_pinned_from.len() >= 2,
+                true,
+                "{name}: two records of the tarball"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_shows_every_kernel_recipe_pinned_and_says_why_others_are_not() {
+    let p = Project::new();
+    let mut cmd = p.command(&["list"]);
+    cmd.env("PATCHKIT_ROOT", crate::support::repo_root());
+    let run = Run::of(cmd.output().unwrap());
+    run.success();
+    assert!(
+        run.stdout
+            .lines()
+            .filter(|l| l.starts_with("amdgpu-expert-sched-"))
+            .count()
+            == 7
+    );
+    for line in run.stdout.lines().filter(|l| l.starts_with("amdgpu-")) {
+        assert!(line.contains("  pinned"), "{line}");
+    }
+    run.stdout_has("source: the commit the rocm-7.1.1 tag points at is in no public record");
+}
