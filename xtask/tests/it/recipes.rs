@@ -405,3 +405,63 @@ fn list_shows_every_kernel_recipe_pinned_and_says_why_others_are_not() {
     }
     run.stdout_has("source: the commit the rocm-7.1.1 tag points at is in no public record");
 }
+
+/// The blobs the 6.12 and 6.13 recipes pin for the 6.12.64 backport are
+/// the trap-handler files of Debian's linux-source-6.12 (6.12.117, which
+/// carries that backport), and every kernel recipe pins the same gfx12
+/// assembly, which mainline b7851f8c leaves too: computed here from the
+/// real tarball with `git hash-object`.
+#[test]
+fn the_backport_pins_are_the_files_of_debian_linux_source_6_12() {
+    use xtask::recipe::Recipe;
+    let tarball = std::path::Path::new("/usr/src/linux-source-6.12.tar.xz");
+    if !tarball.is_file() {
+        assert!(
+            !crate::support::ci(),
+            "CI installs linux-source-6.12 (.ci/setup)"
+        );
+        eprintln!("skipped: {} is not installed", tarball.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("tar")
+        .args([
+            "-xJf",
+            tarball.to_str().unwrap(),
+            "--strip-components=1",
+            "-C",
+        ])
+        .arg(dir.path())
+        .args([
+            "--wildcards",
+            "*/amdkfd/cwsr_trap_handler.h",
+            "*/amdkfd/cwsr_trap_handler_gfx12.asm",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let blob = |rel: &str| {
+        let out = std::process::Command::new("git")
+            .arg("hash-object")
+            .arg(dir.path().join(rel))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let root = crate::support::repo_root();
+    let asm = "drivers/gpu/drm/amd/amdkfd/cwsr_trap_handler_gfx12.asm";
+    let header = "drivers/gpu/drm/amd/amdkfd/cwsr_trap_handler.h";
+    for series in ["6.12", "6.13", "6.14", "6.15", "6.16", "6.17", "6.18"] {
+        let r = Recipe::load(&root, &format!("amdgpu-expert-sched-{series}")).unwrap();
+        let fix = &r.patches.last().unwrap().pin.produces;
+        assert_eq!(fix[asm], blob(asm), "{series}: {asm}");
+        if matches!(series, "6.12" | "6.13") {
+            assert_eq!(fix[header], blob(header), "{series}: {header}");
+        } else {
+            assert!(
+                fix[header].starts_with("f98c735b2905"),
+                "{series}: mainline's post-image"
+            );
+        }
+    }
+}
