@@ -190,10 +190,12 @@ fn missing_offline(cache: &Cache, recipe: &Recipe) -> Vec<String> {
         let name = &patch.name;
         if let Some(key) = fix_key(patch) {
             if !super::patch_url::is_cached(cache, &key, &patch.pin) {
-                missing.push(format!(
-                    "patch {name}: {} (its pinned fix)",
-                    origin_text(&patch.origin)
-                ));
+                missing.push(match &patch.origin {
+                    PatchOrigin::Git { url, commit, .. } => {
+                        format!("patch {name}: git {url} commit {commit}")
+                    }
+                    other => format!("patch {name}: {}", origin_text(other)),
+                });
             }
             continue;
         }
@@ -359,6 +361,13 @@ fn fetch_patch(
     let (name, origin) = (&patch.name, &patch.origin);
     if fix_key(patch).is_some() {
         let got = pinned_fix(cache, net, reporter, patch)?;
+        if !patch.pin.is_pinned() {
+            tally.taken.push((
+                format!("patch {name}"),
+                "diff_sha256".into(),
+                got.sha256.clone(),
+            ));
+        }
         if got.fetched {
             tally.downloaded += 1;
             tally.bytes += got.bytes;
@@ -481,21 +490,21 @@ fn record_taken(
     Ok(())
 }
 
-/// The key a fix pinned by what it is (`diff_sha256`, `produces`) is kept
-/// under in the cache: its commit, or `url-<sha256 of the URL>`; `None` for
-/// a curated file and for a patch pinned by the bytes of one rendering
-/// (`sha256`) or not at all.
+/// The key a fix is kept under in the cache as its normalised diff: an
+/// upstream commit's id (pinned by `diff_sha256`/`produces`, or unpinned),
+/// or `url-<sha256 of the URL>` for a url patch pinned by what it is;
+/// `None` for a curated file, an unpinned url patch and a patch pinned by
+/// the bytes of one rendering (`sha256`).
 fn fix_key(patch: &Patch) -> Option<String> {
-    if !patch.pin.is_pinned() {
-        return None;
-    }
     match &patch.origin {
+        // An upstream commit, pinned by what it is or not at all (then it
+        // is taken as `diff_sha256` by `--allow-unpinned`).
         PatchOrigin::Git {
             commit,
             sha256: None,
             ..
         } => Some(commit.clone()),
-        PatchOrigin::Url { url, sha256: None } => {
+        PatchOrigin::Url { url, sha256: None } if patch.pin.is_pinned() => {
             Some(format!("url-{}", sha256_hex(url.as_bytes())))
         }
         _ => None,
@@ -521,7 +530,7 @@ pub struct Fix {
 }
 
 fn pinned_fix(cache: &Cache, net: &mut Net, reporter: &Reporter, patch: &Patch) -> Result<Fix> {
-    let key = fix_key(patch).expect("called for pinned fixes");
+    let key = fix_key(patch).expect("called for fixes with a key");
     if let Some((path, sha256)) = super::patch_url::cached(cache, &key, &patch.pin, reporter)? {
         return Ok(Fix {
             path,
