@@ -13,9 +13,12 @@ use crate::workspace::Workspace;
 /// target/patchkit/cache; see --cache-dir).
 ///
 /// git sources are fetched at their pinned commit, tarballs and url patches
-/// are checked against their sha256, upstream commit patches are turned into
-/// a format-patch diff and checked against theirs. Nothing unverified enters
-/// the cache. Two fetches at once share the cache safely.
+/// are checked against their sha256. An upstream commit patch comes from its
+/// patch URLs (`urls`, cgit's and GitHub's) in kilobytes, by git only when
+/// they fail, is normalised to file headers and hunks and checked against
+/// `diff_sha256` and, by its `index` lines, `produces` (which `apply` checks
+/// on the patched files). Nothing unverified enters the cache. Two fetches
+/// at once share the cache safely.
 ///
 /// HTTP limits (environment): PATCHKIT_HTTP_CONNECT_TIMEOUT_MS (15000),
 /// PATCHKIT_HTTP_READ_TIMEOUT_MS (30000), PATCHKIT_HTTP_ATTEMPTS (4),

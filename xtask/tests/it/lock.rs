@@ -140,3 +140,39 @@ fn a_pin_that_does_not_match_names_its_records_and_what_lock_would_do() {
         .success()
         .stdout_has("every pin is current");
 }
+
+#[test]
+fn lock_adds_the_diff_sha256_of_a_fix_pinned_by_what_it_produces() {
+    let up = Upstream::new();
+    up.file("a.c", "int a;\n").commit("base");
+    let fix = up.file("a.c", "int a = 1;\n").commit("fix");
+    let post = up.git(&["rev-parse", &format!("{fix}:a.c")]);
+    let server = Server::start();
+    server.route("/fix.patch", Reply::Bytes(up.format_patch(&fix)));
+    let p = Project::new();
+    p.file("src/a.c", "int a;\n");
+    p.recipe(
+        "r",
+        &format!(
+            "{HEAD}\n[source]\nlocal = \"src\"\n\n[[patch]]\nname = \"0001-fix.patch\"\n\
+             git = \"git://127.0.0.1:9/nowhere\"\ncommit = \"{fix}\"\n\
+             urls = [\"{}\"]\nproduces = {{ \"a.c\" = \"{post}\" }}  # from the test's tree\n",
+            server.url("/fix.patch")
+        ),
+    );
+    let normalised =
+        "diff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -1,1 +1,1 @@\n-int a;\n+int a = 1;\n";
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has(&format!(
+            "patch[0].diff_sha256 (0001-fix.patch): (none) -> {}",
+            sha(normalised.as_bytes())
+        ));
+    let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
+    assert!(text.contains("# from the test's tree"), "{text}");
+    assert!(text.contains(&format!("diff_sha256 = \"{}\"", sha(normalised.as_bytes()))));
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has("every pin is current");
+    assert_cache_clean(&p.cache());
+}
