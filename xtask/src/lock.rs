@@ -10,7 +10,7 @@ use toml_edit::{DocumentMut, TableLike};
 
 use crate::cache::Cache;
 use crate::fetch::git;
-use crate::fetch::inputs::{commit_patch, Net};
+use crate::fetch::inputs::{fixed, Net};
 use crate::recipe::{PatchOrigin, Recipe, Source};
 use crate::workspace::Workspace;
 
@@ -46,7 +46,7 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
                 (Some(c), None) => c.clone(),
                 (_, reference) => net.resolve_ref(url, reference.as_deref(), reporter)?,
             };
-            git::ensure_commit(&cache, url, &resolved, 1, reporter)?;
+            git::ensure_commit(&cache, url, &resolved, 1, net.full_fetch_cap, reporter)?;
             if commit.as_deref() != Some(resolved.as_str()) {
                 let note = commit.as_ref().map(|_| {
                     format!(
@@ -78,31 +78,54 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
         Source::Tarball { .. } | Source::Local { .. } => {}
     }
     for (i, patch) in recipe.patches.iter().enumerate() {
-        let sha = match &patch.origin {
-            PatchOrigin::Url { url, sha256: None } => {
-                Some(net.http()?.download(&cache, url, None, reporter)?.sha256)
-            }
+        if patch.pin.diff_sha256.is_some() {
+            // A fix pinned by its normalised diff stays as it is.
+            continue;
+        }
+        let (key, new) = match &patch.origin {
+            // A fix pinned by `produces` only gains its `diff_sha256`, taken
+            // from a rendering that passed the `produces` checks.
+            PatchOrigin::Git { .. } | PatchOrigin::Url { .. } if patch.pin.is_pinned() => (
+                "diff_sha256",
+                fixed(&cache, &mut net, reporter, patch, &fix_key_of(patch))?.sha256,
+            ),
+            PatchOrigin::Url { url, sha256: None } => (
+                "sha256",
+                net.http()?.download(&cache, url, None, reporter)?.sha256,
+            ),
+            // An upstream commit is pinned by its normalised diff, which
+            // every rendering of it (cgit, GitHub, git) has in common.
             PatchOrigin::Git {
-                url,
                 commit,
                 sha256: None,
-            } => Some(commit_patch(&cache, &mut net, reporter, url, commit, None)?.1),
-            _ => None,
+                ..
+            } => (
+                "diff_sha256",
+                fixed(&cache, &mut net, reporter, patch, commit)?.sha256,
+            ),
+            _ => continue,
         };
-        if let Some(new) = sha {
-            changes.push(Change {
-                key: format!("patch[{i}].sha256"),
-                patch: Some(patch.name.clone()),
-                old: None,
-                new,
-                note: None,
-            });
-        }
+        changes.push(Change {
+            key: format!("patch[{i}].{key}"),
+            patch: Some(patch.name.clone()),
+            old: None,
+            new,
+            note: None,
+        });
     }
     if !changes.is_empty() {
         write_pins(&recipe.path, &changes)?;
     }
     Ok(changes)
+}
+
+/// The cache key of a fix (its commit, or its URL's).
+fn fix_key_of(patch: &crate::recipe::Patch) -> String {
+    match &patch.origin {
+        PatchOrigin::Git { commit, .. } => commit.clone(),
+        PatchOrigin::Url { url, .. } => format!("url-{}", crate::hash::sha256_hex(url.as_bytes())),
+        PatchOrigin::File { .. } => String::new(),
+    }
 }
 
 /// Writes `changes` into the recipe at `path`, keeping everything else of

@@ -108,6 +108,9 @@ pub struct PlannedPatch {
     /// The fuzz the recipe allows this patch (absent when none).
     #[serde(skip_serializing_if = "is_zero")]
     pub fuzz: usize,
+    /// The rendering-independent pins (normalised diff, produced blobs).
+    #[serde(flatten)]
+    pub pin: crate::recipe::PatchPin,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -153,6 +156,7 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
             origin,
             sha256,
             fuzz: patch.fuzz,
+            pin: patch.pin.clone(),
         });
     }
     let steps = steps(recipe, formats);
@@ -327,12 +331,24 @@ pub fn to_text(plan: &Plan) -> String {
             PatchOrigin::Url { url, .. } => format!("url {url}"),
             PatchOrigin::Git { url, commit, .. } => format!("git {url} @ {commit}"),
         };
+        let pins = match (&patch.sha256, &patch.pin.diff_sha256) {
+            (None, Some(diff)) => format!("diff sha256 {diff}"),
+            (sha, _) if sha.is_some() || patch.pin.produces.is_empty() => {
+                format!("sha256 {}", pin(sha))
+            }
+            _ => String::new(),
+        };
+        let produces = match patch.pin.produces.len() {
+            0 => String::new(),
+            n => format!(
+                "{}produces {n} blob(s)",
+                if pins.is_empty() { "" } else { ", " }
+            ),
+        };
         let _ = writeln!(
             s,
-            "  {:>2}. {}  sha256 {}  ({origin})",
-            patch.index,
-            patch.name,
-            pin(&patch.sha256)
+            "  {:>2}. {}  {pins}{produces}  ({origin})",
+            patch.index, patch.name,
         );
     }
     let _ = writeln!(s, "steps    {}", plan.steps.len());

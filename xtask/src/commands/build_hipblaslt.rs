@@ -80,6 +80,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         fetch: FetchOptions {
             offline: args.offline,
             allow_unpinned: args.allow_unpinned,
+            ..Default::default()
         },
         compression: None,
         hipblaslt: Settings {

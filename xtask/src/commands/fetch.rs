@@ -13,9 +13,12 @@ use crate::workspace::Workspace;
 /// target/patchkit/cache; see --cache-dir).
 ///
 /// git sources are fetched at their pinned commit, tarballs and url patches
-/// are checked against their sha256, upstream commit patches are turned into
-/// a format-patch diff and checked against theirs. Nothing unverified enters
-/// the cache. Two fetches at once share the cache safely.
+/// are checked against their sha256. An upstream commit patch comes from its
+/// patch URLs (`urls`, cgit's and GitHub's) in kilobytes, by git only when
+/// they fail, is normalised to file headers and hunks and checked against
+/// `diff_sha256` and, by its `index` lines, `produces` (which `apply` checks
+/// on the patched files). Nothing unverified enters the cache. Two fetches
+/// at once share the cache safely.
 ///
 /// HTTP limits (environment): PATCHKIT_HTTP_CONNECT_TIMEOUT_MS (15000),
 /// PATCHKIT_HTTP_READ_TIMEOUT_MS (30000), PATCHKIT_HTTP_ATTEMPTS (4),
@@ -36,6 +39,12 @@ pub struct Args {
     /// pins into the recipe instead)
     #[arg(long)]
     pub allow_unpinned: bool,
+    /// When a git server will not hand out one commit by id, fetch every
+    /// branch and tag of the repository even past the size cap
+    /// (PATCHKIT_GIT_MAX_BYTES, 256 MiB); for a kernel tree that is
+    /// gigabytes. Give the patch a `urls` entry instead where you can
+    #[arg(long)]
+    pub allow_full_fetch: bool,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -43,6 +52,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = FetchOptions {
         offline: args.offline,
         allow_unpinned: args.allow_unpinned,
+        allow_full_fetch: args.allow_full_fetch,
     };
     fetch::fetch(ws, &recipe, &opts)?;
     Ok(())

@@ -1,4 +1,5 @@
-//! `cargo xtask list`: the recipes of the project, one a line.
+//! `cargo xtask list`: the recipes of the project, one a line, each
+//! unpinned input below it with the recipe's reason (`why_unpinned`).
 
 use anyhow::Result;
 
@@ -14,10 +15,12 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
     for name in names {
         match Recipe::load(&ws.root, &name) {
             Ok(r) => {
-                let pins = if r.unpinned().is_empty() {
+                let reasons = r.unpinned_reasons();
+                let pins = if reasons.is_empty() {
                     "pinned".to_owned()
                 } else {
-                    format!("unpinned: {}", r.unpinned().join(", "))
+                    let inputs: Vec<String> = reasons.iter().map(|(i, _)| i.clone()).collect();
+                    format!("unpinned: {}", inputs.join(", "))
                 };
                 let kernel = r
                     .target
@@ -32,6 +35,14 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                     r.package.version,
                     r.patches.len()
                 );
+                for (input, why) in reasons {
+                    let why = why.unwrap_or_else(|| {
+                        format!(
+                            "no reason given; run `cargo xtask lock {name}` on a networked machine"
+                        )
+                    });
+                    println!("{:width$}    {input}: {why}", "");
+                }
             }
             Err(_) => {
                 println!("{name:width$}  INVALID (run `cargo xtask plan {name}` for the problems)")

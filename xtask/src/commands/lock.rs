@@ -11,8 +11,10 @@ use crate::workspace::Workspace;
 /// Write pins (commit, sha256) for a recipe's inputs into the recipe file
 ///
 /// `commit` for a git source (where `ref` points now; a stale pin moves
-/// with its `ref`), and `sha256` for a tarball, url patches and upstream
-/// commit patches that have none.
+/// with its `ref`), `sha256` for a tarball and url patches that have none,
+/// and `diff_sha256` (of the normalised diff) for upstream commit patches
+/// that have none, checked first against their `produces` when they have
+/// it. A pin that is set is kept.
 ///
 /// The recipe file keeps its formatting and comments; review the diff and
 /// commit it. Downloads made while locking are verified into the cache.

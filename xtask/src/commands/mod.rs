@@ -85,6 +85,7 @@ impl PublishArgs {
         crate::fetch::FetchOptions {
             offline: self.offline,
             allow_unpinned: self.allow_unpinned,
+            ..Default::default()
         }
     }
 }

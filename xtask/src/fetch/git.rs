@@ -30,11 +30,27 @@ pub fn has_commit(cache: &Cache, url: &str, commit: &str) -> bool {
             .is_ok_and(|repo| Oid::from_str(commit).is_ok_and(|oid| repo.find_commit(oid).is_ok()))
 }
 
+/// The most a fetch of every branch and tag may receive unless
+/// `--allow-full-fetch`: `PATCHKIT_GIT_MAX_BYTES`, default 256 MiB (a
+/// kernel repository is gigabytes; a patch is kilobytes).
+pub fn full_fetch_cap(allow_full_fetch: bool) -> Option<u64> {
+    if allow_full_fetch {
+        return None;
+    }
+    let cap = std::env::var("PATCHKIT_GIT_MAX_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+        .unwrap_or(256 << 20);
+    Some(cap)
+}
+
 /// Makes the cache's mirror of `url` hold `commit` (and `depth - 1`
 /// ancestors where a shallow fetch works). First the commit id itself is
 /// fetched with `depth`; when the server refuses that (no
 /// `uploadpack.allowReachableSHA1InWant`, or a transport without shallow
-/// support), every branch and tag is fetched and the commit looked up.
+/// support), every branch and tag is fetched and the commit looked up, but
+/// only up to `cap` bytes received (`None`: no cap): past it the fetch
+/// stops, what it brought is removed, and the error says what to do.
 /// A new mirror is built in `tmp/` and moved into place once it holds the
 /// commit. The caller holds the cache lock.
 pub fn ensure_commit(
@@ -42,6 +58,7 @@ pub fn ensure_commit(
     url: &str,
     commit: &str,
     depth: i32,
+    cap: Option<u64>,
     reporter: &Reporter,
 ) -> Result<GitFetched> {
     let oid = Oid::from_str(commit).with_context(|| format!("`{commit}` is not a commit id"))?;
@@ -76,6 +93,7 @@ pub fn ensure_commit(
         &mut remote,
         &[format!("+{commit}:{keep}")],
         (!is_local(url)).then_some(depth),
+        None,
         url,
         reporter,
     );
@@ -89,22 +107,45 @@ pub fn ensure_commit(
                 format!(" ({why})")
             }
         ));
-        fetch(
+        let before = object_files(repo.path());
+        let all = fetch(
             &mut remote,
             &[
                 "+refs/heads/*:refs/remotes/origin/*".to_owned(),
                 "+refs/tags/*:refs/tags/*".to_owned(),
             ],
             None,
+            cap,
             url,
             reporter,
-        )
-        .with_context(|| {
-            format!(
-                "cannot fetch commit {commit} from {url}: check the URL and the network, then \
-                 run the command again"
-            )
-        })?;
+        );
+        if let Err(err) = all {
+            if staging.is_none() {
+                // An existing mirror keeps only what it had: every object
+                // file the stopped fetch wrote goes.
+                for path in object_files(repo.path()).difference(&before) {
+                    let _ = std::fs::remove_file(path);
+                }
+            }
+            if let Some(Capped { cap, received }) = err.downcast_ref::<Capped>() {
+                anyhow::bail!(
+                    "git {url} does not hand out commit {commit} by id, and fetching every branch \
+                     and tag of it stopped at the cap of {} ({} received): nothing of it was kept \
+                     in the cache. Give the patch its patch URL (`urls = [\"https://<host>/<repo>/\
+                     commit/{commit}.patch\"]`, or cgit's `.../patch/?id={commit}`), or run `cargo \
+                     xtask fetch <recipe> --allow-full-fetch` to fetch the whole repository \
+                     (PATCHKIT_GIT_MAX_BYTES moves the cap)",
+                    crate::report::human_size(*cap),
+                    crate::report::human_size(*received)
+                );
+            }
+            return Err(err).with_context(|| {
+                format!(
+                    "cannot fetch commit {commit} from {url}: check the URL and the network, then \
+                     run the command again"
+                )
+            });
+        }
     }
     let advertised = remote
         .list()
@@ -144,17 +185,63 @@ pub fn ensure_commit(
     })
 }
 
+/// A fetch stopped at the size cap.
+#[derive(Debug)]
+struct Capped {
+    cap: u64,
+    received: u64,
+}
+
+impl std::fmt::Display for Capped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "stopped after {} bytes (cap {})",
+            self.received, self.cap
+        )
+    }
+}
+
+impl std::error::Error for Capped {}
+
+/// Every file below `objects/` of a bare repository.
+fn object_files(repo: &Path) -> std::collections::BTreeSet<PathBuf> {
+    let mut files = std::collections::BTreeSet::new();
+    let mut dirs = vec![repo.join("objects")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => dirs.push(entry.path()),
+                Ok(t) if t.is_file() => {
+                    files.insert(entry.path());
+                }
+                _ => {}
+            }
+        }
+    }
+    files
+}
+
 fn fetch(
     remote: &mut git2::Remote<'_>,
     refspecs: &[String],
     depth: Option<i32>,
+    cap: Option<u64>,
     url: &str,
     reporter: &Reporter,
 ) -> Result<()> {
     let progress = RefCell::new(reporter.progress(format!("git fetch {url}"), None, false));
     let seen = RefCell::new(0usize);
+    let capped = std::cell::Cell::new(None);
     let mut callbacks = git2::RemoteCallbacks::new();
     callbacks.transfer_progress(|stats| {
+        if let Some(cap) = cap {
+            let received = stats.received_bytes() as u64;
+            if received > cap {
+                capped.set(Some(Capped { cap, received }));
+                return false;
+            }
+        }
         let mut progress = progress.borrow_mut();
         let mut seen = seen.borrow_mut();
         progress.set_total(stats.total_objects() as u64);
@@ -169,9 +256,12 @@ fn fetch(
     if let Some(depth) = depth {
         opts.depth(depth);
     }
-    remote
-        .fetch(refspecs, Some(&mut opts), None)
-        .with_context(|| format!("git fetch from {url}"))
+    let done = remote.fetch(refspecs, Some(&mut opts), None);
+    drop(opts);
+    if let Some(capped) = capped.take() {
+        return Err(capped.into());
+    }
+    done.with_context(|| format!("git fetch from {url}"))
 }
 
 /// Where `reference` (a branch, a tag or a full ref name; `HEAD` when

@@ -9,7 +9,7 @@ use super::http::{Http, HttpConfig};
 use super::{git, local, FetchOptions, Fetched, FetchedPatch, FetchedSource};
 use crate::cache::Cache;
 use crate::hash::{sha256_file, sha256_hex};
-use crate::recipe::{PatchOrigin, Recipe, Source};
+use crate::recipe::{Patch, PatchOrigin, Recipe, Source};
 use crate::report::{human_size, Reporter};
 use crate::workspace::Workspace;
 
@@ -18,6 +18,8 @@ use crate::workspace::Workspace;
 pub struct Net {
     offline: bool,
     http: Option<Http>,
+    /// The cap on a git fetch of every branch and tag (`None`: none).
+    pub full_fetch_cap: Option<u64>,
 }
 
 impl Net {
@@ -25,6 +27,7 @@ impl Net {
         Net {
             offline,
             http: None,
+            full_fetch_cap: git::full_fetch_cap(false),
         }
     }
 
@@ -109,18 +112,12 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
         }
     }
     let mut net = Net::new(opts.offline);
+    net.full_fetch_cap = git::full_fetch_cap(opts.allow_full_fetch);
     let mut tally = Tally::default();
     let source = fetch_source(&cache, &mut net, reporter, recipe, &mut tally)?;
     let mut patches = Vec::new();
     for patch in &recipe.patches {
-        let (path, sha256) = fetch_patch(
-            &cache,
-            &mut net,
-            reporter,
-            &patch.name,
-            &patch.origin,
-            &mut tally,
-        )?;
+        let (path, sha256) = fetch_patch(&cache, &mut net, reporter, patch, &mut tally)?;
         patches.push(FetchedPatch {
             name: patch.name.clone(),
             path,
@@ -155,6 +152,7 @@ fn describe_unpinned(recipe: &Recipe) -> Vec<String> {
     }
     for patch in &recipe.patches {
         match &patch.origin {
+            _ if patch.pin.is_pinned() => {}
             PatchOrigin::Url { url, sha256: None } => {
                 out.push(format!("patch {} (url {url} has no `sha256`)", patch.name))
             }
@@ -163,7 +161,7 @@ fn describe_unpinned(recipe: &Recipe) -> Vec<String> {
                 commit,
                 sha256: None,
             } => out.push(format!(
-                "patch {} (git {url} commit {commit} has no `sha256`)",
+                "patch {} (git {url} commit {commit} has no `diff_sha256` or `produces`)",
                 patch.name
             )),
             _ => {}
@@ -190,6 +188,17 @@ fn missing_offline(cache: &Cache, recipe: &Recipe) -> Vec<String> {
     }
     for patch in &recipe.patches {
         let name = &patch.name;
+        if let Some(key) = fix_key(patch) {
+            if !super::patch_url::is_cached(cache, &key, &patch.pin) {
+                missing.push(match &patch.origin {
+                    PatchOrigin::Git { url, commit, .. } => {
+                        format!("patch {name}: git {url} commit {commit}")
+                    }
+                    other => format!("patch {name}: {}", origin_text(other)),
+                });
+            }
+            continue;
+        }
         match &patch.origin {
             PatchOrigin::File { .. } => {}
             PatchOrigin::Url { url, sha256 } => match sha256 {
@@ -239,7 +248,7 @@ fn fetch_source(
             if !git::has_commit(cache, url, &commit) {
                 net.git()?;
             }
-            let got = git::ensure_commit(cache, url, &commit, 1, reporter)?;
+            let got = git::ensure_commit(cache, url, &commit, 1, net.full_fetch_cap, reporter)?;
             if let (true, Some(reference)) = (got.fetched, reference) {
                 match git::find_ref(&got.advertised, reference) {
                     Some(now) if now != commit => reporter.warn(format!(
@@ -264,7 +273,8 @@ fn fetch_source(
             })
         }
         Source::Tarball { url, sha256, .. } => {
-            let (path, sha) = blob(cache, net, reporter, "source", url, sha256, tally)?;
+            let (path, sha) = blob(cache, net, reporter, "source", url, sha256, tally)
+                .map_err(|e| pin_mismatch(e, recipe))?;
             Ok(FetchedSource::Archive { path, sha256: sha })
         }
         Source::Local { path, sha256, .. } => {
@@ -348,10 +358,32 @@ fn fetch_patch(
     cache: &Cache,
     net: &mut Net,
     reporter: &Reporter,
-    name: &str,
-    origin: &PatchOrigin,
+    patch: &Patch,
     tally: &mut Tally,
 ) -> Result<(PathBuf, String)> {
+    let (name, origin) = (&patch.name, &patch.origin);
+    if fix_key(patch).is_some() {
+        let got = pinned_fix(cache, net, reporter, patch)?;
+        if !patch.pin.is_pinned() {
+            tally.taken.push((
+                format!("patch {name}"),
+                "diff_sha256".into(),
+                got.sha256.clone(),
+            ));
+        }
+        if got.fetched {
+            tally.downloaded += 1;
+            tally.bytes += got.bytes;
+        } else {
+            tally.cached += 1;
+        }
+        reporter.step(format!(
+            "patch {name}: {}: {}",
+            origin_text(origin),
+            got.how
+        ));
+        return Ok((got.path, got.sha256));
+    }
     let input = format!("patch {name}");
     match origin {
         PatchOrigin::File { path } => {
@@ -409,7 +441,7 @@ pub fn commit_patch(
     if !git::has_commit(cache, url, commit) {
         net.git()?;
     }
-    let got = git::ensure_commit(cache, url, commit, 2, reporter)?;
+    let got = git::ensure_commit(cache, url, commit, 2, net.full_fetch_cap, reporter)?;
     let bytes = git::commit_patch(&got.repo, commit)?;
     let actual = sha256_hex(&bytes);
     if let Some(expected) = expected.filter(|e| *e != actual) {
@@ -459,4 +491,188 @@ fn record_taken(
     tmp.persist(&path)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(())
+}
+
+/// The key a fix is kept under in the cache as its normalised diff: an
+/// upstream commit's id (pinned by `diff_sha256`/`produces`, or unpinned),
+/// or `url-<sha256 of the URL>` for a url patch pinned by what it is;
+/// `None` for a curated file, an unpinned url patch and a patch pinned by
+/// the bytes of one rendering (`sha256`).
+fn fix_key(patch: &Patch) -> Option<String> {
+    match &patch.origin {
+        // An upstream commit, pinned by what it is or not at all (then it
+        // is taken as `diff_sha256` by `--allow-unpinned`).
+        PatchOrigin::Git {
+            commit,
+            sha256: None,
+            ..
+        } => Some(commit.clone()),
+        PatchOrigin::Url { url, sha256: None } if patch.pin.is_pinned() => {
+            Some(format!("url-{}", sha256_hex(url.as_bytes())))
+        }
+        _ => None,
+    }
+}
+
+fn origin_text(origin: &PatchOrigin) -> String {
+    match origin {
+        PatchOrigin::File { path } => format!("file {}", path.display()),
+        PatchOrigin::Url { url, .. } => format!("url {url}"),
+        PatchOrigin::Git { url, commit, .. } => format!("git {url} @ {commit}"),
+    }
+}
+
+/// A fix fetched by [`fixed`].
+pub struct Fix {
+    pub path: PathBuf,
+    /// sha256 of the normalised diff (what the cache holds).
+    pub sha256: String,
+    pub fetched: bool,
+    pub bytes: u64,
+    pub how: String,
+}
+
+fn pinned_fix(cache: &Cache, net: &mut Net, reporter: &Reporter, patch: &Patch) -> Result<Fix> {
+    let key = fix_key(patch).expect("called for fixes with a key");
+    if let Some((path, sha256)) = super::patch_url::cached(cache, &key, &patch.pin, reporter)? {
+        return Ok(Fix {
+            path,
+            sha256,
+            fetched: false,
+            bytes: 0,
+            how: "cached, verified".into(),
+        });
+    }
+    fixed(cache, net, reporter, patch, &key)
+}
+
+/// The normalised diff of a url or git patch, fetched and checked against
+/// `patch.pin` (empty for `lock`): from its patch URLs over HTTP first, then,
+/// for a git patch, by git (one commit by id; every branch and tag only
+/// below the cap). Nothing that fails a pin is cached.
+pub fn fixed(
+    cache: &Cache,
+    net: &mut Net,
+    reporter: &Reporter,
+    patch: &Patch,
+    key: &str,
+) -> Result<Fix> {
+    let pin = &patch.pin;
+    let (commit, urls, git_url) = match &patch.origin {
+        PatchOrigin::Git { url, commit, .. } => {
+            let mut urls = pin.urls.clone();
+            for u in super::patch_url::derived_urls(url, commit) {
+                if !urls.contains(&u) {
+                    urls.push(u);
+                }
+            }
+            (Some(commit.as_str()), urls, Some(url.as_str()))
+        }
+        PatchOrigin::Url { url, .. } => (None, vec![url.clone()], None),
+        PatchOrigin::File { .. } => anyhow::bail!("patch {} is a curated file", patch.name),
+    };
+    let records = if pin.pinned_from.is_empty() {
+        "no `pinned_from` record is named in the recipe".to_owned()
+    } else {
+        format!("the pins came from: {}", pin.pinned_from.join("; "))
+    };
+    let mismatch =
+        |reasons: &[String]| {
+            anyhow::anyhow!(
+            "patch {}: what was served is not the pinned fix:\n{}\n{records}. `cargo xtask lock` \
+             leaves a pinned fix as it is; check the commit and the URLs, and only if upstream's \
+             fix itself changed remove `diff_sha256`/`produces` from the recipe and run `cargo \
+             xtask lock <recipe>` to pin what is served now",
+            patch.name,
+            reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n")
+        )
+        };
+    let mut reasons = Vec::new();
+    if !urls.is_empty() {
+        let http = net.http()?;
+        match super::patch_url::fetch(cache, http, &urls, key, commit, pin, &patch.place, reporter)
+        {
+            Ok(got) => {
+                return Ok(Fix {
+                    how: format!(
+                        "{} from {}, normalised, {}",
+                        human_size(got.bytes),
+                        got.url,
+                        if pin.is_pinned() {
+                            "verified"
+                        } else {
+                            "unpinned"
+                        }
+                    ),
+                    path: got.path,
+                    sha256: got.sha256,
+                    fetched: true,
+                    bytes: got.bytes,
+                })
+            }
+            Err(tried) if tried.mismatch && pin.is_pinned() => {
+                return Err(mismatch(&tried.reasons))
+            }
+            Err(tried) => reasons = tried.reasons,
+        }
+    }
+    let (Some(commit), Some(git_url)) = (commit, git_url) else {
+        anyhow::bail!("patch {}: {}", patch.name, reasons.join("; "));
+    };
+    if !git::has_commit(cache, git_url, commit) {
+        net.git()?;
+    }
+    let got = git::ensure_commit(cache, git_url, commit, 2, net.full_fetch_cap, reporter)
+        .with_context(|| {
+            if reasons.is_empty() {
+                format!("patch {}", patch.name)
+            } else {
+                format!(
+                    "patch {} (its patch URLs failed too: {})",
+                    patch.name,
+                    reasons.join("; ")
+                )
+            }
+        })?;
+    let raw = git::commit_patch(&got.repo, commit)?;
+    let normalised = super::patch_url::normalise(&raw)
+        .with_context(|| format!("the diff of git {git_url} commit {commit}"))?;
+    super::patch_url::check(&raw, &normalised, Some(commit), pin, &patch.place)
+        .map_err(|why| mismatch(&[format!("git {git_url} @ {commit}: {why}")]))?;
+    let (path, sha256) = super::patch_url::admit(cache, key, &normalised)?;
+    Ok(Fix {
+        path,
+        sha256,
+        fetched: got.fetched,
+        bytes: 0,
+        how: format!(
+            "diff made by git, normalised, {}",
+            if pin.is_pinned() {
+                "verified"
+            } else {
+                "unpinned"
+            }
+        ),
+    })
+}
+
+/// A source pin that does not match, told with the records it came from
+/// (`source.pinned_from`) and what `lock` would do about it.
+fn pin_mismatch(err: anyhow::Error, recipe: &Recipe) -> anyhow::Error {
+    if !format!("{err:#}").contains("sha256 mismatch") {
+        return err;
+    }
+    let records = if recipe.source_pinned_from.is_empty() {
+        "the recipe names no record for it (`source.pinned_from`)".to_owned()
+    } else {
+        format!("it came from {}", recipe.source_pinned_from.join("; "))
+    };
+    err.context(format!(
+        "the pinned `source.sha256` of {} does not match what was served: {records}. \
+         `cargo xtask lock {}` keeps a pin that is set; only if those records now hold another \
+         sha256 remove `source.sha256` and run `cargo xtask lock {}`, which pins what is served",
+        crate::diag::display_path(&recipe.path).display(),
+        recipe.name,
+        recipe.name
+    ))
 }

@@ -10,6 +10,7 @@ pub(crate) mod inputs;
 pub mod git;
 pub mod http;
 pub mod local;
+pub mod patch_url;
 
 use std::path::PathBuf;
 
@@ -24,6 +25,9 @@ pub struct FetchOptions {
     pub offline: bool,
     /// Fetch inputs that carry no pin, and record the pin taken.
     pub allow_unpinned: bool,
+    /// Let git fetch every branch and tag of a repository that refuses to
+    /// hand out one commit, past the size cap (`PATCHKIT_GIT_MAX_BYTES`).
+    pub allow_full_fetch: bool,
 }
 
 /// Every input of a recipe, verified and ready to read.

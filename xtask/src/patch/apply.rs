@@ -248,6 +248,7 @@ pub fn series(tree: &mut Tree, patches: &[PatchInput], tol: Tolerance) -> Result
             patch: input.name.clone(),
             failure,
         })?;
+        check_produces(tree, input, &files, &applied)?;
         tree.commit(applied.changes)?;
         records.push(PatchRecord {
             name: input.name.clone(),
@@ -257,6 +258,57 @@ pub fn series(tree: &mut Tree, patches: &[PatchInput], tol: Tolerance) -> Result
         });
     }
     Ok(records)
+}
+
+/// The recipe's `produces` against what the patch left: every pinned file
+/// must have its pinned git blob id. A mismatch names the file, both ids
+/// and the hunks that changed that file (with where each landed).
+pub fn check_produces(
+    tree: &Tree,
+    input: &PatchInput,
+    files: &[FilePatch],
+    applied: &Applied,
+) -> Result<()> {
+    for (path, pinned) in &input.produces {
+        let entry = match applied.changes.get(path) {
+            Some(e) => e.clone(),
+            None => tree.read(path)?,
+        };
+        let found = entry.as_ref().map(|e| blob_id(&e.data));
+        if found.as_deref() == Some(pinned.as_str()) {
+            continue;
+        }
+        let hunks: Vec<String> = files
+            .iter()
+            .filter(|fp| fp.new.as_deref() == Some(path.as_str()))
+            .flat_map(|fp| fp.hunks.iter().enumerate())
+            .map(|(i, h)| {
+                let line = applied
+                    .notes
+                    .iter()
+                    .find(|n| n.file == *path && n.hunk == i + 1)
+                    .map_or(String::new(), |n| format!(", landed at line {}", n.line));
+                format!("hunk {} `{}`{line}", i + 1, h.header.trim_end())
+            })
+            .collect();
+        let what = match &found {
+            Some(id) => format!("came out as blob {id}"),
+            None => "is not in the tree".to_owned(),
+        };
+        anyhow::bail!(
+            "patch {}: `{path}` {what}, not the blob {pinned} the recipe's `produces` pins; \
+             the patch's {} of that file: {}. The fetched diff is not the pinned fix (a changed \
+             hunk), or the tree is not the one it was pinned for; nothing was applied",
+            input.name,
+            if hunks.len() == 1 { "hunk" } else { "hunks" },
+            if hunks.is_empty() {
+                "none (it does not change the file)".to_owned()
+            } else {
+                hunks.join("; ")
+            }
+        );
+    }
+    Ok(())
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

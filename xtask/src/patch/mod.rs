@@ -31,6 +31,9 @@ pub struct PatchInput {
     pub fuzz: usize,
     /// Where its paths land in the tree.
     pub place: Placement,
+    /// Tree path -> the git blob id the file must have once the patch
+    /// landed (the recipe's `produces`); checked by [`apply::series`].
+    pub produces: std::collections::BTreeMap<String, String>,
 }
 
 /// Where a patch's paths land in the tree: `strip` leading folders dropped
@@ -71,6 +74,7 @@ impl PatchInput {
             bytes,
             fuzz: 0,
             place: Placement::default(),
+            produces: Default::default(),
         }
     }
 
@@ -80,6 +84,7 @@ impl PatchInput {
         if let Some(p) = recipe.patches.iter().find(|p| p.name == self.name) {
             self.fuzz = p.fuzz;
             self.place = p.place.clone();
+            self.produces = p.pin.produces.clone();
         }
         self
     }

@@ -33,6 +33,11 @@ pub struct Recipe {
     pub dkms: Option<Dkms>,
     /// Which files of the tree a config package installs where (`kind = "config"` only).
     pub config: Option<Config>,
+    /// `source.pinned_from`: the public records the source's pin was
+    /// checked against.
+    pub source_pinned_from: Vec<String>,
+    /// `source.why_unpinned`: why the source carries no pin.
+    pub source_why_unpinned: Option<String>,
 }
 
 /// The `[config]` table: files of the (patched) source tree that a config
@@ -151,6 +156,36 @@ pub struct Patch {
     pub fuzz: usize,
     /// Where its paths land in the tree.
     pub place: crate::patch::Placement,
+    /// What pins the fix itself, beside `sha256` of a rendering.
+    pub pin: PatchPin,
+}
+
+/// The pins of a url or git patch that do not depend on how a server renders
+/// it: the sha256 of the normalised diff (`fetch::patch_url::normalise`)
+/// and the git blob ids of the files it must leave, checked after it lands.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct PatchPin {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff_sha256: Option<String>,
+    /// Tree path (after `strip`/`directory`) -> 40-hex git blob id.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub produces: std::collections::BTreeMap<String, String>,
+    /// Patch URLs of a git patch's commit, tried in order before the ones
+    /// derived from its `git` URL and before git itself.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub urls: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pinned_from: Vec<String>,
+    /// Why the patch carries no pin, when it does not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why_unpinned: Option<String>,
+}
+
+impl PatchPin {
+    /// Whether the fix is pinned by what it is (its diff or its result).
+    pub fn is_pinned(&self) -> bool {
+        self.diff_sha256.is_some() || !self.produces.is_empty()
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -250,7 +285,7 @@ impl Recipe {
             let pinned = match &patch.origin {
                 PatchOrigin::File { .. } => true,
                 PatchOrigin::Url { sha256, .. } | PatchOrigin::Git { sha256, .. } => {
-                    sha256.is_some()
+                    sha256.is_some() || patch.pin.is_pinned()
                 }
             };
             if !pinned {
@@ -258,6 +293,25 @@ impl Recipe {
             }
         }
         missing
+    }
+
+    /// Every unpinned input with the recipe's reason for it, if it gives one
+    /// (`why_unpinned`).
+    pub fn unpinned_reasons(&self) -> Vec<(String, Option<String>)> {
+        self.unpinned()
+            .into_iter()
+            .map(|input| {
+                let why = match input.strip_prefix("patch ") {
+                    Some(name) => self
+                        .patches
+                        .iter()
+                        .find(|p| p.name == name)
+                        .and_then(|p| p.pin.why_unpinned.clone()),
+                    None => self.source_why_unpinned.clone(),
+                };
+                (input, why)
+            })
+            .collect()
     }
 
     /// The recipe key and value that name the source, and the recipe file:

@@ -47,6 +47,11 @@ pub struct RawSource {
     pub sha256: Str,
     pub strip: Option<Spanned<i64>>,
     pub include: StrList,
+    /// The public records the pin was checked against (named in messages
+    /// when the pin does not match).
+    pub pinned_from: StrList,
+    /// Why a shipped recipe's source carries no pin (shown by `list`).
+    pub why_unpinned: Str,
 }
 
 #[derive(Debug, Deserialize)]
@@ -64,6 +69,16 @@ pub struct RawPatch {
     pub strip: Option<Spanned<i64>>,
     /// The folder of the tree the patch applies under (`git am --directory`).
     pub directory: Str,
+    /// sha256 of the normalised diff (file headers and hunks only).
+    pub diff_sha256: Str,
+    /// Tree path -> git blob id of the file the patch must leave.
+    pub produces: Option<Spanned<std::collections::BTreeMap<String, Spanned<String>>>>,
+    /// Patch URLs of a git patch's commit, tried before git.
+    pub urls: StrList,
+    /// The public records the pins were checked against.
+    pub pinned_from: StrList,
+    /// Why the patch carries no pin (shown by `list`).
+    pub why_unpinned: Str,
 }
 
 #[derive(Debug, Deserialize)]

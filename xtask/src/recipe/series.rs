@@ -9,8 +9,9 @@ use toml::Spanned;
 
 use super::grammar::{check_commit, check_git_url, check_http_url, check_patch_name, check_sha256};
 use super::raw::RawPatch;
+use super::validate::check_tree_path;
 use super::validate::{at, Checker};
-use super::{Patch, PatchOrigin};
+use super::{Patch, PatchOrigin, PatchPin};
 use crate::diag::Diag;
 
 pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) -> Vec<Patch> {
@@ -33,6 +34,11 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
                         ("name", at(&p.name)),
                         ("commit", at(&p.commit)),
                         ("sha256", at(&p.sha256)),
+                        ("diff_sha256", at(&p.diff_sha256)),
+                        ("produces", at(&p.produces)),
+                        ("urls", at(&p.urls)),
+                        ("pinned_from", at(&p.pinned_from)),
+                        ("why_unpinned", at(&p.why_unpinned)),
                     ],
                     "file patch (its name is the file name; its hash is computed)",
                 );
@@ -72,7 +78,10 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
                 })
             }
             ["url"] => {
-                c.reject(&[("commit", at(&p.commit))], "url patch");
+                c.reject(
+                    &[("commit", at(&p.commit)), ("urls", at(&p.urls))],
+                    "url patch",
+                );
                 let url = c.checked(&p.url, &key("url"), check_http_url);
                 let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
                 let name = c.required(&p.name, table_at, &key("name"));
@@ -147,15 +156,86 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
             None => 0,
         };
         let place = placement(c, p, &key);
+        let pin = if matches!(origin, PatchOrigin::File { .. }) {
+            PatchPin::default()
+        } else {
+            pin(c, p, &key)
+        };
         patches.push(Patch {
             name,
             origin,
             fuzz,
             place,
+            pin,
         });
     }
     series(c, dir, &files_in_recipe);
     patches
+}
+
+/// `diff_sha256`, `produces`, `urls` and `pinned_from` of a url or git patch.
+fn pin(c: &mut Checker, p: &RawPatch, key: &dyn Fn(&str) -> String) -> PatchPin {
+    let diff_sha256 = c.checked(&p.diff_sha256, &key("diff_sha256"), check_sha256);
+    let mut produces = BTreeMap::new();
+    if let Some(table) = &p.produces {
+        if table.get_ref().is_empty() {
+            c.err(
+                table.span().start,
+                format!(
+                    "`{}` is empty: name each file the patch must leave with its git blob id \
+                     (`\"path/in/tree\" = \"<40 hex>\"`, `git hash-object <file>`), or remove it",
+                    key("produces")
+                ),
+            );
+        }
+        for (path, blob) in table.get_ref() {
+            if let Err(why) = check_tree_path(path) {
+                c.err(
+                    blob.span().start,
+                    format!("`{}`: `{path}`: {why}", key("produces")),
+                );
+                continue;
+            }
+            let id = blob.get_ref();
+            if id.len() != 40 || !id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+                c.err(
+                    blob.span().start,
+                    format!(
+                        "`{}`: `{id}` for `{path}` is not a full git blob id: write the 40 \
+                         lower-case hex digits `git hash-object` prints for the patched file",
+                        key("produces")
+                    ),
+                );
+                continue;
+            }
+            produces.insert(path.clone(), id.clone());
+        }
+    }
+    let mut urls = Vec::new();
+    for u in p
+        .urls
+        .as_ref()
+        .map(|l| l.get_ref().as_slice())
+        .unwrap_or_default()
+    {
+        match check_http_url(u.get_ref()) {
+            Ok(()) => urls.push(u.get_ref().clone()),
+            Err(why) => c.err(u.span().start, format!("`{}`: {why}", key("urls"))),
+        }
+    }
+    let pinned_from = super::validate::pinned_from(c, p.pinned_from.as_ref(), &key("pinned_from"));
+    let why_unpinned = c.checked(
+        &p.why_unpinned,
+        &key("why_unpinned"),
+        super::grammar::check_one_line,
+    );
+    PatchPin {
+        diff_sha256,
+        produces,
+        urls,
+        pinned_from,
+        why_unpinned,
+    }
 }
 
 /// `strip` and `directory` of a patch entry: how many leading folders its

@@ -189,7 +189,23 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         }
         (None, _) => None,
     };
+    let source_pinned_from = pinned_from(
+        c,
+        raw.source
+            .as_ref()
+            .and_then(|s| s.get_ref().pinned_from.as_ref()),
+        "source.pinned_from",
+    );
+    let source_why_unpinned = raw.source.as_ref().and_then(|s| {
+        c.checked(
+            &s.get_ref().why_unpinned,
+            "source.why_unpinned",
+            super::grammar::check_one_line,
+        )
+    });
     Recipe {
+        source_pinned_from,
+        source_why_unpinned,
         name: name.to_owned(),
         path: path.to_owned(),
         root: root.to_owned(),
@@ -200,6 +216,28 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         dkms,
         config,
     }
+}
+
+/// `pinned_from`: one line each, naming a public record of the pin
+/// (`buildroot linux/linux.hash at 118f5eb360`).
+pub(super) fn pinned_from(
+    c: &mut Checker,
+    list: Option<&Spanned<Vec<Spanned<String>>>>,
+    key: &str,
+) -> Vec<String> {
+    let mut out = Vec::new();
+    for entry in list.map(|l| l.get_ref().as_slice()).unwrap_or_default() {
+        let text = entry.get_ref().trim();
+        if text.is_empty() || text.contains(char::is_control) {
+            c.err(
+                entry.span().start,
+                format!("`{key}`: each entry names one public record of the pin on one line (e.g. `buildroot linux/linux.hash at 118f5eb360`)"),
+            );
+            continue;
+        }
+        out.push(text.to_owned());
+    }
+    out
 }
 
 fn empty_package() -> raw::RawPackage {

@@ -31,7 +31,7 @@ fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
             "patch[0].sha256 (0001-fix.patch): (none) -> {}",
             sha(b"a url patch")
         ))
-        .stdout_has("patch[1].sha256 (0002-second.patch): (none) -> ")
+        .stdout_has("patch[1].diff_sha256 (0002-second.patch): (none) -> ")
         .stdout_has("wrote 3 pin(s) into recipes/r.toml");
     let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
     for kept in [
@@ -112,5 +112,67 @@ fn lock_reports_a_missing_ref() {
     xtask(&p, &["lock", "r"], &[])
         .fails_with(1)
         .stderr_has(&format!("{} has no branch or tag `nope`", up.url()));
+    assert_cache_clean(&p.cache());
+}
+
+#[test]
+fn a_pin_that_does_not_match_names_its_records_and_what_lock_would_do() {
+    let server = Server::start();
+    server.route("/linux.tar", Reply::Bytes(b"not the release".to_vec()));
+    let p = Project::new();
+    let pinned = "9502c5ffe4b894383c97abfccf74430a84732f04ee476b9c0d87635b29df7db3";
+    p.recipe(
+        "r",
+        &format!(
+            "{HEAD}\n[source]\ntarball = \"{}\"\nsha256 = \"{pinned}\"\n\
+             pinned_from = [\"buildroot linux/linux.hash at 118f5eb360\", \"siderolabs/pkgs Pkgfile at 3f85dc8\"]\n",
+            server.url("/linux.tar")
+        ),
+    );
+    xtask(&p, &["fetch", "r"], &[])
+        .fails_with(1)
+        .stderr_has("the pinned `source.sha256` of recipes/r.toml does not match what was served")
+        .stderr_has("it came from buildroot linux/linux.hash at 118f5eb360; siderolabs/pkgs Pkgfile at 3f85dc8")
+        .stderr_has("`cargo xtask lock r` keeps a pin that is set")
+        .stderr_has(&format!("expected {pinned}"));
+    // And lock indeed keeps it.
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has("every pin is current");
+}
+
+#[test]
+fn lock_adds_the_diff_sha256_of_a_fix_pinned_by_what_it_produces() {
+    let up = Upstream::new();
+    up.file("a.c", "int a;\n").commit("base");
+    let fix = up.file("a.c", "int a = 1;\n").commit("fix");
+    let post = up.git(&["rev-parse", &format!("{fix}:a.c")]);
+    let server = Server::start();
+    server.route("/fix.patch", Reply::Bytes(up.format_patch(&fix)));
+    let p = Project::new();
+    p.file("src/a.c", "int a;\n");
+    p.recipe(
+        "r",
+        &format!(
+            "{HEAD}\n[source]\nlocal = \"src\"\n\n[[patch]]\nname = \"0001-fix.patch\"\n\
+             git = \"git://127.0.0.1:9/nowhere\"\ncommit = \"{fix}\"\n\
+             urls = [\"{}\"]\nproduces = {{ \"a.c\" = \"{post}\" }}  # from the test's tree\n",
+            server.url("/fix.patch")
+        ),
+    );
+    let normalised =
+        "diff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -1,1 +1,1 @@\n-int a;\n+int a = 1;\n";
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has(&format!(
+            "patch[0].diff_sha256 (0001-fix.patch): (none) -> {}",
+            sha(normalised.as_bytes())
+        ));
+    let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
+    assert!(text.contains("# from the test's tree"), "{text}");
+    assert!(text.contains(&format!("diff_sha256 = \"{}\"", sha(normalised.as_bytes()))));
+    xtask(&p, &["lock", "r"], &[])
+        .success()
+        .stdout_has("every pin is current");
     assert_cache_clean(&p.cache());
 }

@@ -24,6 +24,7 @@ mod doctor_support;
 mod drift;
 mod fetch;
 mod fetch_http;
+mod fetch_pins;
 mod hipblaslt;
 mod hipblaslt_support;
 mod hostile;

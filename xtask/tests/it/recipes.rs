@@ -298,3 +298,169 @@ fn a_patch_fuzz_is_planned_and_bounded() {
         line_of(&text, "fuzz = 9")
     ));
 }
+
+#[test]
+fn fix_pins_are_checked_where_they_are_written() {
+    let text = GOOD.replace(
+        "sha256 = \"0000000000000000000000000000000000000000000000000000000000000000\"",
+        "produces = { \"drivers/x.h\" = \"f98c735b2905\", \"../y\" = \"07999b4649ded0805594a39e3a7f16cee5fda408\" }\n\
+         diff_sha256 = \"xyz\"\nurls = [\"ftp://example.org/x.patch\"]\npinned_from = [\"\"]",
+    );
+    let run = plan_refuses(&text);
+    let line = |needle: &str| line_of(&text, needle);
+    run.stderr_has(&format!(
+        "recipes/demo.toml:{}:30: `patch[1].produces`: `f98c735b2905` for `drivers/x.h` is not a full git blob id",
+        line("f98c735b2905")
+    ))
+    .stderr_has("`patch[1].produces`: `../y`:")
+    .stderr_has(&format!(
+        "recipes/demo.toml:{}:15: `patch[1].diff_sha256`: `xyz` is not a sha256",
+        line("diff_sha256")
+    ))
+    .stderr_has("`patch[1].urls`: `ftp://example.org/x.patch` uses `ftp`")
+    .stderr_has("`patch[1].pinned_from`: each entry names one public record");
+}
+
+#[test]
+fn fix_pins_do_not_apply_to_a_curated_file() {
+    let text = GOOD.replace(
+        "file = \"0001-fix.patch\"\n",
+        "file = \"0001-fix.patch\"\nproduces = { \"x\" = \"07999b4649ded0805594a39e3a7f16cee5fda408\" }\n",
+    );
+    plan_refuses(&text).stderr_has("`produces` does not apply to a file patch");
+}
+
+/// Every shipped recipe is pinned, or says in `why_unpinned` (shown by
+/// `list`) and in its comment why not; every remote pin names the public
+/// records it was checked against (`pinned_from`); every kernel recipe is
+/// pinned and pins its upstream fix by the blobs it produces.
+#[test]
+fn no_shipped_recipe_is_unpinned_without_saying_why() {
+    use xtask::recipe::{PatchOrigin, Recipe, Source};
+    let root = crate::support::repo_root();
+    for name in xtask::recipe::list(&root).unwrap() {
+        let r = Recipe::load(&root, &name).unwrap();
+        let text = std::fs::read_to_string(&r.path).unwrap();
+        for (input, why) in r.unpinned_reasons() {
+            let why = why.unwrap_or_else(|| {
+                panic!("{name}: {input} is unpinned and `why_unpinned` does not say why")
+            });
+            assert!(
+                text.lines()
+                    .any(|l| l.starts_with('#') && l.contains("not pinned")),
+                "{name}: the comment must say what is not pinned and why ({why})"
+            );
+        }
+        if matches!(r.source, Source::Tarball { .. } | Source::Git { .. })
+            && r.source.pin().is_some()
+        {
+            assert!(
+                !r.source_pinned_from.is_empty(),
+                "{name}: `source.pinned_from` must name the records of its pin"
+            );
+        }
+        for patch in &r.patches {
+            if patch.pin.is_pinned() {
+                assert!(
+                    !patch.pin.pinned_from.is_empty(),
+                    "{name}: {} names no records",
+                    patch.name
+                );
+            }
+        }
+        if name.starts_with("amdgpu-expert-sched-") {
+            assert!(r.unpinned().is_empty(), "{name}: {:?}", r.unpinned());
+            let fix = r
+                .patches
+                .iter()
+                .find(|p| matches!(p.origin, PatchOrigin::Git { .. }))
+                .unwrap();
+            assert_eq!(fix.pin.produces.len(), 2, "{name}: both trap-handler files");
+            assert!(fix.pin.urls.len() >= 2, "{name}: cgit and a mirror");
+            assert!(
+                r.source_pinned_from.len() >= 2,
+                "{name}: two records of the tarball"
+            );
+        }
+    }
+}
+
+#[test]
+fn list_shows_every_kernel_recipe_pinned_and_says_why_others_are_not() {
+    let p = Project::new();
+    let mut cmd = p.command(&["list"]);
+    cmd.env("PATCHKIT_ROOT", crate::support::repo_root());
+    let run = Run::of(cmd.output().unwrap());
+    run.success();
+    assert!(
+        run.stdout
+            .lines()
+            .filter(|l| l.starts_with("amdgpu-expert-sched-"))
+            .count()
+            == 7
+    );
+    for line in run.stdout.lines().filter(|l| l.starts_with("amdgpu-")) {
+        assert!(line.contains("  pinned"), "{line}");
+    }
+    run.stdout_has("source: the commit the rocm-7.1.1 tag points at is in no public record");
+}
+
+/// The blobs the 6.12 and 6.13 recipes pin for the 6.12.64 backport are
+/// the trap-handler files of Debian's linux-source-6.12 (6.12.117, which
+/// carries that backport), and every kernel recipe pins the same gfx12
+/// assembly, which mainline b7851f8c leaves too: computed here from the
+/// real tarball with `git hash-object`.
+#[test]
+fn the_backport_pins_are_the_files_of_debian_linux_source_6_12() {
+    use xtask::recipe::Recipe;
+    let tarball = std::path::Path::new("/usr/src/linux-source-6.12.tar.xz");
+    if !tarball.is_file() {
+        assert!(
+            !crate::support::ci(),
+            "CI installs linux-source-6.12 (.ci/setup)"
+        );
+        eprintln!("skipped: {} is not installed", tarball.display());
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new("tar")
+        .args([
+            "-xJf",
+            tarball.to_str().unwrap(),
+            "--strip-components=1",
+            "-C",
+        ])
+        .arg(dir.path())
+        .args([
+            "--wildcards",
+            "*/amdkfd/cwsr_trap_handler.h",
+            "*/amdkfd/cwsr_trap_handler_gfx12.asm",
+        ])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let blob = |rel: &str| {
+        let out = std::process::Command::new("git")
+            .arg("hash-object")
+            .arg(dir.path().join(rel))
+            .output()
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    };
+    let root = crate::support::repo_root();
+    let asm = "drivers/gpu/drm/amd/amdkfd/cwsr_trap_handler_gfx12.asm";
+    let header = "drivers/gpu/drm/amd/amdkfd/cwsr_trap_handler.h";
+    for series in ["6.12", "6.13", "6.14", "6.15", "6.16", "6.17", "6.18"] {
+        let r = Recipe::load(&root, &format!("amdgpu-expert-sched-{series}")).unwrap();
+        let fix = &r.patches.last().unwrap().pin.produces;
+        assert_eq!(fix[asm], blob(asm), "{series}: {asm}");
+        if matches!(series, "6.12" | "6.13") {
+            assert_eq!(fix[header], blob(header), "{series}: {header}");
+        } else {
+            assert!(
+                fix[header].starts_with("f98c735b2905"),
+                "{series}: mainline's post-image"
+            );
+        }
+    }
+}
