@@ -61,6 +61,11 @@ pub struct Args {
     /// Read every kernel file again instead of trusting cached "off" verdicts
     #[arg(long)]
     pub no_cache: bool,
+    /// Judge this running program instead of what could be loaded: the
+    /// hipBLASLt, HIP, comgr and rocBLAS it mapped (/proc/PID/maps), its
+    /// environment (/proc/PID/environ) and its GPU nodes (below --root)
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -90,7 +95,29 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         _ => codeobj::Cache::in_memory(),
     };
     let places = doctor::hipblaslt::Places::from_env(&args.python);
-    machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+    machine.comgr = doctor::comgr::find(&root);
+    let env: std::collections::BTreeMap<String, String> = match args.pid {
+        Some(pid) => {
+            let (process, env) = doctor::pid::read(&root, pid)?;
+            let names = doctor::env_names(&knowledge);
+            doctor::pid::apply(
+                &root,
+                &process,
+                &env,
+                &names,
+                &mut machine,
+                &places,
+                &mut cache,
+            );
+            machine.process = Some(process);
+            env
+        }
+        None => {
+            machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+            std::env::vars().collect()
+        }
+    };
+    machine.knob_settings = doctor::knobs::read(&root, &env, &knowledge.knobs);
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }

@@ -44,6 +44,13 @@ pub struct Machine {
     pub dkms: Vec<DkmsPackage>,
     /// The workaround environment variables set for this process.
     pub env: BTreeMap<String, String>,
+    /// The knobs set (environment, modprobe.d, command line, sysfs); filled
+    /// by [`super::knobs::read`].
+    pub knob_settings: Vec<super::knobs::Setting>,
+    /// The comgr programs load; filled by [`super::comgr::find`].
+    pub comgr: Option<super::comgr::Comgr>,
+    /// The running program judged (`doctor --pid`), if any.
+    pub process: Option<super::pid::Process>,
     pub unread: Vec<Unread>,
 }
 

@@ -232,7 +232,11 @@ fn the_tensile_fault_follows_hipblaslt_1_2_to_1_5_on_gfx12() {
     );
     // ROCm 7.12, 7.14 and 10.0 ship hipBLASLt 1.3 and 1.4: still affected,
     // on gfx1200 too.
-    for (rocm, hipblaslt) in [("7.12.0", "1.3.0"), ("7.14.0", "1.4.0"), ("10.0.0", "1.4.2")] {
+    for (rocm, hipblaslt) in [
+        ("7.12.0", "1.3.0"),
+        ("7.14.0", "1.4.0"),
+        ("10.0.0", "1.4.2"),
+    ] {
         for gfx in [120001, 120000] {
             let v = with(gfx, rocm, hipblaslt);
             assert_eq!(v.status, Status::Affected, "{rocm} {gfx}: {v:?}");

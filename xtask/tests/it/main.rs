@@ -19,6 +19,7 @@ mod dkms_install;
 mod doctor;
 mod doctor_hipblaslt;
 mod doctor_kfd;
+mod doctor_knobs;
 mod doctor_module;
 mod doctor_support;
 mod drift;
