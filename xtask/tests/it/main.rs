@@ -21,6 +21,7 @@ mod doctor_hipblaslt;
 mod doctor_kfd;
 mod doctor_knobs;
 mod doctor_module;
+mod doctor_pid;
 mod doctor_support;
 mod drift;
 mod fetch;
