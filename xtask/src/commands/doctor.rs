@@ -114,6 +114,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         }
         None => {
             machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+            machine.tensile_libraries = doctor::tensile::find(&root, &places, &mut cache);
             std::env::vars().collect()
         }
     };

@@ -11,6 +11,7 @@ pub mod module;
 pub mod pid;
 pub mod probe;
 pub mod secure_boot;
+pub mod tensile;
 pub mod verdict;
 
 use std::collections::BTreeSet;
@@ -207,6 +208,16 @@ impl Report {
                 &mut out,
                 "library",
                 format!("{} ({})", lib.path, notes.join(", ")),
+            );
+            line(&mut out, "", format!("  kernels {}", lib.kernels));
+            line(&mut out, "", format!("  {}", lib.judgement.describe()));
+        }
+        for lib in &m.tensile_libraries {
+            let version = lib.version.as_deref().unwrap_or("no version");
+            line(
+                &mut out,
+                "tensile",
+                format!("{} ({}, {version})", lib.path, lib.kind),
             );
             line(&mut out, "", format!("  kernels {}", lib.kernels));
             line(&mut out, "", format!("  {}", lib.judgement.describe()));

@@ -30,6 +30,9 @@ pub struct Machine {
     /// Every hipBLASLt found (ROCm, distribution, ours, PyTorch wheels), each
     /// judged by its kernels; filled by [`super::hipblaslt::find`].
     pub hipblaslt_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
+    /// rocBLAS and hipSPARSELt with gfx12 kernels, judged like hipBLASLt;
+    /// filled by [`super::tensile::find`].
+    pub tensile_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
     /// Patched hipBLASLt builds of ours (`/opt/rocm-patchkit/hipblaslt-7.1.1`).
     pub patched_hipblaslt: Vec<String>,
     /// The MIOpen library found below /opt/rocm/lib.

@@ -104,7 +104,21 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if let Some(early) = kernel(fault, m, &mut why) {
         return early;
     }
-    if fault.trigger_expert_sched {
+    // rocBLAS or hipSPARSELt switching expert scheduling on keeps the fault
+    // affected whatever the hipBLASLt found say.
+    let other_on = m
+        .tensile_libraries
+        .iter()
+        .find(|l| matches!(l.judgement, crate::codeobj::Judgement::On { .. }));
+    if let (true, Some(l)) = (fault.trigger_expert_sched, other_on) {
+        why.push(format!(
+            "{} ({}) switches expert scheduling on: {}",
+            l.path,
+            l.kind,
+            l.judgement.describe()
+        ));
+    }
+    if fault.trigger_expert_sched && other_on.is_none() {
         if let Some(status) = super::expert_sched::judge(m, &mut why) {
             let next = match status {
                 Status::Mitigated => vec![

@@ -249,3 +249,52 @@ fn every_link_of_the_knowledge_files_is_a_well_formed_url() {
     }
     assert!(count > 20, "{count}");
 }
+
+#[test]
+fn a_rocblas_with_gfx12_kernels_is_judged_for_expert_scheduling_like_hipblaslt() {
+    use crate::support::codeobj;
+    let lib = "usr/lib/x86_64-linux-gnu";
+    let kernels = format!("{lib}/rocblas/5/library");
+    let with = |expert_sched: bool| {
+        let m = FakeMachine::new();
+        m.gpu(1, 120001, 30032)
+            .kernel("6.14.0-36-generic")
+            .amdgpu(1);
+        m.file(&format!("{lib}/librocblas.so.5.2"), "ELF")
+            .file(&format!("{lib}/librocblas.so.5"), "ELF");
+        let file = m.root().join(&kernels).join("Kernels.so-000-gfx1201.hsaco");
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(&file, codeobj::gfx12_kernel_file(expert_sched)).unwrap();
+        // a hipBLASLt that keeps it off: only rocBLAS can switch it on
+        m.file(&format!("{lib}/libhipblaslt.so.1.2"), "ELF");
+        let hb = m.root().join(lib).join("hipblaslt/library/k_gfx1201.co");
+        std::fs::create_dir_all(hb.parent().unwrap()).unwrap();
+        std::fs::write(&hb, codeobj::gfx12_kernel_file(false)).unwrap();
+        m.report().1
+    };
+    let report = with(true);
+    let rocblas = &report["machine"]["tensile_libraries"][0];
+    assert_eq!(
+        rocblas["path"],
+        format!("/{lib}/librocblas.so.5.2"),
+        "{rocblas:#}"
+    );
+    assert_eq!(rocblas["kind"], "rocblas");
+    assert_eq!(rocblas["judgement"]["verdict"], "on", "{rocblas:#}");
+    let cwsr = fault(&report, "cwsr-expert-sched");
+    assert_eq!(cwsr["status"], "affected", "{cwsr:#}");
+    assert!(cwsr["why"]
+        .as_str()
+        .unwrap()
+        .contains("librocblas.so.5.2 (rocblas) switches expert scheduling on"));
+
+    let report = with(false);
+    assert_eq!(
+        report["machine"]["tensile_libraries"][0]["judgement"]["verdict"],
+        "off"
+    );
+    assert_eq!(
+        fault(&report, "cwsr-expert-sched")["status"],
+        "not-affected"
+    );
+}
