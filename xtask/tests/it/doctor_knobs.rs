@@ -298,3 +298,91 @@ fn a_rocblas_with_gfx12_kernels_is_judged_for_expert_scheduling_like_hipblaslt()
         "not-affected"
     );
 }
+
+/// The changelog of Debian's libamd-comgr3 of `suite`, from `.ci/setup`, as
+/// (version, entry text) pairs, newest first; `None` (a skip) only outside CI.
+fn comgr_changelog(suite: &str) -> Option<Vec<(String, String)>> {
+    use std::io::Read;
+    let base = std::env::var_os("PATCHKIT_DEBIAN_COMGR")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/var/cache/rocm-patchkit/debian-comgr".into());
+    let file = base
+        .join(suite)
+        .join("usr/share/doc/libamd-comgr3/changelog.Debian.gz");
+    if !file.is_file() {
+        assert!(
+            !crate::support::ci(),
+            "{} is missing and CI=true: run .ci/setup",
+            file.display()
+        );
+        eprintln!("skipping: {} is missing (run .ci/setup)", file.display());
+        return None;
+    }
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&file).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let mut entries: Vec<(String, String)> = Vec::new();
+    for line in text.lines() {
+        if let Some(rest) = line.strip_prefix("rocm-llvm (") {
+            let version = rest.split(')').next().unwrap().to_owned();
+            entries.push((version, String::new()));
+        } else if let Some((_, body)) = entries.last_mut() {
+            body.push_str(line);
+            body.push('\n');
+        }
+    }
+    assert!(!entries.is_empty(), "no entries in {}", file.display());
+    Some(entries)
+}
+
+#[test]
+fn the_comgr_range_follows_the_debian_changelogs() {
+    let (Some(sid), Some(experimental)) = (comgr_changelog("sid"), comgr_changelog("experimental"))
+    else {
+        return;
+    };
+    let knowledge = xtask::knowledge::Knowledge::load(&repo_root()).unwrap();
+    let f = knowledge
+        .faults
+        .iter()
+        .find(|f| f.id == "comgr-unbundle-cache-key")
+        .unwrap();
+    let range = f.comgr.as_ref().unwrap();
+    let affected = |v: &str| range.matches(&xtask::knowledge::Version::parse_prefix(v).unwrap());
+    // sid's package (the one measured) has no fix and is in the range
+    assert!(sid.iter().all(|(_, body)| !body.contains("2142813")));
+    assert!(affected(&sid[0].0), "sid {} outside {range}", sid[0].0);
+    // the fix lands in experimental's entry that names LP: #2142813
+    let at = experimental
+        .iter()
+        .position(|(_, b)| b.contains("LP: #2142813"))
+        .unwrap();
+    let (fixed, body) = &experimental[at];
+    assert!(body.contains("offload compression issue"), "{body}");
+    assert!(
+        !affected(fixed),
+        "{fixed} is where the fix landed, but inside {range}"
+    );
+    assert!(!affected(&experimental[0].0));
+    // the entry before the fix is affected; the broken cast came with LLVM 21
+    assert!(
+        affected(&experimental[at + 1].0),
+        "{}",
+        experimental[at + 1].0
+    );
+    let llvm21 = experimental
+        .iter()
+        .position(|(_, b)| b.contains("from LLVM 20 to LLVM 21"))
+        .unwrap();
+    assert!(
+        affected(&experimental[llvm21].0),
+        "{}",
+        experimental[llvm21].0
+    );
+    assert!(
+        !affected(&experimental[llvm21 + 1].0),
+        "{}",
+        experimental[llvm21 + 1].0
+    );
+}
