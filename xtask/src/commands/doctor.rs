@@ -37,6 +37,14 @@ use crate::workspace::Workspace;
 /// code object switches expert scheduling on. "Off" verdicts are cached by
 /// path, size and mtime in $XDG_CACHE_HOME/rocm-patchkit (or ~/.cache/...).
 ///
+/// It reads the comgr the machine has (the dpkg status, rpm, /opt/rocm/lib)
+/// and rocBLAS and hipSPARSELt with gfx12 kernels (judged like hipBLASLt).
+/// It judges every knob set in the environment, /etc/modprobe.d, the kernel
+/// command line and /sys/module/amdgpu/parameters from knowledge/knobs.toml:
+/// fixes, mitigates, unconfirmed, diagnosis only, no effect here, harmful
+/// here, or no known effect. With --pid it judges a running program instead:
+/// the libraries it mapped, its environment and its GPU nodes.
+///
 /// For each fault of knowledge/faults.toml, it says affected, not affected,
 /// mitigated, fixed or cannot tell, why, and the next command (the recipe to
 /// build, or the stop-gap), then lists what it could not read. It never needs
