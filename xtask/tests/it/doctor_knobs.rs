@@ -82,7 +82,7 @@ fn each_knob_of_the_guides_gets_its_judgement_and_source() {
         (
             "TORCH_BLAS_PREFER_HIPBLASLT",
             "unconfirmed",
-            "notes/hip.html",
+            "pytorch/pull/2125",
         ),
         ("cwsr_enable", "mitigates", "module-parameters.html"),
         ("noretry", "no-effect", "module-parameters.html"),
