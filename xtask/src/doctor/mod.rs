@@ -247,7 +247,7 @@ impl Report {
                     line(&mut out, "", format!("  maps {family}: {file}"));
                 }
             }
-            if p.libraries.is_empty() {
+            if p.libraries.is_empty() && !p.unread.iter().any(|u| u.contains("/maps:")) {
                 line(
                     &mut out,
                     "",

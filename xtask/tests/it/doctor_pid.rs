@@ -160,3 +160,51 @@ fn doctor_pid_on_a_process_that_has_exited_says_so() {
     );
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
 }
+
+#[test]
+fn doctor_pid_on_a_process_it_may_not_read_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    // as root: a process of ours, read by doctor running as nobody; as
+    // anyone else: init, which belongs to root
+    let root = unsafe { libc::geteuid() } == 0;
+    let mut sleeper = None;
+    let pid = if root {
+        let child = Command::new("sleep").arg("60").spawn().unwrap();
+        let pid = child.id();
+        sleeper = Some(child);
+        pid
+    } else {
+        1
+    };
+    let mut cmd = if root {
+        let mut c = Command::new("setpriv");
+        c.args(["--reuid=65534", "--regid=65534", "--clear-groups"])
+            .arg(env!("CARGO_BIN_EXE_xtask"));
+        c
+    } else {
+        Command::new(env!("CARGO_BIN_EXE_xtask"))
+    };
+    let out = cmd
+        .args(["doctor", "--root", "/", "--pid", &pid.to_string()])
+        .env("PATCHKIT_ROOT", repo_root())
+        .env("CI", "true")
+        .env("HOME", dir.path())
+        .env("XDG_CACHE_HOME", dir.path())
+        .output()
+        .expect("running xtask doctor");
+    if let Some(mut child) = sleeper {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let run = Run::of(out);
+    run.success()
+        .stdout_has(&format!(
+            "could not read /proc/{pid}/environ: permission denied: process {pid} belongs to another user; run doctor as that user or as root"
+        ))
+        .stdout_has(&format!("could not read /proc/{pid}/maps: permission denied"));
+    assert!(
+        !run.stdout.contains("maps no ROCm library"),
+        "{}",
+        run.stdout
+    );
+}
