@@ -48,7 +48,9 @@ pub struct Machine {
     /// The workaround environment variables set for this process.
     pub env: BTreeMap<String, String>,
     /// The knobs set (environment, modprobe.d, command line, sysfs); filled
-    /// by [`super::knobs::read`].
+    /// by [`super::knobs::read`]; the JSON carries them judged, in the
+    /// report's `knobs`.
+    #[serde(skip)]
     pub knob_settings: Vec<super::knobs::Setting>,
     /// The comgr programs load; filled by [`super::comgr::find`].
     pub comgr: Option<super::comgr::Comgr>,
