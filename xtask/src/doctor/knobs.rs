@@ -216,10 +216,26 @@ fn judge_one(knobs: &Knobs, m: &Machine, faults: &[FaultReport], s: &Setting) ->
                 Some(k),
             );
         }
-        let on = if gpus.is_empty() {
-            "any other GPU".to_owned()
+        let native: Vec<&str> = gpus
+            .iter()
+            .copied()
+            .filter(|g| k.gfx_native.iter().any(|n| n == g))
+            .collect();
+        if !gpus.is_empty() && native.is_empty() {
+            return report(
+                Judgement::NoKnownEffect,
+                None,
+                format!(
+                    "remaps {} to {target}, the usual way to run ROCm on a GPU it has no kernels for; no known fault depends on it",
+                    gpus.join(", ")
+                ),
+                Some(k),
+            );
+        }
+        let on = if native.is_empty() {
+            "a GPU ROCm supports as it is".to_owned()
         } else {
-            gpus.join(", ")
+            native.join(", ")
         };
         return report(
             Judgement::Harmful,

@@ -54,8 +54,10 @@ pub struct Knob {
     pub value: Option<String>,
     pub effect: Effect,
     pub fault: Option<String>,
-    /// Harmful when the value names another GPU than the machine's own.
+    /// Harmful when the value names another GPU than the machine's own and
+    /// that GPU is one of `gfx_native` (ROCm supports it as it is).
     pub gfx_override: bool,
+    pub gfx_native: Vec<String>,
     pub why: String,
     pub cost: Option<String>,
     pub links: Vec<String>,
@@ -102,6 +104,8 @@ struct RawKnob {
     fault: Option<Text>,
     #[serde(default)]
     gfx_override: bool,
+    #[serde(default)]
+    gfx_native: Vec<String>,
     why: String,
     cost: Option<String>,
     links: Vec<Text>,
@@ -191,6 +195,7 @@ pub fn parse(path: &Path, text: &str, faults: &BTreeSet<String>) -> Result<Knobs
             effect: k.effect,
             fault: k.fault.as_ref().map(|f| f.get_ref().clone()),
             gfx_override: k.gfx_override,
+            gfx_native: k.gfx_native.clone(),
             why: k.why.trim().to_owned(),
             cost: k.cost.as_ref().map(|c| c.trim().to_owned()),
             links: k.links.iter().map(|l| l.get_ref().clone()).collect(),

@@ -158,6 +158,20 @@ fn a_knob_for_a_fault_the_machine_does_not_have_does_nothing_here() {
         knob(&report, "HSA_OVERRIDE_GFX_VERSION")["judgement"],
         "no-effect"
     );
+    // on a GPU ROCm has no kernels for, the remap is the usual workaround
+    let m = FakeMachine::new();
+    m.gpu(1, 100302, 29695)
+        .kernel("6.14.0-36-generic")
+        .amdgpu(1);
+    let mut m = m;
+    m.env("HSA_OVERRIDE_GFX_VERSION", "10.3.0");
+    let (_, gfx1032) = m.report();
+    let over = knob(&gfx1032, "HSA_OVERRIDE_GFX_VERSION");
+    assert_eq!(over["judgement"], "no-known-effect", "{over:#}");
+    assert!(over["why"]
+        .as_str()
+        .unwrap()
+        .contains("remaps gfx1032 to gfx1030"));
     // a value the file has no fact for is not guessed
     let caching = knob(&report, "PYTORCH_NO_HIP_MEMORY_CACHING");
     assert_eq!(caching["judgement"], "no-known-effect", "{caching:#}");
