@@ -37,6 +37,14 @@ use crate::workspace::Workspace;
 /// code object switches expert scheduling on. "Off" verdicts are cached by
 /// path, size and mtime in $XDG_CACHE_HOME/rocm-patchkit (or ~/.cache/...).
 ///
+/// It reads the comgr the machine has (the dpkg status, rpm, /opt/rocm/lib)
+/// and rocBLAS and hipSPARSELt with gfx12 kernels (judged like hipBLASLt).
+/// It judges every knob set in the environment, /etc/modprobe.d, the kernel
+/// command line and /sys/module/amdgpu/parameters from knowledge/knobs.toml:
+/// fixes, mitigates, unconfirmed, diagnosis only, no effect here, harmful
+/// here, or no known effect. With --pid it judges a running program instead:
+/// the libraries it mapped, its environment and its GPU nodes.
+///
 /// For each fault of knowledge/faults.toml, it says affected, not affected,
 /// mitigated, fixed or cannot tell, why, and the next command (the recipe to
 /// build, or the stop-gap), then lists what it could not read. It never needs
@@ -61,6 +69,11 @@ pub struct Args {
     /// Read every kernel file again instead of trusting cached "off" verdicts
     #[arg(long)]
     pub no_cache: bool,
+    /// Judge this running program instead of what could be loaded: the
+    /// hipBLASLt, HIP, comgr and rocBLAS it mapped (/proc/PID/maps), its
+    /// environment (/proc/PID/environ) and its GPU nodes (below --root)
+    #[arg(long, value_name = "PID")]
+    pub pid: Option<u32>,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
@@ -90,7 +103,30 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         _ => codeobj::Cache::in_memory(),
     };
     let places = doctor::hipblaslt::Places::from_env(&args.python);
-    machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+    machine.comgr = doctor::comgr::find(&root);
+    let env: std::collections::BTreeMap<String, String> = match args.pid {
+        Some(pid) => {
+            let (process, env) = doctor::pid::read(&root, pid)?;
+            let names = doctor::env_names(&knowledge);
+            doctor::pid::apply(
+                &root,
+                &process,
+                &env,
+                &names,
+                &mut machine,
+                &places,
+                &mut cache,
+            );
+            machine.process = Some(process);
+            env
+        }
+        None => {
+            machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+            machine.tensile_libraries = doctor::tensile::find(&root, &places, &mut cache);
+            std::env::vars().collect()
+        }
+    };
+    machine.knob_settings = doctor::knobs::read(&root, &env, &knowledge.knobs);
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }

@@ -312,3 +312,32 @@ fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
         other => other,
     }
 }
+
+/// The hipBLASLt library a running program mapped (`doctor --pid`), judged
+/// by the kernel folder beside it.
+pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> HipblasltLibrary {
+    let dir = lib.parent().unwrap_or(Path::new("/"));
+    let kernels = resolve(root, &dir.join("hipblaslt/library"));
+    let judgement = if below(root, &kernels).is_dir() {
+        relative_files(
+            root,
+            codeobj::judge_library(&below(root, &kernels), cache, places.threads),
+        )
+    } else {
+        Judgement::CannotTell {
+            why: format!(
+                "no kernel library at {} beside the mapped library",
+                dir.join("hipblaslt/library").display()
+            ),
+        }
+    };
+    let file = lib.file_name().unwrap_or_default().to_string_lossy();
+    HipblasltLibrary {
+        path: lib.display().to_string(),
+        kind: "in use".to_owned(),
+        version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
+        kernels: kernels.display().to_string(),
+        ours: None,
+        judgement,
+    }
+}

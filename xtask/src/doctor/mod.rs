@@ -2,12 +2,16 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
+pub mod comgr;
 mod dkms;
 mod expert_sched;
 pub mod hipblaslt;
+pub mod knobs;
 pub mod module;
+pub mod pid;
 pub mod probe;
 pub mod secure_boot;
+pub mod tensile;
 pub mod verdict;
 
 use std::collections::BTreeSet;
@@ -25,6 +29,8 @@ pub use verdict::{assess, Status, Verdict};
 pub struct Report {
     pub machine: Machine,
     pub faults: Vec<FaultReport>,
+    /// Every knob set on the machine, judged.
+    pub knobs: Vec<knobs::KnobReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -41,12 +47,7 @@ pub struct FaultReport {
 /// Reads the machine below `root`. `ours` are the DKMS package names of
 /// rocm-patchkit (recipes and the knowledge file).
 pub fn probe(root: &Path, knowledge: &Knowledge, ours: &BTreeSet<String>) -> Machine {
-    let mut env_names: BTreeSet<String> = knowledge
-        .faults
-        .iter()
-        .flat_map(|f| f.mitigation.env.keys().cloned())
-        .collect();
-    env_names.insert(verdict::LIBRARY_PATH.to_owned());
+    let env_names = env_names(knowledge);
     let mut ours = ours.clone();
     for fault in &knowledge.faults {
         ours.extend(fault.fixed_by_packages.iter().cloned());
@@ -57,6 +58,18 @@ pub fn probe(root: &Path, knowledge: &Knowledge, ours: &BTreeSet<String>) -> Mac
         env_names: &env_names,
     }
     .read()
+}
+
+/// The environment variables whose values the fault verdicts read: every
+/// fault's workaround variables and LD_LIBRARY_PATH.
+pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
+    let mut names: BTreeSet<String> = knowledge
+        .faults
+        .iter()
+        .flat_map(|f| f.mitigation.env.keys().cloned())
+        .collect();
+    names.insert(verdict::LIBRARY_PATH.to_owned());
+    names
 }
 
 /// Judges every fault on `machine`. `recipes` are the recipes of this
@@ -96,8 +109,13 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
                 verdict,
             }
         })
-        .collect();
-    Report { machine, faults }
+        .collect::<Vec<_>>();
+    let knobs = knobs::judge(&knowledge.knobs, &machine, &faults);
+    Report {
+        machine,
+        faults,
+        knobs,
+    }
 }
 
 impl Report {
@@ -194,6 +212,16 @@ impl Report {
             line(&mut out, "", format!("  kernels {}", lib.kernels));
             line(&mut out, "", format!("  {}", lib.judgement.describe()));
         }
+        for lib in &m.tensile_libraries {
+            let version = lib.version.as_deref().unwrap_or("no version");
+            line(
+                &mut out,
+                "tensile",
+                format!("{} ({}, {version})", lib.path, lib.kind),
+            );
+            line(&mut out, "", format!("  kernels {}", lib.kernels));
+            line(&mut out, "", format!("  {}", lib.judgement.describe()));
+        }
         for prefix in &m.patched_hipblaslt {
             line(
                 &mut out,
@@ -206,6 +234,36 @@ impl Report {
             "MIOpen",
             m.miopen.clone().unwrap_or("not found".to_owned()),
         );
+        let comgr = match &m.comgr {
+            Some(c) => format!("{} {} ({})", c.package, c.version, c.from),
+            None => "not found".to_owned(),
+        };
+        line(&mut out, "comgr", comgr);
+        if let Some(p) = &m.process {
+            let exe = p.exe.as_deref().unwrap_or("program not readable");
+            line(&mut out, "process", format!("{} ({exe})", p.pid));
+            for (family, files) in &p.libraries {
+                for file in files {
+                    line(&mut out, "", format!("  maps {family}: {file}"));
+                }
+            }
+            if p.libraries.is_empty() && !p.unread.iter().any(|u| u.contains("/maps:")) {
+                line(
+                    &mut out,
+                    "",
+                    "  maps no ROCm library (hipBLASLt, HIP, comgr, rocBLAS)".to_owned(),
+                );
+            }
+            let nodes = if p.gpu_nodes.is_empty() {
+                "none open".to_owned()
+            } else {
+                p.gpu_nodes.join(", ")
+            };
+            line(&mut out, "", format!("  GPU nodes {nodes}"));
+            for u in &p.unread {
+                line(&mut out, "", format!("  could not read {u}"));
+            }
+        }
         if m.dkms.is_empty() {
             line(&mut out, "DKMS", "none registered".to_owned());
         }
@@ -252,6 +310,34 @@ impl Report {
                 for (i, link) in f.links.iter().enumerate() {
                     let key = if i == 0 { "see" } else { "" };
                     out.push_str(&format!("  {key:<6}{link}\n"));
+                }
+            }
+        }
+        if !self.knobs.is_empty() {
+            out.push_str("\nknobs set (environment, /etc/modprobe.d, kernel command line, amdgpu parameters)\n");
+        }
+        for k in &self.knobs {
+            let s = &k.setting;
+            let effect = s
+                .in_effect
+                .as_ref()
+                .filter(|v| **v != s.value)
+                .map_or(String::new(), |v| format!(", {v} in effect"));
+            let head = format!("{}={} ({}{effect})", s.name, s.value, s.from);
+            match k.judgement {
+                knobs::Judgement::NoEffect | knobs::Judgement::NoKnownEffect => {
+                    out.push_str(&format!("  {head}: {}\n", k.judgement.label()));
+                }
+                _ => {
+                    let on = k.fault.as_ref().map_or(String::new(), |f| format!(" {f}"));
+                    out.push_str(&format!("  {head}: {}{on}\n", k.judgement.label()));
+                    out.push_str(&wrapped("why", &k.why));
+                    if let Some(cost) = &k.cost {
+                        out.push_str(&wrapped("cost", cost));
+                    }
+                    if let Some(link) = k.links.first() {
+                        out.push_str(&format!("  {:<6}{link}\n", "see"));
+                    }
                 }
             }
         }

@@ -30,6 +30,9 @@ pub struct Machine {
     /// Every hipBLASLt found (ROCm, distribution, ours, PyTorch wheels), each
     /// judged by its kernels; filled by [`super::hipblaslt::find`].
     pub hipblaslt_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
+    /// rocBLAS and hipSPARSELt with gfx12 kernels, judged like hipBLASLt;
+    /// filled by [`super::tensile::find`].
+    pub tensile_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
     /// Patched hipBLASLt builds of ours (`/opt/rocm-patchkit/hipblaslt-7.1.1`).
     pub patched_hipblaslt: Vec<String>,
     /// The MIOpen library found below /opt/rocm/lib.
@@ -44,6 +47,15 @@ pub struct Machine {
     pub dkms: Vec<DkmsPackage>,
     /// The workaround environment variables set for this process.
     pub env: BTreeMap<String, String>,
+    /// The knobs set (environment, modprobe.d, command line, sysfs); filled
+    /// by [`super::knobs::read`]; the JSON carries them judged, in the
+    /// report's `knobs`.
+    #[serde(skip)]
+    pub knob_settings: Vec<super::knobs::Setting>,
+    /// The comgr programs load; filled by [`super::comgr::find`].
+    pub comgr: Option<super::comgr::Comgr>,
+    /// The running program judged (`doctor --pid`), if any.
+    pub process: Option<super::pid::Process>,
     pub unread: Vec<Unread>,
 }
 

@@ -6,7 +6,7 @@ use serde::Serialize;
 
 use super::module::{ModuleFile, TrapHandler};
 use super::probe::Machine;
-use crate::knowledge::{Build, Fault, Library, Severity, Version};
+use crate::knowledge::{Build, Fault, Library, Severity, Version, VersionRange};
 use crate::recipe::KernelVersion;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -104,7 +104,21 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if let Some(early) = kernel(fault, m, &mut why) {
         return early;
     }
-    if fault.trigger_expert_sched {
+    // rocBLAS or hipSPARSELt switching expert scheduling on keeps the fault
+    // affected whatever the hipBLASLt found say.
+    let other_on = m
+        .tensile_libraries
+        .iter()
+        .find(|l| matches!(l.judgement, crate::codeobj::Judgement::On { .. }));
+    if let (true, Some(l)) = (fault.trigger_expert_sched, other_on) {
+        why.push(format!(
+            "{} ({}) switches expert scheduling on: {}",
+            l.path,
+            l.kind,
+            l.judgement.describe()
+        ));
+    }
+    if fault.trigger_expert_sched && other_on.is_none() {
         if let Some(status) = super::expert_sched::judge(m, &mut why) {
             let next = match status {
                 Status::Mitigated => vec![
@@ -203,6 +217,9 @@ fn patched_hipblaslt<'m>(fault: &Fault, m: &'m Machine) -> Option<(&'m str, bool
 
 /// The ROCm / hipBLASLt gate of library faults; `Some` ends the judgement.
 fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> {
+    if let Some(range) = &fault.comgr {
+        return comgr(range, m, why);
+    }
     if fault.rocm.is_none() && fault.hipblaslt.is_none() {
         return None;
     }
@@ -255,6 +272,44 @@ fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdic
         }
     }
     None
+}
+
+/// The comgr gate: only a distribution's build in `range` is affected.
+fn comgr(range: &VersionRange, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> {
+    let Some(c) = &m.comgr else {
+        why.push("no comgr found (dpkg status, rpm, /opt/rocm/lib)".to_owned());
+        return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+    };
+    if !c.debian {
+        why.push(format!(
+            "comgr {} {} ({}) is not a Debian/Ubuntu build: the broken cache key is in Debian's patch",
+            c.package, c.version, c.from
+        ));
+        return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+    }
+    match Version::parse_prefix(&c.version) {
+        Some(v) if range.matches(&v) => {
+            why.push(format!(
+                "{} {} ({range}, from {})",
+                c.package, c.version, c.from
+            ));
+            None
+        }
+        Some(_) => {
+            why.push(format!(
+                "{} {} is outside the affected range {range}",
+                c.package, c.version
+            ));
+            Some(verdict(Status::NotAffected, why.join("; "), Vec::new()))
+        }
+        None => {
+            why.push(format!(
+                "the comgr version `{}` is not a version",
+                c.version
+            ));
+            Some(verdict(Status::CannotTell, why.join("; "), Vec::new()))
+        }
+    }
 }
 
 /// The kernel gate of kernel faults; `Some` ends the judgement.

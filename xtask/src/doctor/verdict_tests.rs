@@ -217,28 +217,36 @@ fn the_abi_flag_is_info_until_7_0_or_read_from_kfd() {
 }
 
 #[test]
-fn the_tensile_fault_follows_rocm_7_2_and_hipblaslt_1_5() {
+fn the_tensile_fault_follows_hipblaslt_1_2_to_1_5_on_gfx12() {
     let f = fault("tensile-gltr-dtvb1");
-    let v = assess(&f, &machine(120001, "6.19.0", "7.2.1"));
+    let with = |gfx: u32, rocm: &str, hipblaslt: &str| {
+        let mut m = machine(gfx, "6.19.0", rocm);
+        m.hipblaslt_version = Some(hipblaslt.into());
+        assess(&f, &m)
+    };
+    let v = with(120001, "7.2.1", "1.2.1");
     assert_eq!(v.status, Status::Affected, "{v:?}");
     assert_eq!(
         v.next[0],
         "cargo xtask build-hipblaslt hipblaslt-rocm-7.2-gltr-bound"
     );
-    assert_eq!(
-        assess(&f, &machine(120001, "6.19.0", "7.1.1")).status,
-        Status::NotAffected
-    );
-    assert_eq!(
-        assess(&f, &machine(120000, "6.19.0", "7.2.1")).status,
-        Status::NotAffected
-    );
+    // ROCm 7.12, 7.14 and 10.0 ship hipBLASLt 1.3 and 1.4: still affected,
+    // on gfx1200 too.
+    for (rocm, hipblaslt) in [
+        ("7.12.0", "1.3.0"),
+        ("7.14.0", "1.4.0"),
+        ("10.0.0", "1.4.2"),
+    ] {
+        for gfx in [120001, 120000] {
+            let v = with(gfx, rocm, hipblaslt);
+            assert_eq!(v.status, Status::Affected, "{rocm} {gfx}: {v:?}");
+        }
+    }
+    assert_eq!(with(120001, "7.1.1", "1.1.0").status, Status::NotAffected);
+    assert_eq!(with(120001, "10.1.0", "1.5.0").status, Status::Fixed);
+    assert_eq!(with(110000, "7.2.1", "1.2.1").status, Status::NotAffected);
     let mut m = machine(120001, "6.19.0", "7.2.1");
-    m.hipblaslt_version = Some("1.5.0".into());
-    assert_eq!(assess(&f, &m).status, Status::Fixed);
-    m.hipblaslt_version = Some("1.2.0".into());
-    assert_eq!(assess(&f, &m).status, Status::Affected);
-    m.rocm_version = None;
+    m.hipblaslt_version = None;
     assert_eq!(assess(&f, &m).status, Status::CannotTell);
 }
 
@@ -266,6 +274,7 @@ fn the_miopen_fault_needs_miopen_and_is_mitigated_by_its_env() {
 fn our_patched_hipblaslt_counts_only_on_the_library_path() {
     let f = fault("tensile-gltr-dtvb1");
     let mut m = machine(120001, "6.19.0", "7.2.1");
+    m.hipblaslt_version = Some("1.2.1".into());
     m.patched_hipblaslt = vec!["/opt/rocm-patchkit/hipblaslt-7.1.1".into()];
     assert_eq!(assess(&f, &m).status, Status::Affected);
     m.patched_hipblaslt

@@ -4,6 +4,7 @@
 //! keys refused and validated with every problem reported at once; nothing
 //! here reads the machine (that is `doctor`).
 
+pub mod knobs;
 mod parse;
 mod version;
 
@@ -14,6 +15,7 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::recipe::KernelRange;
+pub use knobs::{Effect, Knob, KnobKind, Knobs};
 pub use parse::parse;
 pub use version::{Version, VersionRange};
 
@@ -25,6 +27,8 @@ pub const PATH: &str = "knowledge/faults.toml";
 pub struct Knowledge {
     pub path: PathBuf,
     pub faults: Vec<Fault>,
+    /// The knobs of `knowledge/knobs.toml` (empty when only faults were parsed).
+    pub knobs: Knobs,
 }
 
 /// How much an affected verdict matters: `Fault` makes `doctor` exit 3.
@@ -41,6 +45,7 @@ pub enum Severity {
 pub enum Library {
     Hipblaslt,
     Miopen,
+    Comgr,
 }
 
 impl Library {
@@ -48,6 +53,7 @@ impl Library {
         match self {
             Library::Hipblaslt => "hipBLASLt",
             Library::Miopen => "MIOpen",
+            Library::Comgr => "comgr",
         }
     }
 }
@@ -84,6 +90,9 @@ pub struct Fault {
     pub rocm: Option<VersionRange>,
     pub hipblaslt: Option<VersionRange>,
     pub hipblaslt_fixed: Option<VersionRange>,
+    /// Versions of a distribution's comgr package (`libamd-comgr3`,
+    /// upstream part of the package version) affected.
+    pub comgr: Option<VersionRange>,
     pub trigger_rocm: Option<VersionRange>,
     /// Triggered only by hipBLASLt kernels that switch expert scheduling on
     /// for gfx12: doctor reads the kernels of every hipBLASLt it finds.
@@ -155,12 +164,23 @@ impl Knowledge {
                 path.display()
             )
         })?;
-        parse(&path, &text).with_context(|| {
+        let mut knowledge = parse(&path, &text).with_context(|| {
             format!(
                 "the knowledge file {} is invalid",
                 crate::diag::display_path(&path).display()
             )
-        })
+        })?;
+        let path = root.join(knobs::PATH);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading the knobs file {}", path.display()))?;
+        let ids = knowledge.faults.iter().map(|f| f.id.clone()).collect();
+        knowledge.knobs = knobs::parse(&path, &text, &ids).with_context(|| {
+            format!(
+                "the knobs file {} is invalid",
+                crate::diag::display_path(&path).display()
+            )
+        })?;
+        Ok(knowledge)
     }
 
     /// Every recipe a fault names (fixes and stop-gaps), sorted.

@@ -38,6 +38,7 @@ struct RawFault {
     rocm: Option<Text>,
     hipblaslt: Option<Text>,
     hipblaslt_fixed: Option<Text>,
+    comgr: Option<Text>,
     trigger_rocm: Option<Text>,
     #[serde(default)]
     trigger_expert_sched: bool,
@@ -118,6 +119,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Knowledge> {
         Ok(Knowledge {
             path: path.to_owned(),
             faults,
+            knobs: Default::default(),
         })
     } else {
         c.diags.sort_by_key(|d| (d.line, d.col));
@@ -190,6 +192,9 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
             );
         }
     }
+    if f.links.is_empty() {
+        c.err(at, "`links`: give at least one upstream link for the fault");
+    }
     for link in &f.links {
         if !link.get_ref().starts_with("https://") {
             c.err_at(link, "`links`: an upstream link starts with https://");
@@ -219,10 +224,15 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
     });
     let rocm = c.version_range(&f.rocm, "rocm");
     let hipblaslt = c.version_range(&f.hipblaslt, "hipblaslt");
-    if f.kernel.is_none() && f.rocm.is_none() && f.hipblaslt.is_none() && f.needs.is_none() {
+    if f.kernel.is_none()
+        && f.rocm.is_none()
+        && f.hipblaslt.is_none()
+        && f.comgr.is_none()
+        && f.needs.is_none()
+    {
         c.err(
             at,
-            "a fault needs something to judge by: `[fault.kernel]`, `rocm`, `hipblaslt` or `needs`",
+            "a fault needs something to judge by: `[fault.kernel]`, `rocm`, `hipblaslt`, `comgr` or `needs`",
         );
     }
     let mut fixes = Vec::new();
@@ -267,6 +277,7 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
         rocm,
         hipblaslt,
         hipblaslt_fixed: c.version_range(&f.hipblaslt_fixed, "hipblaslt_fixed"),
+        comgr: c.version_range(&f.comgr, "comgr"),
         trigger_rocm: c.version_range(&f.trigger_rocm, "trigger_rocm"),
         trigger_expert_sched: f.trigger_expert_sched,
         needs: f.needs,

@@ -421,3 +421,24 @@ fn an_invalid_knowledge_file_is_located() {
         .fails_with(1)
         .stderr_has("reading the knowledge file");
 }
+
+#[test]
+fn the_tensile_fault_follows_the_hipblaslt_version_on_gfx12() {
+    for (gfx, rocm, hipblaslt, want) in [
+        (120001, "7.2.1-81", "1.2.1", "affected"),
+        (120001, "7.12.0", "1.3.0", "affected"),
+        (120001, "7.14.0", "1.4.0", "affected"),
+        (120000, "10.0.0", "1.4.2", "affected"),
+        (120001, "10.1.0", "1.5.0", "fixed"),
+        (110000, "7.2.1-81", "1.2.1", "not-affected"),
+    ] {
+        let m = FakeMachine::new();
+        m.gpu(1, gfx, 30032)
+            .kernel("6.19.2-arch1-1")
+            .amdgpu(1)
+            .rocm(rocm, hipblaslt);
+        let (_, report) = m.report();
+        let tensile = fault(&report, "tensile-gltr-dtvb1");
+        assert_eq!(tensile["status"], want, "{gfx} {hipblaslt}: {tensile:#}");
+    }
+}
