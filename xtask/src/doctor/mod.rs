@@ -4,6 +4,7 @@
 
 mod dkms;
 mod expert_sched;
+pub mod fsread;
 pub mod hipblaslt;
 pub mod module;
 pub mod probe;

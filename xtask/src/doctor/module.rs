@@ -1,13 +1,17 @@
 //! The amdgpu module `modprobe` would load for a kernel, read for what it
 //! carries: found as modules.dep resolves it (else updates/ before extra/
-//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`), and judged by
-//! its gfx12 CWSR trap handler, the u32 array the module holds. Reads only;
-//! a module that cannot be read is a verdict with its reason, never a panic.
+//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`), and
+//! judged by its gfx12 CWSR trap handler, the u32 array the module holds.
+//! Reads only, through [`super::fsread`] (inside the root, bounded); a module
+//! that cannot be read is a verdict with its reason, never a panic.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use super::fsread::{self, Kind, Root};
+use super::probe::Unread;
 
 /// What the gfx12 CWSR trap handler of a module says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,48 +48,80 @@ pub const FIXED: [u32; 4] = [0xbfa00001, 0xbfa002b2, 0xb0804009, 0xb8eef81a];
 pub const UNFIXED: [u32; 3] = [0xbfa002a2, 0xb0804009, 0xb8f8f804];
 
 /// The largest decompressed module doctor reads (amdgpu is ~30 MiB).
-const MAX_SIZE: u64 = 1 << 30;
+pub const MAX_SIZE: u64 = 512 << 20;
+/// Folders below `updates/`, `extra/` and `kernel/` searched at most.
+const SEARCH_DEPTH: usize = 16;
 
 /// The amdgpu module file modprobe would load for `kernel`, below `root`
-/// (a path from `root`, such as `lib/modules/<kver>/kernel/...`).
-pub fn find(root: &Path, kernel: &str) -> Option<PathBuf> {
+/// (a path from `root`, such as `lib/modules/<kver>/kernel/...`). Every path
+/// stays inside the root: an absolute or `..` path of `modules.dep` is taken
+/// below it, as modprobe in a chroot would. What stands in the way (a
+/// `modules.dep` entry that is no file, a FIFO named like the module, a
+/// symlink loop) goes to `unread`.
+pub fn find(root: &Path, kernel: &str, unread: &mut Vec<Unread>) -> Option<PathBuf> {
+    let fs = Root::new(root);
     let dir = Path::new("lib/modules").join(kernel);
-    if let Ok(dep) = std::fs::read_to_string(root.join(&dir).join("modules.dep")) {
-        let from_dep = dep.lines().find_map(|line| {
-            let file = line.split(':').next()?.trim();
-            let name = Path::new(file).file_name()?.to_str()?;
-            is_amdgpu(name).then(|| dir.join(file))
-        });
-        if let Some(rel) = from_dep.filter(|rel| root.join(rel).is_file()) {
-            return Some(rel);
+    let dep = dir.join("modules.dep");
+    match fs.read_text(&dep, fsread::LIST) {
+        Ok(text) => {
+            let from_dep = text.lines().find_map(|line| {
+                let file = line.split(':').next()?.trim();
+                let name = Path::new(file).file_name()?.to_str()?;
+                is_amdgpu(name).then(|| dir.join(file))
+            });
+            if let Some(rel) = from_dep {
+                match fs.meta(&rel) {
+                    Ok(meta) if meta.kind == Kind::File => return Some(relative(&rel)),
+                    Ok(meta) => unread.push(Unread {
+                        path: fsread::shown(&rel),
+                        why: format!(
+                            "named by modules.dep, is {}, not a module file",
+                            meta.kind.describe()
+                        ),
+                    }),
+                    Err(u) => unread.push(Unread {
+                        why: format!("named by modules.dep: {}", u.why),
+                        ..u
+                    }),
+                }
+            }
         }
+        Err(u) if u.why == "does not exist" => {}
+        Err(u) => unread.push(u),
     }
-    ["updates", "extra", "kernel"]
-        .iter()
-        .find_map(|top| search(root, &dir.join(top)))
+    let mut problems = Vec::new();
+    for top in ["updates", "extra", "kernel"] {
+        let walk = fs.walk(&dir.join(top), SEARCH_DEPTH, is_amdgpu);
+        for entry in walk.found {
+            match fs.meta(&entry.path) {
+                Ok(meta) if meta.kind == Kind::File => return Some(relative(&entry.path)),
+                Ok(meta) => problems.push(Unread {
+                    path: fsread::shown(&entry.path),
+                    why: format!("is {}, not a module file: not read", meta.kind.describe()),
+                }),
+                Err(u) => problems.push(u),
+            }
+        }
+        problems.extend(
+            walk.unread.into_iter().filter(|u| {
+                !(u.why == "does not exist" && u.path == fsread::shown(&dir.join(top)))
+            }),
+        );
+    }
+    unread.extend(problems);
+    None
+}
+
+/// A machine path without its leading `/`.
+fn relative(path: &Path) -> PathBuf {
+    path.strip_prefix("/").unwrap_or(path).to_path_buf()
 }
 
 fn is_amdgpu(name: &str) -> bool {
-    matches!(name, "amdgpu.ko" | "amdgpu.ko.xz" | "amdgpu.ko.zst")
-}
-
-/// The first `amdgpu.ko*` below `rel`, folders in sorted order.
-fn search(root: &Path, rel: &Path) -> Option<PathBuf> {
-    let mut entries: Vec<_> = std::fs::read_dir(root.join(rel))
-        .ok()?
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    entries.sort();
-    for name in &entries {
-        if name.to_str().is_some_and(is_amdgpu) && root.join(rel).join(name).is_file() {
-            return Some(rel.join(name));
-        }
-    }
-    entries
-        .iter()
-        .filter(|n| root.join(rel).join(n).is_dir())
-        .find_map(|n| search(root, &rel.join(n)))
+    matches!(
+        name,
+        "amdgpu.ko" | "amdgpu.ko.xz" | "amdgpu.ko.zst" | "amdgpu.ko.gz"
+    )
 }
 
 /// Reads and judges the module at `rel` below `root`.
@@ -98,9 +134,9 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
         why,
         srcversion: None,
     };
-    let raw = match std::fs::read(root.join(rel)) {
+    let raw = match Root::new(root).read(rel, fsread::MODULE) {
         Ok(raw) => raw,
-        Err(err) => return cannot(format!("cannot read {path}: {err}"), None),
+        Err(u) => return cannot(format!("cannot read {path}: {}", u.why), None),
     };
     let sha256 = Some(crate::hash::sha256_hex(&raw));
     let elf = match decompress(&raw, &path) {
@@ -128,10 +164,13 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
 pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
     const XZ: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
     const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+    const GZIP: &[u8] = &[0x1f, 0x8b];
     let named = if path.ends_with(".xz") {
         "xz"
     } else if path.ends_with(".zst") {
         "zstd"
+    } else if path.ends_with(".gz") {
+        "gzip"
     } else {
         "none"
     };
@@ -139,6 +178,8 @@ pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
         "xz"
     } else if raw.starts_with(ZSTD) {
         "zstd"
+    } else if raw.starts_with(GZIP) {
+        "gzip"
     } else {
         "none"
     };
@@ -152,18 +193,27 @@ pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
             }
         ));
     }
-    let mut out = Vec::new();
-    let result = match found {
-        "xz" => xz2::read::XzDecoder::new(raw)
-            .take(MAX_SIZE)
-            .read_to_end(&mut out),
-        "zstd" => zstd::stream::read::Decoder::new(raw)
-            .and_then(|d| d.take(MAX_SIZE).read_to_end(&mut out)),
+    let decoder: Box<dyn Read + '_> = match found {
+        "xz" => Box::new(xz2::read::XzDecoder::new(raw)),
+        "zstd" => Box::new(
+            zstd::stream::read::Decoder::new(raw)
+                .map_err(|e| format!("{path} does not decompress as zstd: {e}"))?,
+        ),
+        "gzip" => Box::new(flate2::read::GzDecoder::new(raw)),
         _ => return Ok(raw.to_vec()),
     };
-    result
-        .map(|_| out)
-        .map_err(|e| format!("{path} does not decompress as {found}: {e}"))
+    let mut out = Vec::new();
+    decoder
+        .take(MAX_SIZE + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{path} does not decompress as {found}: {e}"))?;
+    if out.len() as u64 > MAX_SIZE {
+        return Err(format!(
+            "{path} decompresses to more than {}, more than any kernel module: not read",
+            crate::report::human_size(MAX_SIZE)
+        ));
+    }
+    Ok(out)
 }
 
 /// A 64-bit little-endian ELF whose section headers lie inside the file.
