@@ -11,6 +11,7 @@ use crate::codeobj;
 use crate::doctor;
 use crate::knowledge::Knowledge;
 use crate::recipe::{self, Kind, Recipe};
+use crate::report;
 use crate::workspace::Workspace;
 
 /// Which known faults affect this machine, why, and the fix to build
@@ -89,6 +90,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         Some(path) if !args.no_cache => codeobj::Cache::load(path),
         _ => codeobj::Cache::in_memory(),
     };
+    for python in &args.python {
+        if let Some(unread) = doctor::hipblaslt::unreadable_python(&root, python) {
+            machine.unread.push(unread);
+        }
+    }
     let places = doctor::hipblaslt::Places::from_env(&args.python);
     machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
     if let Err(err) = cache.save() {
@@ -96,9 +102,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let report = doctor::diagnose(&knowledge, machine, &recipes);
     if args.json {
-        println!("{}", report.to_json()?);
+        report::out(&format!("{}\n", report::safe_json(&report.to_json()?)));
     } else {
-        print!("{}", report.to_text());
+        report::out(&report.to_text());
     }
     if !report.affected().is_empty() {
         std::io::stdout().flush().context("writing the report")?;

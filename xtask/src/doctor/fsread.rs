@@ -341,6 +341,53 @@ impl Root {
         walk
     }
 
+    /// Why a reader that knows nothing of the root (it follows the host's
+    /// symlinks, as [`crate::codeobj`] reads a kernel library) would not read
+    /// below `dir` what the machine holds there: a symlink that leads
+    /// elsewhere on the host than inside the root, a loop, a folder not
+    /// listed, or an entry whose name `want`s it read that is not a regular
+    /// file of at most `limit` bytes. Empty when the two readings agree.
+    pub fn host_reading_differs(
+        &self,
+        dir: &Path,
+        depth: usize,
+        want: impl Fn(&str) -> bool,
+        limit: u64,
+    ) -> Vec<Unread> {
+        let walk = self.walk(dir, depth, |_| true);
+        let mut problems = walk.unread;
+        for entry in walk.found {
+            if entry.kind == Kind::Symlink {
+                let host = std::fs::canonicalize(self.on_host(&entry.path)).ok();
+                let machine = self
+                    .resolve(&entry.path)
+                    .ok()
+                    .and_then(|real| std::fs::canonicalize(self.on_host(&real)).ok());
+                if host.is_none() || host != machine {
+                    problems.push(unread(
+                        &entry.path,
+                        "is a symlink that leads out of the machine's tree: not read",
+                    ));
+                    continue;
+                }
+            }
+            if entry.name.to_str().is_some_and(&want) {
+                match self.meta(&entry.path) {
+                    Ok(m) if m.kind != Kind::File => problems.push(unread(
+                        &entry.path,
+                        format!("is {}, not a file: not read", m.kind.describe()),
+                    )),
+                    Ok(m) if m.len > limit => {
+                        problems.push(too_large(&entry.path, limit, Some(m.len)))
+                    }
+                    Ok(_) => {}
+                    Err(u) => problems.push(u),
+                }
+            }
+        }
+        problems
+    }
+
     fn walk_in(
         &self,
         dir: &Path,
