@@ -428,7 +428,14 @@ impl Root {
             }
             let is_dir = match entry.kind {
                 Kind::Dir => true,
-                Kind::Symlink => self.is_dir(&entry.path),
+                Kind::Symlink => match self.meta(&entry.path) {
+                    Ok(meta) => meta.kind == Kind::Dir,
+                    Err(u) if u.why == "does not exist" => false,
+                    Err(u) => {
+                        walk.unread.push(u); // a loop: named, not followed
+                        false
+                    }
+                },
                 _ => false,
             };
             if is_dir && depth > 0 {

@@ -18,6 +18,7 @@ mod dist;
 mod dkms_install;
 mod doctor;
 mod doctor_hipblaslt;
+mod doctor_hostile;
 mod doctor_kfd;
 mod doctor_module;
 mod doctor_support;
