@@ -42,6 +42,7 @@ mod rebuild;
 mod recipes;
 mod render;
 mod repo;
+mod safe_text;
 mod source_packages;
 mod source_packages_config;
 mod verify;
