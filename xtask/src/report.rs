@@ -309,6 +309,22 @@ pub fn out(text: &str) {
     let _ = stdout.write_all(safe(text).as_bytes());
 }
 
+/// Prints a JSON report on stdout, a newline after it, through [`safe_json`].
+pub fn out_json(json: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(safe_json(json).as_bytes());
+    let _ = stdout.write_all(b"\n");
+}
+
+/// `println!` for a command's report: the line goes through [`safe`].
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::report::out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// A size as people read it, the one spelling every message uses: `512 B`,
 /// `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
 pub fn human_size(bytes: u64) -> String {

@@ -102,7 +102,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let report = doctor::diagnose(&knowledge, machine, &recipes);
     if args.json {
-        report::out(&format!("{}\n", report::safe_json(&report.to_json()?)));
+        report::out_json(&report.to_json()?);
     } else {
         report::out(&report.to_text());
     }
