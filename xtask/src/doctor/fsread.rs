@@ -363,7 +363,9 @@ impl Root {
                     .resolve(&entry.path)
                     .ok()
                     .and_then(|real| std::fs::canonicalize(self.on_host(&real)).ok());
-                if host.is_none() || host != machine {
+                // dangling both ways: nothing is read through it (a wanted
+                // name is named below, with the reason)
+                if host != machine {
                     problems.push(unread(
                         &entry.path,
                         "is a symlink that leads out of the machine's tree: not read",
@@ -539,6 +541,25 @@ mod tests {
         // a file whose size is not stated is cut at the limit
         let err = dev.read(Path::new("/proc/self/environ"), 0).unwrap_err();
         assert!(err.why.contains("larger than"), "{err:?}");
+    }
+
+    #[test]
+    fn a_host_reader_is_trusted_only_where_it_reads_the_machine() {
+        let (dir, root) = tree();
+        let d = dir.path();
+        let co = |n: &str| n.ends_with(".co");
+        symlink("f", d.join("a/b/inside.co")).unwrap();
+        symlink("gone", d.join("a/b/dangling.dat")).unwrap();
+        assert_eq!(root.host_reading_differs(Path::new("/a"), 3, co, 100), []);
+        symlink("/dev/zero", d.join("a/b/zero.co")).unwrap();
+        let problems = root.host_reading_differs(Path::new("/a"), 3, co, 100);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert_eq!(problems[0].path, "/a/b/zero.co");
+        assert!(problems[0].why.contains("leads out"), "{problems:?}");
+        std::fs::remove_file(d.join("a/b/zero.co")).unwrap();
+        std::fs::write(d.join("a/big.co"), vec![0u8; 101]).unwrap();
+        let problems = root.host_reading_differs(Path::new("/a"), 3, co, 100);
+        assert!(problems[0].why.contains("larger than"), "{problems:?}");
     }
 
     #[test]
