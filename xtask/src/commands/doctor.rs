@@ -97,6 +97,21 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let places = doctor::hipblaslt::Places::from_env(&args.python);
     machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
+    // what kept a kernel library unjudged is listed with the rest unread
+    let kernel_libraries: BTreeSet<&str> = machine
+        .hipblaslt_libraries
+        .iter()
+        .filter(|l| matches!(l.judgement, codeobj::Judgement::CannotTell { .. }))
+        .map(|l| l.kernels.as_str())
+        .collect();
+    let mut problems = Vec::new();
+    for kernels in kernel_libraries {
+        problems.extend(doctor::hipblaslt::kernel_library_problems(
+            &root,
+            std::path::Path::new(kernels),
+        ));
+    }
+    machine.unread.extend(problems);
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }

@@ -281,10 +281,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
 /// kernel file, no loop, no file larger than [`fsread::KERNEL_FILE`]);
 /// "cannot tell" naming what stands in the way otherwise.
 fn judge_kernels(root: &Path, kernels: &Path, cache: &mut Cache, threads: usize) -> Judgement {
-    let kernel_file = |n: &str| n.ends_with(".co") || n.ends_with(".hsaco");
-    // codeobj::kernel_files lists the library and three levels below it
-    let problems =
-        Root::new(root).host_reading_differs(kernels, 3, kernel_file, fsread::KERNEL_FILE);
+    let problems = kernel_library_problems(root, kernels);
     if let Some(first) = problems.first() {
         let more = match problems.len() {
             1 => String::new(),
@@ -298,6 +295,18 @@ fn judge_kernels(root: &Path, kernels: &Path, cache: &mut Cache, threads: usize)
         root,
         codeobj::judge_library(&below(root, kernels), cache, threads),
     )
+}
+
+/// What keeps the kernel library at `kernels` (a machine path) from being
+/// read as the machine holds it ([`Root::host_reading_differs`]); empty when
+/// nothing does, or when there is no such folder (that is said elsewhere).
+pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<super::probe::Unread> {
+    if !Root::new(root).is_dir(kernels) {
+        return Vec::new();
+    }
+    let kernel_file = |n: &str| n.ends_with(".co") || n.ends_with(".hsaco");
+    // codeobj::kernel_files lists the library and three levels below it
+    Root::new(root).host_reading_differs(kernels, 3, kernel_file, fsread::KERNEL_FILE)
 }
 
 /// File paths of a judgement as the machine sees them (without the root).

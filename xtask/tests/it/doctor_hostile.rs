@@ -197,6 +197,10 @@ fn fifos_named_like_the_files_doctor_reads_do_not_block_it() {
     let judged = judgement(&report, "/opt/rocm/lib/libhipblaslt.so.1.1.0");
     let why = judged["why"].as_str().unwrap();
     assert!(why.contains("is a FIFO, not a file"), "{why}");
+    assert_eq!(
+        unread(&report, &format!("/{kernel}")),
+        "is a FIFO, not a file: not read"
+    );
 }
 
 #[test]
