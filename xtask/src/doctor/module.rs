@@ -134,12 +134,22 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
         why,
         srcversion: None,
     };
-    let raw = match Root::new(root).read(rel, fsread::MODULE) {
-        Ok(raw) => raw,
+    let file = match Root::new(root).open(rel, fsread::MODULE) {
+        Ok((file, _)) => file,
         Err(u) => return cannot(format!("cannot read {path}: {}", u.why), None),
     };
-    let sha256 = Some(crate::hash::sha256_hex(&raw));
-    let elf = match decompress(&raw, &path) {
+    // streamed: the file is hashed as it is decompressed, never held whole
+    let mut input = std::io::BufReader::with_capacity(
+        1 << 16,
+        Hashing {
+            inner: file.take(fsread::MODULE),
+            hasher: crate::hash::Hasher::new(),
+        },
+    );
+    let decoded = decompress_from(&mut input, &path, MAX_SIZE);
+    let rest = std::io::copy(&mut input, &mut std::io::sink());
+    let sha256 = rest.ok().map(|_| input.into_inner().hasher.hex());
+    let elf = match decoded {
         Ok(elf) => elf,
         Err(why) => return cannot(why, sha256),
     };
@@ -159,9 +169,32 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
     }
 }
 
+/// A reader that hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: crate::hash::Hasher,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
 /// The ELF bytes of a module file, decompressed by its magic; the name's
 /// extension must agree with it.
 pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
+    decompress_from(&mut &raw[..], path, MAX_SIZE)
+}
+
+/// [`decompress`] reading from `input`, at most `cap` bytes out.
+fn decompress_from(
+    input: &mut impl std::io::BufRead,
+    path: &str,
+    cap: u64,
+) -> Result<Vec<u8>, String> {
     const XZ: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
     const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
     const GZIP: &[u8] = &[0x1f, 0x8b];
@@ -174,6 +207,9 @@ pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
     } else {
         "none"
     };
+    let raw = input
+        .fill_buf()
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
     let found = if raw.starts_with(XZ) {
         "xz"
     } else if raw.starts_with(ZSTD) {
@@ -194,23 +230,23 @@ pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
         ));
     }
     let decoder: Box<dyn Read + '_> = match found {
-        "xz" => Box::new(xz2::read::XzDecoder::new(raw)),
+        "xz" => Box::new(xz2::bufread::XzDecoder::new(input)),
         "zstd" => Box::new(
-            zstd::stream::read::Decoder::new(raw)
+            zstd::stream::read::Decoder::with_buffer(input)
                 .map_err(|e| format!("{path} does not decompress as zstd: {e}"))?,
         ),
-        "gzip" => Box::new(flate2::read::GzDecoder::new(raw)),
-        _ => return Ok(raw.to_vec()),
+        "gzip" => Box::new(flate2::bufread::GzDecoder::new(input)),
+        _ => Box::new(input),
     };
     let mut out = Vec::new();
     decoder
-        .take(MAX_SIZE + 1)
+        .take(cap + 1)
         .read_to_end(&mut out)
         .map_err(|e| format!("{path} does not decompress as {found}: {e}"))?;
-    if out.len() as u64 > MAX_SIZE {
+    if out.len() as u64 > cap {
         return Err(format!(
             "{path} decompresses to more than {}, more than any kernel module: not read",
-            crate::report::human_size(MAX_SIZE)
+            crate::report::human_size(cap)
         ));
     }
     Ok(out)
@@ -363,5 +399,27 @@ mod tests {
         bad.extend([0x55; 40]);
         let err = decompress(&bad, "/x/amdgpu.ko.xz").unwrap_err();
         assert!(err.contains("does not decompress as xz"), "{err}");
+    }
+
+    #[test]
+    fn decompression_stops_at_the_cap_in_every_format() {
+        use std::io::Write;
+        let zeros = vec![0u8; 5000];
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(&zeros).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&zeros).unwrap();
+        let cases = [
+            ("amdgpu.ko.xz", xz.finish().unwrap()),
+            ("amdgpu.ko.zst", zstd::encode_all(&zeros[..], 1).unwrap()),
+            ("amdgpu.ko.gz", gz.finish().unwrap()),
+            ("amdgpu.ko", zeros.clone()),
+        ];
+        for (name, bytes) in cases {
+            let err = decompress_from(&mut &bytes[..], name, 4096).unwrap_err();
+            assert!(err.contains("decompresses to more than 4.0 KiB"), "{err}");
+            let whole = decompress_from(&mut &bytes[..], name, 5000).unwrap();
+            assert_eq!(whole, zeros, "{name}");
+        }
     }
 }

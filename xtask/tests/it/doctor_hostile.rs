@@ -103,7 +103,7 @@ fn module_elf(fixed: bool) -> Vec<u8> {
         elf.extend(w.to_le_bytes());
     }
     elf.extend(format!("\0vermagic={RELEASE} SMP mod_unload \0").as_bytes());
-    while elf.len() % 8 != 0 {
+    while !elf.len().is_multiple_of(8) {
         elf.push(0);
     }
     let shoff = elf.len() as u64;
