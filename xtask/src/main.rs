@@ -86,16 +86,19 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             let code = xtask::diag::exit_code(&err);
+            // text from outside (paths, entry names, recipe values) is in
+            // the messages: printed through the one escaping function
+            let safe = |text: String| xtask::report::safe(&text).into_owned();
             if let Some(invalid) = err.downcast_ref::<xtask::diag::InvalidInput>() {
-                eprintln!("{invalid}");
+                eprintln!("{}", safe(invalid.to_string()));
                 let outer = err.to_string();
                 if outer == invalid.to_string() {
                     eprintln!("error: the recipe is invalid (see above)");
                 } else {
-                    eprintln!("error: {outer}");
+                    eprintln!("error: {}", safe(outer));
                 }
             } else {
-                eprintln!("error: {err:#}");
+                eprintln!("error: {}", safe(format!("{err:#}")));
             }
             ExitCode::from(code as u8)
         }

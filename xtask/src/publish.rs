@@ -30,12 +30,14 @@ impl Outcome {
     pub fn print(&self) {
         let shown = |dir: &Path| crate::diag::display_path(dir).display().to_string();
         match self {
-            Outcome::UpToDate { dir } => println!("{} is up to date: nothing to do", shown(dir)),
+            Outcome::UpToDate { dir } => {
+                crate::outln!("{} is up to date: nothing to do", shown(dir))
+            }
             Outcome::Published { dir, outputs } => {
                 for (name, output) in outputs {
-                    println!("{:>10}  {name}", human_size(output.size));
+                    crate::outln!("{:>10}  {name}", human_size(output.size));
                 }
-                println!(
+                crate::outln!(
                     "published {} (check it with `cargo xtask verify {}`)",
                     shown(dir),
                     shown(dir)

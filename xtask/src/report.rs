@@ -1,7 +1,11 @@
 //! The one reporting interface: library code says what it is doing through
 //! a [`Reporter`]; the binary decides between progress bars on a terminal,
-//! plain lines (CI, pipes) and silence (`--quiet`).
+//! plain lines (CI, pipes) and silence (`--quiet`). It is also the one
+//! place text from outside is made safe to print ([`safe`]): every sink
+//! here, `main`'s error printing and the reports printed on stdout ([`out`])
+//! go through it.
 
+use std::borrow::Cow;
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -59,16 +63,16 @@ impl Reporter {
         // indicatif drops `println` when stderr is not a terminal.
         match self.mode {
             Mode::Terminal => {
-                let _ = self.multi.println(message.as_ref());
+                let _ = self.multi.println(safe(message.as_ref()));
             }
-            Mode::Plain => eprintln!("{}", message.as_ref()),
+            Mode::Plain => eprintln!("{}", safe(message.as_ref())),
             Mode::Quiet => {}
         }
     }
 
     /// Something the user should know even with `--quiet`.
     pub fn warn(&self, message: impl AsRef<str>) {
-        let line = format!("warning: {}", message.as_ref());
+        let line = format!("warning: {}", safe(message.as_ref()));
         if self.mode == Mode::Terminal {
             let _ = self.multi.println(line);
         } else {
@@ -79,7 +83,7 @@ impl Reporter {
     /// Progress of one piece of work of `total` units (bytes when `bytes`),
     /// or of unknown length when `total` is `None`.
     pub fn progress(&self, label: impl Into<String>, total: Option<u64>, bytes: bool) -> Progress {
-        let label = label.into();
+        let label = safe(&label.into()).into_owned();
         let bar = (self.mode == Mode::Terminal).then(|| {
             let bar = match total {
                 Some(n) => indicatif::ProgressBar::new(n),
@@ -127,7 +131,7 @@ pub struct Task {
 
 impl Reporter {
     pub fn task(&self, label: impl Into<String>) -> Task {
-        let label = label.into();
+        let label = safe(&label.into()).into_owned();
         let started = Instant::now();
         let mut task = Task {
             label: label.clone(),
@@ -247,6 +251,80 @@ impl Drop for Progress {
     }
 }
 
+/// Text from outside (file names, patch paths, archive entry names, recipe
+/// values, machine files) made safe to print on a terminal, as git and
+/// cargo quote paths: every control character (C0, DEL, C1, so ESC and the
+/// CSI that start terminal sequences, and CR) and every bidirectional
+/// override is shown escaped, `\x1b`, `\u{9b}`, `\u{202e}`. The newline
+/// and the tab are kept: they are the lines and columns of our own
+/// multi-line messages (a name that holds one shows as more lines, never as
+/// a terminal command).
+pub fn safe(text: &str) -> Cow<'_, str> {
+    if !text.chars().any(unsafe_char) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            c if !unsafe_char(c) => out.push(c),
+            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// [`safe`] for JSON text: the characters JSON itself does not escape
+/// (DEL, C1, bidirectional overrides) as `\u00XX` escapes, which read back
+/// as the same string.
+pub fn safe_json(json: &str) -> Cow<'_, str> {
+    if !json.chars().any(unsafe_char) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        match c {
+            c if unsafe_char(c) && c != '\r' && (c as u32) >= 0x20 => {
+                out.push_str(&format!("\\u{:04x}", c as u32))
+            }
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+fn unsafe_char(c: char) -> bool {
+    match c {
+        '\n' | '\t' => false,
+        '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => true,
+        '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' => true,
+        _ => false,
+    }
+}
+
+/// Prints a report (a command's result) on stdout through [`safe`].
+pub fn out(text: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(safe(text).as_bytes());
+}
+
+/// Prints a JSON report on stdout, a newline after it, through [`safe_json`].
+pub fn out_json(json: &str) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(safe_json(json).as_bytes());
+    let _ = stdout.write_all(b"\n");
+}
+
+/// `println!` for a command's report: the line goes through [`safe`].
+#[macro_export]
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        $crate::report::out(&format!("{}\n", format_args!($($arg)*)))
+    };
+}
+
 /// A size as people read it, the one spelling every message uses: `512 B`,
 /// `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
 pub fn human_size(bytes: u64) -> String {
@@ -260,7 +338,21 @@ pub fn human_size(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::human_size;
+    use super::{human_size, safe, safe_json};
+
+    #[test]
+    fn control_characters_are_shown_escaped() {
+        assert_eq!(safe("plain/path.c\n\tnext"), "plain/path.c\n\tnext");
+        assert_eq!(
+            safe("a\x1b]0;title\x07b\x1b[2J\rc\u{9b}d\u{202e}e\x7f"),
+            "a\\x1b]0;title\\x07b\\x1b[2J\\x0dc\\u{9b}d\\u{202e}e\\x7f"
+        );
+        let json = serde_json::to_string(&"x\x1b[2J\u{9b}1m\u{202e}").unwrap();
+        let shown = safe_json(&json);
+        assert!(!shown.chars().any(|c| c.is_control()), "{shown}");
+        let back: String = serde_json::from_str(&shown).unwrap();
+        assert_eq!(back, "x\x1b[2J\u{9b}1m\u{202e}");
+    }
 
     #[test]
     fn sizes_are_spelled_in_binary_units_with_one_decimal() {

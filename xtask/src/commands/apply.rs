@@ -56,7 +56,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let tol = args.series.tolerance();
     let _lock = ws.lock_work(&recipe.name)?;
     let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
-    println!(
+    crate::outln!(
         "applied {} patches of {} to {} ({} files); record in {}",
         report.state.patches.len(),
         recipe.name,

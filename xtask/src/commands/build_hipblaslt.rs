@@ -96,20 +96,20 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         return Ok(());
     };
     for output in outputs.keys() {
-        println!("{}", display_path(&dir.join(output)).display());
+        crate::outln!("{}", display_path(&dir.join(output)).display());
     }
     let binary = Manifest::read(dir)
         .and_then(|m| m.build.get("binary").cloned())
         .unwrap_or_default();
     match binary.strip_prefix("skipped: ") {
-        None => println!(
+        None => crate::outln!(
             "built {} for {}: {} package(s) and the source in {}",
             recipe.name,
             hipblaslt::normalize_gpu_targets(&args.gpu_targets)?,
             outputs.keys().filter(|o| is_package(o)).count(),
             display_path(dir).display()
         ),
-        Some(why) => println!(
+        Some(why) => crate::outln!(
             "published the source of {} in {}; binary build skipped: {why}",
             recipe.name,
             display_path(dir).display()

@@ -11,6 +11,7 @@ use crate::codeobj;
 use crate::doctor;
 use crate::knowledge::Knowledge;
 use crate::recipe::{self, Kind, Recipe};
+use crate::report;
 use crate::workspace::Workspace;
 
 /// Which known faults affect this machine, why, and the fix to build
@@ -102,6 +103,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         Some(path) if !args.no_cache => codeobj::Cache::load(path),
         _ => codeobj::Cache::in_memory(),
     };
+    for python in &args.python {
+        if let Some(unread) = doctor::hipblaslt::unreadable_python(&root, python) {
+            machine.unread.push(unread);
+        }
+    }
     let places = doctor::hipblaslt::Places::from_env(&args.python);
     machine.comgr = doctor::comgr::find(&root);
     let env: std::collections::BTreeMap<String, String> = match args.pid {
@@ -127,14 +133,30 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         }
     };
     machine.knob_settings = doctor::knobs::read(&root, &env, &knowledge.knobs);
+    // what kept a kernel library unjudged is listed with the rest unread
+    let kernel_libraries: BTreeSet<&str> = machine
+        .hipblaslt_libraries
+        .iter()
+        .chain(&machine.tensile_libraries)
+        .filter(|l| matches!(l.judgement, codeobj::Judgement::CannotTell { .. }))
+        .map(|l| l.kernels.as_str())
+        .collect();
+    let mut problems = Vec::new();
+    for kernels in kernel_libraries {
+        problems.extend(doctor::hipblaslt::kernel_library_problems(
+            &root,
+            std::path::Path::new(kernels),
+        ));
+    }
+    machine.unread.extend(problems);
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }
     let report = doctor::diagnose(&knowledge, machine, &recipes);
     if args.json {
-        println!("{}", report.to_json()?);
+        report::out_json(&report.to_json()?);
     } else {
-        print!("{}", report.to_text());
+        report::out(&report.to_text());
     }
     if !report.affected().is_empty() {
         std::io::stdout().flush().context("writing the report")?;

@@ -40,10 +40,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let scratch = lock.dir.clone();
     let report = drift::drift(&recipe, &series, &against, &scratch, tol, &ws.reporter)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::report::out_json(&serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{} against {}", report.recipe, report.against);
-        print!("{}", checks_to_text(&report.checks));
+        crate::outln!("{} against {}", report.recipe, report.against);
+        crate::report::out(&checks_to_text(&report.checks));
     }
     if !report.applies() {
         bail!(

@@ -28,7 +28,7 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                     .as_ref()
                     .map(|k| format!("  kernel {}", k.as_str()))
                     .unwrap_or_default();
-                println!(
+                crate::outln!(
                     "{name:width$}  {:<9} {} {}  {} patches  {pins}{kernel}",
                     r.target.kind.as_str(),
                     r.package.name,
@@ -45,7 +45,9 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                 }
             }
             Err(_) => {
-                println!("{name:width$}  INVALID (run `cargo xtask plan {name}` for the problems)")
+                crate::outln!(
+                    "{name:width$}  INVALID (run `cargo xtask plan {name}` for the problems)"
+                )
             }
         }
     }

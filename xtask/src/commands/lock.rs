@@ -43,7 +43,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let changes = lock::lock(ws, &recipe)?;
     let file = display_path(&recipe.path);
     if changes.is_empty() {
-        println!("{}: every pin is current", file.display());
+        crate::outln!("{}: every pin is current", file.display());
         return Ok(());
     }
     for change in &changes {
@@ -52,11 +52,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             None => change.key.clone(),
         };
         let old = change.old.as_deref().unwrap_or("(none)");
-        println!("{what}: {old} -> {}", change.new);
+        crate::outln!("{what}: {old} -> {}", change.new);
         if let Some(note) = &change.note {
-            println!("  {note}");
+            crate::outln!("  {note}");
         }
     }
-    println!("wrote {} pin(s) into {}", changes.len(), file.display());
+    crate::outln!("wrote {} pin(s) into {}", changes.len(), file.display());
     Ok(())
 }

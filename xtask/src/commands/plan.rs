@@ -36,9 +36,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let plan = plan::plan(&recipe)?;
     if args.json {
-        print!("{}", plan::to_json(&plan)?);
+        crate::report::out(&crate::report::safe_json(&plan::to_json(&plan)?));
     } else {
-        print!("{}", plan::to_text(&plan));
+        crate::report::out(&plan::to_text(&plan));
     }
     Ok(())
 }

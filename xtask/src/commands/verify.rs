@@ -48,9 +48,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         let tol = args.series.tolerance();
         let checks = verify::tree_against_series(&args.tree, &series, tol)?;
         if args.json {
-            println!("{}", serde_json::to_string_pretty(&checks)?);
+            crate::report::out_json(&serde_json::to_string_pretty(&checks)?);
         } else {
-            print!("{}", checks_to_text(&checks));
+            crate::report::out(&checks_to_text(&checks));
         }
         let conflicts = checks
             .iter()
@@ -67,9 +67,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let report = verify::tree(&args.tree, &ws.reporter)?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        crate::report::out_json(&serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", to_text(&report));
+        crate::report::out(&to_text(&report));
     }
     if !report.ok {
         bail!("{} differs from its state record", args.tree.display());
@@ -116,15 +116,12 @@ fn verify_dist(args: &Args) -> Result<()> {
     let problems = crate::dist::verify(&args.tree)?;
     let shown = crate::diag::display_path(&args.tree);
     if args.json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(
-                &serde_json::json!({ "dist": shown, "ok": problems.is_empty(), "problems": problems })
-            )?
-        );
+        crate::report::out_json(&serde_json::to_string_pretty(
+            &serde_json::json!({ "dist": shown, "ok": problems.is_empty(), "problems": problems }),
+        )?);
     } else {
         for problem in &problems {
-            println!("{problem}");
+            crate::outln!("{problem}");
         }
     }
     if !problems.is_empty() {
@@ -135,7 +132,7 @@ fn verify_dist(args: &Args) -> Result<()> {
         );
     }
     if !args.json {
-        println!("ok: {} is exactly as published", shown.display());
+        crate::outln!("ok: {} is exactly as published", shown.display());
     }
     Ok(())
 }

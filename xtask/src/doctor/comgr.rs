@@ -24,9 +24,12 @@ pub struct Comgr {
 /// The dpkg status file below the root.
 const DPKG_STATUS: &str = "var/lib/dpkg/status";
 
-/// The text of a file below the root (one place, so reads can be bounded).
+/// The text of a file below the root, read through doctor's one bounded
+/// reader (inside the root, a regular file, at most [`fsread::LIST`]).
 fn read_text(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
+    super::fsread::Root::new(root)
+        .read_text(Path::new(rel), super::fsread::LIST)
+        .ok()
 }
 
 /// The installed `libamd-comgr*` package of the dpkg status file.
@@ -87,9 +90,11 @@ fn from_rpm() -> Option<Comgr> {
 
 /// AMD's comgr in a ROCm library folder (below the root).
 fn library(root: &Path, dir: &str) -> Option<Comgr> {
-    let name = std::fs::read_dir(root.join(dir))
+    let name = super::fsread::Root::new(root)
+        .list(Path::new(dir))
         .ok()?
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .into_iter()
+        .filter_map(|e| e.name.into_string().ok())
         .filter(|n| n.starts_with("libamd_comgr.so"))
         .max_by_key(|n| (n.len(), n.clone()))?;
     Some(Comgr {

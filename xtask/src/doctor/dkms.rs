@@ -2,10 +2,12 @@
 //! /var/lib/dkms, the kernels they are built for, and which one the loaded
 //! amdgpu is (its MODULE_VERSION, else its `srcversion` against the built
 //! `.ko`, `.ko.xz`, `.ko.zst` or `.ko.gz`, read without modinfo or root).
+//! Reads only, through [`super::fsread`].
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::fsread::{self, Kind, Root};
 use super::probe::{AmdgpuModule, DkmsPackage, Probe, Unread};
 
 impl Probe<'_> {
@@ -16,36 +18,45 @@ impl Probe<'_> {
         unread: &mut Vec<Unread>,
     ) -> Vec<DkmsPackage> {
         let base = "var/lib/dkms";
-        let Ok(entries) = std::fs::read_dir(self.root.join(base)) else {
-            unread.push(self.unread(
-                base,
-                "does not exist: no DKMS modules (or dkms not installed)",
-            ));
-            return Vec::new();
+        let fs = self.fs();
+        let entries = match fs.list(Path::new(base)) {
+            Ok(entries) => entries,
+            Err(u) => {
+                let why = match u.why.as_str() {
+                    "does not exist" => "does not exist: no DKMS modules (or dkms not installed)",
+                    why => why,
+                };
+                unread.push(self.unread(base, why));
+                return Vec::new();
+            }
         };
         let loaded_version = amdgpu.and_then(|a| a.version.as_deref());
         let mut out = Vec::new();
-        for name in entries.filter_map(|e| e.ok()?.file_name().into_string().ok()) {
-            let dir = self.root.join(base).join(&name);
-            let Ok(versions) = std::fs::read_dir(&dir) else {
+        for entry in entries.into_iter().filter(|e| fs.is_dir(&e.path)) {
+            let Ok(name) = entry.name.into_string() else {
                 continue;
             };
-            for entry in versions.filter_map(Result::ok) {
-                let version = entry.file_name().to_string_lossy().into_owned();
-                let is_version_dir = entry.file_type().is_ok_and(|t| t.is_dir())
+            let versions = match fs.list(&entry.path) {
+                Ok(versions) => versions,
+                Err(u) => {
+                    unread.push(u);
+                    continue;
+                }
+            };
+            for entry in versions {
+                let version = entry.name.to_string_lossy().into_owned();
+                let is_version_dir = entry.kind == Kind::Dir
                     && !version.starts_with("kernel-")
                     && version != "original_module";
                 if !is_version_dir {
                     continue;
                 }
-                let mut built_for: Vec<String> = std::fs::read_dir(entry.path())
+                let mut built_for: Vec<String> = fs
+                    .list(&entry.path)
                     .into_iter()
                     .flatten()
-                    .filter_map(Result::ok)
-                    .filter(|e| {
-                        e.path().is_dir() && e.file_name() != "source" && e.file_name() != "build"
-                    })
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|e| e.name != "source" && e.name != "build" && fs.is_dir(&e.path))
+                    .map(|e| e.name.to_string_lossy().into_owned())
                     .collect();
                 built_for.sort();
                 let ours = self.ours.contains(&name);
@@ -81,24 +92,17 @@ impl Probe<'_> {
         unread: &mut Vec<Unread>,
     ) {
         for p in packages.iter_mut().filter(|p| p.ours) {
-            let build = self
-                .root
-                .join(base)
-                .join(&p.name)
-                .join(&p.version)
-                .join(release);
-            for module in built_modules(&build, "amdgpu") {
-                match module_srcversion(&module) {
+            let fs = self.fs();
+            let build = Path::new(base).join(&p.name).join(&p.version).join(release);
+            for module in built_modules(&fs, &build, "amdgpu") {
+                match module_srcversion(&fs, &module) {
                     Ok(Some(found)) if found == srcversion => {
                         p.loaded = true;
                         p.loaded_by = Some("srcversion".to_owned());
                         return;
                     }
                     Ok(_) => {}
-                    Err(err) => {
-                        let rel = module.strip_prefix(self.root).unwrap_or(&module);
-                        unread.push(self.unread(&rel.to_string_lossy(), err.to_string()));
-                    }
+                    Err(u) => unread.push(u),
                 }
             }
         }
@@ -106,15 +110,15 @@ impl Probe<'_> {
 }
 
 /// The module files named `<name>.ko*` in a DKMS build folder
-/// (`<version>/<kernel>/<arch>/module/`), any arch.
-pub fn built_modules(build: &Path, name: &str) -> Vec<PathBuf> {
+/// (`<version>/<kernel>/<arch>/module/`, machine paths), any arch.
+pub fn built_modules(fs: &Root, build: &Path, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
-    for arch in std::fs::read_dir(build).into_iter().flatten().flatten() {
-        let module = arch.path().join("module");
-        for file in std::fs::read_dir(&module).into_iter().flatten().flatten() {
-            let file_name = file.file_name().to_string_lossy().into_owned();
+    for arch in fs.list(build).into_iter().flatten() {
+        let module = arch.path.join("module");
+        for file in fs.list(&module).into_iter().flatten() {
+            let file_name = file.name.to_string_lossy().into_owned();
             if file_name == format!("{name}.ko") || file_name.starts_with(&format!("{name}.ko.")) {
-                found.push(file.path());
+                found.push(file.path);
             }
         }
     }
@@ -122,17 +126,23 @@ pub fn built_modules(build: &Path, name: &str) -> Vec<PathBuf> {
     found
 }
 
-/// The `srcversion=` value of a module file, decompressing by extension.
-pub fn module_srcversion(path: &Path) -> std::io::Result<Option<String>> {
-    let file = std::io::BufReader::new(std::fs::File::open(path)?);
+/// The `srcversion=` value of a module file (a machine path), decompressing
+/// by extension, reading at most [`super::module::MAX_SIZE`] decompressed.
+pub fn module_srcversion(fs: &Root, path: &Path) -> Result<Option<String>, Unread> {
+    let (file, _) = fs.open(path, fsread::MODULE)?;
+    let file = std::io::BufReader::new(file);
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    let cannot = |e: std::io::Error| Unread {
+        path: fsread::shown(path),
+        why: format!("cannot read as a module: {e}"),
+    };
     let reader: Box<dyn Read> = match ext {
         "xz" => Box::new(xz2::read::XzDecoder::new(file)),
-        "zst" => Box::new(zstd::stream::read::Decoder::new(file)?),
+        "zst" => Box::new(zstd::stream::read::Decoder::new(file).map_err(cannot)?),
         "gz" => Box::new(flate2::read::GzDecoder::new(file)),
         _ => Box::new(file),
     };
-    scan(reader)
+    scan(reader.take(super::module::MAX_SIZE)).map_err(cannot)
 }
 
 /// Streams `reader` looking for `srcversion=<value>\0`.

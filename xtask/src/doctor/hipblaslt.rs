@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::fsread::{self, Root};
 use crate::codeobj::{self, Cache, Judgement};
 
 /// One hipBLASLt library file and the verdict on its kernels.
@@ -59,62 +60,44 @@ impl Places {
     }
 }
 
+/// Why a `--python` folder (a path on the machine) cannot be searched:
+/// missing, a symlink loop, not a folder; `None` when it is a folder.
+pub fn unreadable_python(root: &Path, python: &Path) -> Option<super::probe::Unread> {
+    let why = match Root::new(root).meta(python) {
+        Ok(meta) if meta.kind == fsread::Kind::Dir => return None,
+        Ok(meta) => format!("is {}, not a folder", meta.kind.describe()),
+        Err(u) => u.why,
+    };
+    Some(super::probe::Unread {
+        path: fsread::shown(python),
+        why: format!("--python: {why}: no Python environment searched there"),
+    })
+}
+
 /// `rel` (a path on the machine) below `root`.
 fn below(root: &Path, path: &Path) -> PathBuf {
     root.join(path.strip_prefix("/").unwrap_or(path))
 }
 
-/// The machine path of `path` (below `root`), symlinks followed with
-/// absolute targets taken below the root, as the machine would see them.
+/// The machine path of `path` (below `root`), symlinks followed inside the
+/// root as the machine would see them ([`Root::resolve`]); `path` itself
+/// when it cannot be resolved (a loop).
 fn resolve(root: &Path, path: &Path) -> PathBuf {
-    let mut rel = PathBuf::from("/");
-    let mut pending: Vec<std::ffi::OsString> = path
-        .strip_prefix(root)
-        .unwrap_or(path)
-        .components()
-        .filter_map(|c| match c {
-            std::path::Component::Normal(n) => Some(n.to_owned()),
-            _ => None,
-        })
-        .rev()
-        .collect();
-    let mut hops = 0;
-    while let Some(part) = pending.pop() {
-        if part == ".." {
-            rel.pop();
-            continue;
-        }
-        let candidate = rel.join(&part);
-        match std::fs::read_link(below(root, &candidate)) {
-            Ok(target) if hops < 40 => {
-                hops += 1;
-                if target.is_absolute() {
-                    rel = PathBuf::from("/");
-                }
-                let parts: Vec<_> = target
-                    .components()
-                    .filter_map(|c| match c {
-                        std::path::Component::Normal(n) => Some(n.to_owned()),
-                        std::path::Component::ParentDir => Some("..".into()),
-                        _ => None,
-                    })
-                    .collect();
-                pending.extend(parts.into_iter().rev());
-            }
-            _ => rel = candidate,
-        }
-    }
-    rel
+    let path = path.strip_prefix(root).unwrap_or(path);
+    Root::new(root)
+        .resolve(path)
+        .unwrap_or_else(|_| Path::new("/").join(path))
 }
 
 /// The `libhipblaslt.so*` files of a folder (below the root), most specific
 /// name first per real file.
 fn libraries_in(root: &Path, dir: &Path) -> Vec<PathBuf> {
-    let Ok(entries) = std::fs::read_dir(below(root, dir)) else {
+    let Ok(entries) = Root::new(root).list(dir) else {
         return Vec::new();
     };
     let mut names: Vec<String> = entries
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .into_iter()
+        .filter_map(|e| e.name.into_string().ok())
         .filter(|n| n.starts_with("libhipblaslt") && n.contains(".so"))
         .filter(|n| !n.starts_with("libhipblaslt-d") && !n.starts_with("libhipblaslt_"))
         .collect();
@@ -131,14 +114,15 @@ fn libraries_in(root: &Path, dir: &Path) -> Vec<PathBuf> {
 
 /// Subfolders of `dir` (below the root) whose names start with `prefix`, sorted.
 fn subdirs(root: &Path, dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let mut out: Vec<PathBuf> = std::fs::read_dir(below(root, dir))
+    let fs = Root::new(root);
+    let mut out: Vec<PathBuf> = fs
+        .list(dir)
         .into_iter()
         .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
+        .filter_map(|e| e.name.into_string().ok())
         .filter(|n| n.starts_with(prefix))
         .map(|n| dir.join(n))
-        .filter(|p| below(root, p).is_dir())
+        .filter(|p| fs.is_dir(p))
         .collect();
     out.sort();
     out
@@ -147,7 +131,7 @@ fn subdirs(root: &Path, dir: &Path, prefix: &str) -> Vec<PathBuf> {
 /// The site-packages folders of a Python environment (or the folder itself
 /// when it is one).
 fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
-    if below(root, &env.join("torch")).is_dir() {
+    if Root::new(root).is_dir(&env.join("torch")) {
         return vec![env.to_path_buf()];
     }
     let mut out = Vec::new();
@@ -155,14 +139,14 @@ fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
         for python in subdirs(root, &env.join(lib), "python3") {
             for site in ["site-packages", "dist-packages"] {
                 let dir = python.join(site);
-                if below(root, &dir).is_dir() {
+                if Root::new(root).is_dir(&dir) {
                     out.push(dir);
                 }
             }
         }
     }
     let debian = env.join("lib/python3/dist-packages");
-    if below(root, &debian).is_dir() {
+    if Root::new(root).is_dir(&debian) {
         out.push(debian);
     }
     out
@@ -170,7 +154,9 @@ fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
 
 /// `2.9.0+rocm7.1, HIP 7.1.25424` from `torch/version.py`.
 fn torch_version(root: &Path, site: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(below(root, &site.join("torch/version.py"))).ok()?;
+    let text = Root::new(root)
+        .read_text(&site.join("torch/version.py"), fsread::SMALL)
+        .ok()?;
     let value = |key: &str| {
         text.lines().find_map(|l| {
             let (k, v) = l.split_once('=')?;
@@ -222,7 +208,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
     for env in &envs {
         for site in site_packages(root, env) {
             let torch_lib = site.join("torch/lib");
-            if below(root, &torch_lib).is_dir() {
+            if Root::new(root).is_dir(&torch_lib) {
                 dirs.push((torch_lib, "pytorch", torch_version(root, &site)));
             }
         }
@@ -266,11 +252,8 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                 (None, v) => v,
             };
             let kernels = resolve(root, &dir.join("hipblaslt/library"));
-            let judgement = if below(root, &kernels).is_dir() {
-                relative_files(
-                    root,
-                    codeobj::judge_library(&below(root, &kernels), cache, places.threads),
-                )
+            let judgement = if Root::new(root).is_dir(&kernels) {
+                judge_kernels(root, &kernels, cache, places.threads)
             } else {
                 Judgement::CannotTell {
                     why: format!(
@@ -290,6 +273,40 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
         }
     }
     found
+}
+
+/// [`codeobj::judge_library`] on the kernel library at `kernels` (a
+/// resolved machine path), when reading it on the host reads what the
+/// machine holds (no symlink out of the root, no FIFO or device named like a
+/// kernel file, no loop, no file larger than [`fsread::KERNEL_FILE`]);
+/// "cannot tell" naming what stands in the way otherwise.
+fn judge_kernels(root: &Path, kernels: &Path, cache: &mut Cache, threads: usize) -> Judgement {
+    let problems = kernel_library_problems(root, kernels);
+    if let Some(first) = problems.first() {
+        let more = match problems.len() {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        return Judgement::CannotTell {
+            why: format!("{}: {}{more}", first.path, first.why),
+        };
+    }
+    relative_files(
+        root,
+        codeobj::judge_library(&below(root, kernels), cache, threads),
+    )
+}
+
+/// What keeps the kernel library at `kernels` (a machine path) from being
+/// read as the machine holds it ([`Root::host_reading_differs`]); empty when
+/// nothing does, or when there is no such folder (that is said elsewhere).
+pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<super::probe::Unread> {
+    if !Root::new(root).is_dir(kernels) {
+        return Vec::new();
+    }
+    let kernel_file = |n: &str| n.ends_with(".co") || n.ends_with(".hsaco");
+    // codeobj::kernel_files lists the library and three levels below it
+    Root::new(root).host_reading_differs(kernels, 3, kernel_file, fsread::KERNEL_FILE)
 }
 
 /// File paths of a judgement as the machine sees them (without the root).

@@ -65,9 +65,12 @@ pub struct KnobReport {
     pub links: Vec<String>,
 }
 
-/// The text of a file below the root (one place, so reads can be bounded).
+/// The text of a file below the root, read through doctor's one bounded
+/// reader (inside the root, a regular file, at most [`fsread::LIST`]).
 fn read_text(root: &Path, rel: &str) -> Option<String> {
-    std::fs::read_to_string(root.join(rel)).ok()
+    super::fsread::Root::new(root)
+        .read_text(Path::new(rel), super::fsread::LIST)
+        .ok()
 }
 
 /// The knobs set below `root`, with `env` the environment judged (doctor's
@@ -86,11 +89,11 @@ pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Vec<S
         }
     }
     let mut module = Vec::new();
-    let mut files: Vec<String> = std::fs::read_dir(root.join("etc/modprobe.d"))
+    let mut files: Vec<String> = super::fsread::Root::new(root)
+        .list(Path::new("etc/modprobe.d"))
         .into_iter()
         .flatten()
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
+        .filter_map(|e| e.name.into_string().ok())
         .filter(|n| n.ends_with(".conf"))
         .collect();
     files.sort();

@@ -5,6 +5,7 @@
 pub mod comgr;
 mod dkms;
 mod expert_sched;
+pub mod fsread;
 pub mod hipblaslt;
 pub mod knobs;
 pub mod module;

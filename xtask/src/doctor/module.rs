@@ -1,13 +1,17 @@
 //! The amdgpu module `modprobe` would load for a kernel, read for what it
 //! carries: found as modules.dep resolves it (else updates/ before extra/
-//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`), and judged by
-//! its gfx12 CWSR trap handler, the u32 array the module holds. Reads only;
-//! a module that cannot be read is a verdict with its reason, never a panic.
+//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`), and
+//! judged by its gfx12 CWSR trap handler, the u32 array the module holds.
+//! Reads only, through [`super::fsread`] (inside the root, bounded); a module
+//! that cannot be read is a verdict with its reason, never a panic.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use super::fsread::{self, Kind, Root};
+use super::probe::Unread;
 
 /// What the gfx12 CWSR trap handler of a module says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -44,48 +48,80 @@ pub const FIXED: [u32; 4] = [0xbfa00001, 0xbfa002b2, 0xb0804009, 0xb8eef81a];
 pub const UNFIXED: [u32; 3] = [0xbfa002a2, 0xb0804009, 0xb8f8f804];
 
 /// The largest decompressed module doctor reads (amdgpu is ~30 MiB).
-const MAX_SIZE: u64 = 1 << 30;
+pub const MAX_SIZE: u64 = 512 << 20;
+/// Folders below `updates/`, `extra/` and `kernel/` searched at most.
+const SEARCH_DEPTH: usize = 16;
 
 /// The amdgpu module file modprobe would load for `kernel`, below `root`
-/// (a path from `root`, such as `lib/modules/<kver>/kernel/...`).
-pub fn find(root: &Path, kernel: &str) -> Option<PathBuf> {
+/// (a path from `root`, such as `lib/modules/<kver>/kernel/...`). Every path
+/// stays inside the root: an absolute or `..` path of `modules.dep` is taken
+/// below it, as modprobe in a chroot would. What stands in the way (a
+/// `modules.dep` entry that is no file, a FIFO named like the module, a
+/// symlink loop) goes to `unread`.
+pub fn find(root: &Path, kernel: &str, unread: &mut Vec<Unread>) -> Option<PathBuf> {
+    let fs = Root::new(root);
     let dir = Path::new("lib/modules").join(kernel);
-    if let Ok(dep) = std::fs::read_to_string(root.join(&dir).join("modules.dep")) {
-        let from_dep = dep.lines().find_map(|line| {
-            let file = line.split(':').next()?.trim();
-            let name = Path::new(file).file_name()?.to_str()?;
-            is_amdgpu(name).then(|| dir.join(file))
-        });
-        if let Some(rel) = from_dep.filter(|rel| root.join(rel).is_file()) {
-            return Some(rel);
+    let dep = dir.join("modules.dep");
+    match fs.read_text(&dep, fsread::LIST) {
+        Ok(text) => {
+            let from_dep = text.lines().find_map(|line| {
+                let file = line.split(':').next()?.trim();
+                let name = Path::new(file).file_name()?.to_str()?;
+                is_amdgpu(name).then(|| dir.join(file))
+            });
+            if let Some(rel) = from_dep {
+                match fs.meta(&rel) {
+                    Ok(meta) if meta.kind == Kind::File => return Some(relative(&rel)),
+                    Ok(meta) => unread.push(Unread {
+                        path: fsread::shown(&rel),
+                        why: format!(
+                            "named by modules.dep, is {}, not a module file",
+                            meta.kind.describe()
+                        ),
+                    }),
+                    Err(u) => unread.push(Unread {
+                        why: format!("named by modules.dep: {}", u.why),
+                        ..u
+                    }),
+                }
+            }
         }
+        Err(u) if u.why == "does not exist" => {}
+        Err(u) => unread.push(u),
     }
-    ["updates", "extra", "kernel"]
-        .iter()
-        .find_map(|top| search(root, &dir.join(top)))
+    let mut problems = Vec::new();
+    for top in ["updates", "extra", "kernel"] {
+        let walk = fs.walk(&dir.join(top), SEARCH_DEPTH, is_amdgpu);
+        for entry in walk.found {
+            match fs.meta(&entry.path) {
+                Ok(meta) if meta.kind == Kind::File => return Some(relative(&entry.path)),
+                Ok(meta) => problems.push(Unread {
+                    path: fsread::shown(&entry.path),
+                    why: format!("is {}, not a module file: not read", meta.kind.describe()),
+                }),
+                Err(u) => problems.push(u),
+            }
+        }
+        problems.extend(
+            walk.unread.into_iter().filter(|u| {
+                !(u.why == "does not exist" && u.path == fsread::shown(&dir.join(top)))
+            }),
+        );
+    }
+    unread.extend(problems);
+    None
+}
+
+/// A machine path without its leading `/`.
+fn relative(path: &Path) -> PathBuf {
+    path.strip_prefix("/").unwrap_or(path).to_path_buf()
 }
 
 fn is_amdgpu(name: &str) -> bool {
-    matches!(name, "amdgpu.ko" | "amdgpu.ko.xz" | "amdgpu.ko.zst")
-}
-
-/// The first `amdgpu.ko*` below `rel`, folders in sorted order.
-fn search(root: &Path, rel: &Path) -> Option<PathBuf> {
-    let mut entries: Vec<_> = std::fs::read_dir(root.join(rel))
-        .ok()?
-        .flatten()
-        .map(|e| e.file_name())
-        .collect();
-    entries.sort();
-    for name in &entries {
-        if name.to_str().is_some_and(is_amdgpu) && root.join(rel).join(name).is_file() {
-            return Some(rel.join(name));
-        }
-    }
-    entries
-        .iter()
-        .filter(|n| root.join(rel).join(n).is_dir())
-        .find_map(|n| search(root, &rel.join(n)))
+    matches!(
+        name,
+        "amdgpu.ko" | "amdgpu.ko.xz" | "amdgpu.ko.zst" | "amdgpu.ko.gz"
+    )
 }
 
 /// Reads and judges the module at `rel` below `root`.
@@ -98,12 +134,22 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
         why,
         srcversion: None,
     };
-    let raw = match std::fs::read(root.join(rel)) {
-        Ok(raw) => raw,
-        Err(err) => return cannot(format!("cannot read {path}: {err}"), None),
+    let file = match Root::new(root).open(rel, fsread::MODULE) {
+        Ok((file, _)) => file,
+        Err(u) => return cannot(format!("cannot read {path}: {}", u.why), None),
     };
-    let sha256 = Some(crate::hash::sha256_hex(&raw));
-    let elf = match decompress(&raw, &path) {
+    // streamed: the file is hashed as it is decompressed, never held whole
+    let mut input = std::io::BufReader::with_capacity(
+        1 << 16,
+        Hashing {
+            inner: file.take(fsread::MODULE),
+            hasher: crate::hash::Hasher::new(),
+        },
+    );
+    let decoded = decompress_from(&mut input, &path, MAX_SIZE);
+    let rest = std::io::copy(&mut input, &mut std::io::sink());
+    let sha256 = rest.ok().map(|_| input.into_inner().hasher.hex());
+    let elf = match decoded {
         Ok(elf) => elf,
         Err(why) => return cannot(why, sha256),
     };
@@ -123,22 +169,53 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
     }
 }
 
+/// A reader that hashes what passes through it.
+struct Hashing<R> {
+    inner: R,
+    hasher: crate::hash::Hasher,
+}
+
+impl<R: Read> Read for Hashing<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
 /// The ELF bytes of a module file, decompressed by its magic; the name's
 /// extension must agree with it.
 pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
+    decompress_from(&mut &raw[..], path, MAX_SIZE)
+}
+
+/// [`decompress`] reading from `input`, at most `cap` bytes out.
+fn decompress_from(
+    input: &mut impl std::io::BufRead,
+    path: &str,
+    cap: u64,
+) -> Result<Vec<u8>, String> {
     const XZ: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
     const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
+    const GZIP: &[u8] = &[0x1f, 0x8b];
     let named = if path.ends_with(".xz") {
         "xz"
     } else if path.ends_with(".zst") {
         "zstd"
+    } else if path.ends_with(".gz") {
+        "gzip"
     } else {
         "none"
     };
+    let raw = input
+        .fill_buf()
+        .map_err(|e| format!("cannot read {path}: {e}"))?;
     let found = if raw.starts_with(XZ) {
         "xz"
     } else if raw.starts_with(ZSTD) {
         "zstd"
+    } else if raw.starts_with(GZIP) {
+        "gzip"
     } else {
         "none"
     };
@@ -152,18 +229,27 @@ pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
             }
         ));
     }
-    let mut out = Vec::new();
-    let result = match found {
-        "xz" => xz2::read::XzDecoder::new(raw)
-            .take(MAX_SIZE)
-            .read_to_end(&mut out),
-        "zstd" => zstd::stream::read::Decoder::new(raw)
-            .and_then(|d| d.take(MAX_SIZE).read_to_end(&mut out)),
-        _ => return Ok(raw.to_vec()),
+    let decoder: Box<dyn Read + '_> = match found {
+        "xz" => Box::new(xz2::bufread::XzDecoder::new(input)),
+        "zstd" => Box::new(
+            zstd::stream::read::Decoder::with_buffer(input)
+                .map_err(|e| format!("{path} does not decompress as zstd: {e}"))?,
+        ),
+        "gzip" => Box::new(flate2::bufread::GzDecoder::new(input)),
+        _ => Box::new(input),
     };
-    result
-        .map(|_| out)
-        .map_err(|e| format!("{path} does not decompress as {found}: {e}"))
+    let mut out = Vec::new();
+    decoder
+        .take(cap + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| format!("{path} does not decompress as {found}: {e}"))?;
+    if out.len() as u64 > cap {
+        return Err(format!(
+            "{path} decompresses to more than {}, more than any kernel module: not read",
+            crate::report::human_size(cap)
+        ));
+    }
+    Ok(out)
 }
 
 /// A 64-bit little-endian ELF whose section headers lie inside the file.
@@ -313,5 +399,27 @@ mod tests {
         bad.extend([0x55; 40]);
         let err = decompress(&bad, "/x/amdgpu.ko.xz").unwrap_err();
         assert!(err.contains("does not decompress as xz"), "{err}");
+    }
+
+    #[test]
+    fn decompression_stops_at_the_cap_in_every_format() {
+        use std::io::Write;
+        let zeros = vec![0u8; 5000];
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
+        xz.write_all(&zeros).unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        gz.write_all(&zeros).unwrap();
+        let cases = [
+            ("amdgpu.ko.xz", xz.finish().unwrap()),
+            ("amdgpu.ko.zst", zstd::encode_all(&zeros[..], 1).unwrap()),
+            ("amdgpu.ko.gz", gz.finish().unwrap()),
+            ("amdgpu.ko", zeros.clone()),
+        ];
+        for (name, bytes) in cases {
+            let err = decompress_from(&mut &bytes[..], name, 4096).unwrap_err();
+            assert!(err.contains("decompresses to more than 4.0 KiB"), "{err}");
+            let whole = decompress_from(&mut &bytes[..], name, 5000).unwrap();
+            assert_eq!(whole, zeros, "{name}");
+        }
     }
 }

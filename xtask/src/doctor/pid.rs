@@ -51,9 +51,29 @@ impl std::fmt::Display for Gone {
 
 impl std::error::Error for Gone {}
 
-/// The bytes of a file below the root (one place, so reads can be bounded).
+/// The bytes of a file below the root: resolved inside the root, read only
+/// when it is a regular file, at most [`fsread::LIST`] bytes (`maps` and
+/// `environ` are far smaller). An `io::Error`, so that "permission denied"
+/// and "gone" can be told apart.
 fn read_bytes(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
-    std::fs::read(root.join(rel))
+    use std::io::{Error, ErrorKind, Read};
+    let fs = super::fsread::Root::new(root);
+    let real = fs
+        .resolve(Path::new(rel))
+        .map_err(|u| Error::new(ErrorKind::InvalidInput, u.why))?;
+    let host = fs.on_host(&real);
+    if !std::fs::symlink_metadata(&host)?.is_file() {
+        return Err(Error::new(ErrorKind::InvalidInput, "not a regular file"));
+    }
+    let limit = super::fsread::LIST;
+    let mut out = Vec::new();
+    std::fs::File::open(&host)?
+        .take(limit + 1)
+        .read_to_end(&mut out)?;
+    if out.len() as u64 > limit {
+        return Err(Error::new(ErrorKind::InvalidData, format!("larger than {limit} bytes")));
+    }
+    Ok(out)
 }
 
 fn why(err: &std::io::Error, pid: u32) -> String {

@@ -1,12 +1,15 @@
 //! Reads the machine below a root folder (`/`, or a fake tree in tests):
 //! GPU targets, kernel, CWSR switch, KFD ABI, ROCm and hipBLASLt versions,
-//! MIOpen, the loaded amdgpu and our DKMS packages. Reads only; never needs
-//! root; whatever it cannot read is recorded with the reason.
+//! MIOpen, the loaded amdgpu and our DKMS packages. Reads only, through
+//! [`super::fsread`] (inside the root, each file within the size expected of
+//! it); never needs root; whatever it cannot read is recorded with the reason.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
+
+use super::fsread::{self, Root};
 
 /// What doctor knows about a machine. `None` means "could not read": the
 /// reason is in `unread`.
@@ -120,15 +123,18 @@ impl Probe<'_> {
         };
         m.gpus = self.gpus(&mut m.unread);
         m.kernel_release = self
-            .text("proc/sys/kernel/osrelease", &mut m.unread)
+            .text("proc/sys/kernel/osrelease", fsread::LINE, &mut m.unread)
             .map(|s| s.trim().to_owned());
         m.cmdline = self
-            .text("proc/cmdline", &mut m.unread)
+            .text("proc/cmdline", fsread::CMDLINE, &mut m.unread)
             .map(|s| s.trim().to_owned());
-        let module = self.root.join("sys/module/amdgpu");
-        if module.is_dir() {
+        if self.fs().is_dir(Path::new("sys/module/amdgpu")) {
             m.cwsr_enable = self
-                .text("sys/module/amdgpu/parameters/cwsr_enable", &mut m.unread)
+                .text(
+                    "sys/module/amdgpu/parameters/cwsr_enable",
+                    fsread::LINE,
+                    &mut m.unread,
+                )
                 .and_then(|s| {
                     self.parsed(
                         &s,
@@ -137,8 +143,8 @@ impl Probe<'_> {
                     )
                 });
             m.amdgpu = Some(AmdgpuModule {
-                version: self.optional_text("sys/module/amdgpu/version"),
-                srcversion: self.optional_text("sys/module/amdgpu/srcversion"),
+                version: self.optional_text("sys/module/amdgpu/version", &mut m.unread),
+                srcversion: self.optional_text("sys/module/amdgpu/srcversion", &mut m.unread),
             });
         } else {
             m.unread.push(self.unread(
@@ -147,7 +153,7 @@ impl Probe<'_> {
             ));
         }
         if let Some(release) = m.kernel_release.clone() {
-            match super::module::find(self.root, &release) {
+            match super::module::find(self.root, &release, &mut m.unread) {
                 Some(rel) => m.amdgpu_file = Some(super::module::read(self.root, &rel)),
                 None => m.unread.push(self.unread(
                     &format!("lib/modules/{release}"),
@@ -155,11 +161,15 @@ impl Probe<'_> {
                 )),
             }
         }
-        m.secure_boot = super::secure_boot::read(self.root);
+        m.secure_boot = super::secure_boot::read(self.root, &mut m.unread);
         m.kfd_abi = self.kfd_abi(&mut m.unread);
         let rocm = self.rocm_dir();
         m.rocm_version = self
-            .text(&format!("{rocm}/.info/version"), &mut m.unread)
+            .text(
+                &format!("{rocm}/.info/version"),
+                fsread::LINE,
+                &mut m.unread,
+            )
             .map(|s| s.trim().to_owned());
         self.hipblaslt(&rocm, &mut m);
         m.patched_hipblaslt = self.patched_hipblaslt();
@@ -190,26 +200,34 @@ impl Probe<'_> {
         }
     }
 
-    /// The text of a file that should exist; a miss is recorded.
-    fn text(&self, rel: &str, unread: &mut Vec<Unread>) -> Option<String> {
-        match std::fs::read_to_string(self.root.join(rel)) {
+    /// The machine below the root, read the one bounded way.
+    pub(super) fn fs(&self) -> Root {
+        Root::new(self.root)
+    }
+
+    /// The text of a file that should exist, of at most `limit` bytes; a
+    /// miss is recorded.
+    fn text(&self, rel: &str, limit: u64, unread: &mut Vec<Unread>) -> Option<String> {
+        match self.fs().read_text(Path::new(rel), limit) {
             Ok(text) => Some(text),
-            Err(err) => {
-                let why = match err.kind() {
-                    std::io::ErrorKind::NotFound => "does not exist".to_owned(),
-                    _ => err.to_string(),
-                };
-                unread.push(self.unread(rel, why));
+            Err(u) => {
+                unread.push(u);
                 None
             }
         }
     }
 
-    fn optional_text(&self, rel: &str) -> Option<String> {
-        std::fs::read_to_string(self.root.join(rel))
-            .ok()
-            .map(|s| s.trim().to_owned())
-            .filter(|s| !s.is_empty())
+    /// The text of a one-line file that may be missing; anything else that
+    /// keeps it unread is recorded.
+    fn optional_text(&self, rel: &str, unread: &mut Vec<Unread>) -> Option<String> {
+        match self.fs().read_text(Path::new(rel), fsread::LINE) {
+            Ok(text) => Some(text.trim().to_owned()).filter(|s| !s.is_empty()),
+            Err(u) if u.why == "does not exist" => None,
+            Err(u) => {
+                unread.push(u);
+                None
+            }
+        }
     }
 
     fn parsed<T: std::str::FromStr>(
@@ -226,29 +244,29 @@ impl Probe<'_> {
     }
 
     fn gpus(&self, unread: &mut Vec<Unread>) -> Option<Vec<Gpu>> {
-        let dir = self.root.join(TOPOLOGY);
-        let entries = match std::fs::read_dir(&dir) {
+        let entries = match self.fs().list(Path::new(TOPOLOGY)) {
             Ok(entries) => entries,
-            Err(err) => {
-                let why = if err.kind() == std::io::ErrorKind::NotFound {
+            Err(u) => {
+                let why = if u.why == "does not exist" {
                     "does not exist: no AMD GPU found (amdgpu not loaded, or no KFD device)"
                         .to_owned()
                 } else {
-                    err.to_string()
+                    u.why
                 };
                 unread.push(self.unread(TOPOLOGY, why));
                 return None;
             }
         };
         let mut nodes: Vec<String> = entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .into_iter()
+            .filter_map(|e| e.name.into_string().ok())
             .collect();
         nodes.sort_by_key(|n| (n.parse::<u64>().unwrap_or(u64::MAX), n.clone()));
         let mut gpus = Vec::new();
         let mut failed = false;
         for node in nodes {
             let rel = format!("{TOPOLOGY}/{node}/properties");
-            let Some(text) = self.text(&rel, unread) else {
+            let Some(text) = self.text(&rel, fsread::SMALL, unread) else {
                 failed = true;
                 continue;
             };
@@ -280,9 +298,8 @@ impl Probe<'_> {
 
     /// `opt/rocm`, or the folder its absolute symlink names, taken below the root.
     fn rocm_dir(&self) -> String {
-        let link = self.root.join("opt/rocm");
-        match std::fs::read_link(&link) {
-            Ok(target) if target.is_absolute() => {
+        match self.fs().read_link(Path::new("opt/rocm")) {
+            Some(target) if target.is_absolute() => {
                 target.to_string_lossy().trim_start_matches('/').to_owned()
             }
             _ => "opt/rocm".to_owned(),
@@ -299,12 +316,19 @@ impl Probe<'_> {
             }
         }
         let rel = format!("{rocm}/include/hipblaslt/hipblaslt-version.h");
-        let Ok(header) = std::fs::read_to_string(self.root.join(&rel)) else {
-            m.unread.push(self.unread(
-                &format!("{rocm}/lib/libhipblaslt.so.*"),
-                format!("no versioned hipBLASLt library, and no /{rel}"),
-            ));
-            return;
+        let header = match self.fs().read_text(Path::new(&rel), fsread::SMALL) {
+            Ok(header) => header,
+            Err(u) => {
+                let header = match u.why.as_str() {
+                    "does not exist" => format!("no /{rel}"),
+                    why => format!("/{rel} {why}"),
+                };
+                m.unread.push(self.unread(
+                    &format!("{rocm}/lib/libhipblaslt.so.*"),
+                    format!("no versioned hipBLASLt library, and {header}"),
+                ));
+                return;
+            }
         };
         let define = |name: &str| {
             header.lines().find_map(|l| {
@@ -332,11 +356,12 @@ impl Probe<'_> {
     /// `/opt/rocm-patchkit/hipblaslt-<version>` folders that hold a library.
     fn patched_hipblaslt(&self) -> Vec<String> {
         let base = "opt/rocm-patchkit";
-        let mut found: Vec<String> = std::fs::read_dir(self.root.join(base))
+        let mut found: Vec<String> = self
+            .fs()
+            .list(Path::new(base))
             .into_iter()
             .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
+            .filter_map(|e| e.name.into_string().ok())
             .filter(|n| n.starts_with("hipblaslt-"))
             .filter(|n| {
                 self.library(&format!("{base}/{n}/lib"), "libhipblaslt.so")
@@ -350,9 +375,10 @@ impl Probe<'_> {
 
     /// The path (from `/`) of the most specific `<name>*` file in `dir`.
     fn library(&self, dir: &str, name: &str) -> Option<String> {
-        let entries = std::fs::read_dir(self.root.join(dir)).ok()?;
+        let entries = self.fs().list(Path::new(dir)).ok()?;
         entries
-            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .into_iter()
+            .filter_map(|e| e.name.into_string().ok())
             .filter(|f| f.starts_with(name))
             .max_by_key(|f| (f.len(), f.clone()))
             .map(|f| format!("/{}/{f}", dir.trim_matches('/')))

@@ -1,11 +1,15 @@
 //! Secure Boot and DKMS's signing key: whether the firmware enforces
 //! signatures, whether the key DKMS signs modules with
 //! (`/var/lib/dkms/mok.pub`) is in shim's MOK list, and what to do when a
-//! DKMS module will not load because of it. Reads only.
+//! DKMS module will not load because of it. Reads only, through
+//! [`super::fsread`].
 
 use std::path::Path;
 
 use serde::Serialize;
+
+use super::fsread::{self, Root};
+use super::probe::Unread;
 
 const EFIVARS: &str = "sys/firmware/efi/efivars";
 const SECURE_BOOT: &str = "SecureBoot-8be4df61-93ca-11d2-aa0d-e0800e4c9796";
@@ -26,15 +30,24 @@ pub struct SecureBoot {
     pub key_enrolled: Option<bool>,
 }
 
-/// Reads Secure Boot's state and the DKMS key below `root`.
-pub fn read(root: &Path) -> SecureBoot {
-    let var = std::fs::read(root.join(EFIVARS).join(SECURE_BOOT)).ok();
+/// Reads Secure Boot's state and the DKMS key below `root`; a file that is
+/// there but cannot be read (not a file, too large) goes to `unread`.
+pub fn read(root: &Path, unread: &mut Vec<Unread>) -> SecureBoot {
+    let fs = Root::new(root);
+    let mut read = |path: &Path, limit: u64| match fs.read(path, limit) {
+        Ok(bytes) => Some(bytes),
+        Err(u) if u.why == "does not exist" => None,
+        Err(u) => {
+            unread.push(u);
+            None
+        }
+    };
+    let var = read(&Path::new(EFIVARS).join(SECURE_BOOT), fsread::LINE);
     // An efivar is 4 bytes of attributes, then the value: one byte, 1 = on.
     let enabled = var.and_then(|v| v.get(4).map(|b| *b == 1));
-    let key = std::fs::read(root.join(DKMS_KEY)).ok();
-    let mok = std::fs::read(root.join(MOK_MIRROR))
-        .or_else(|_| std::fs::read(root.join(EFIVARS).join(MOK_LIST)))
-        .ok();
+    let key = read(Path::new(DKMS_KEY), fsread::SMALL);
+    let mok = read(Path::new(MOK_MIRROR), fsread::SMALL)
+        .or_else(|| read(&Path::new(EFIVARS).join(MOK_LIST), fsread::SMALL));
     let key_enrolled = match (&key, &mok) {
         (Some(key), Some(mok)) if !key.is_empty() => {
             Some(mok.windows(key.len()).any(|w| w == key.as_slice()))
@@ -85,12 +98,12 @@ mod tests {
     fn reads_the_state_and_finds_the_key_in_the_mok_list() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
-        assert_eq!(read(root), SecureBoot::default());
+        assert_eq!(read(root, &mut Vec::new()), SecureBoot::default());
         std::fs::create_dir_all(root.join(EFIVARS)).unwrap();
         std::fs::write(root.join(EFIVARS).join(SECURE_BOOT), [6, 0, 0, 0, 1]).unwrap();
         std::fs::create_dir_all(root.join("var/lib/dkms")).unwrap();
         std::fs::write(root.join(DKMS_KEY), b"\x30\x82DER-KEY").unwrap();
-        let sb = read(root);
+        let sb = read(root, &mut Vec::new());
         assert_eq!(sb.enabled, Some(true));
         assert_eq!(sb.key_enrolled, None);
         assert!(sb
@@ -102,12 +115,12 @@ mod tests {
             b"\x07\0\0\0sigs\x30\x82DER-KEY..",
         )
         .unwrap();
-        let sb = read(root);
+        let sb = read(root, &mut Vec::new());
         assert_eq!(sb.key_enrolled, Some(true));
         assert_eq!(sb.advice(), None);
         std::fs::write(root.join(EFIVARS).join(MOK_LIST), b"\x07\0\0\0other").unwrap();
-        assert_eq!(read(root).key_enrolled, Some(false));
+        assert_eq!(read(root, &mut Vec::new()).key_enrolled, Some(false));
         std::fs::write(root.join(EFIVARS).join(SECURE_BOOT), [6, 0, 0, 0, 0]).unwrap();
-        assert_eq!(read(root).advice(), None);
+        assert_eq!(read(root, &mut Vec::new()).advice(), None);
     }
 }

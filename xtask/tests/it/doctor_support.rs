@@ -153,6 +153,15 @@ impl FakeMachine {
     /// `cargo xtask doctor --root <tree> <args>` with the repository's
     /// knowledge file and recipes.
     pub fn doctor(&self, args: &[&str]) -> Run {
+        Run::of(
+            self.doctor_command(args)
+                .output()
+                .expect("running xtask doctor"),
+        )
+    }
+
+    /// The command [`FakeMachine::doctor`] runs, to run it another way.
+    pub fn doctor_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.arg("doctor")
             .arg("--root")
@@ -170,7 +179,7 @@ impl FakeMachine {
         for (k, v) in &self.env {
             cmd.env(k, v);
         }
-        Run::of(cmd.output().expect("running xtask doctor"))
+        cmd
     }
 
     /// The `--json` report, parsed.

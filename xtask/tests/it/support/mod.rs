@@ -3,6 +3,7 @@
 
 #![allow(dead_code)]
 
+pub mod bounded;
 pub mod codeobj;
 pub mod http;
 pub mod tools;
