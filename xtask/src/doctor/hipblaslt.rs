@@ -27,6 +27,9 @@ pub struct HipblasltLibrary {
     /// Our patched build this library resolves to (a PyTorch wheel's copy
     /// replaced by a link to ours), if any.
     pub ours: Option<String>,
+    /// Our in-place rewrite of its kernels (`cargo xtask rewrite-hipblaslt`),
+    /// when its record matches the files.
+    pub rewritten: Option<String>,
     pub judgement: Judgement,
 }
 
@@ -168,6 +171,16 @@ fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The `torch/lib` folders of the PyTorch wheels of a Python environment
+/// (a venv, conda env or site-packages folder), below `root`.
+pub fn torch_libs(root: &Path, env: &Path) -> Vec<PathBuf> {
+    site_packages(root, env)
+        .into_iter()
+        .map(|site| site.join("torch/lib"))
+        .filter(|lib| below(root, lib).is_dir())
+        .collect()
+}
+
 /// `2.9.0+rocm7.1, HIP 7.1.25424` from `torch/version.py`.
 fn torch_version(root: &Path, site: &Path) -> Option<String> {
     let text = std::fs::read_to_string(below(root, &site.join("torch/version.py"))).ok()?;
@@ -279,12 +292,20 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                     ),
                 }
             };
+            let rewritten = match crate::inplace::record::status(&below(root, &kernels)) {
+                crate::inplace::record::Status::Rewritten { files, sites } => Some(format!(
+                    "expert scheduling rewritten off in place ({files} kernel files, {sites} sites; record {})",
+                    crate::inplace::record::path(&kernels).display()
+                )),
+                _ => None,
+            };
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
                 kind: kind.to_owned(),
                 version,
                 kernels: kernels.display().to_string(),
                 ours,
+                rewritten,
                 judgement,
             });
         }

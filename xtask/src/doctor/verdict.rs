@@ -107,9 +107,7 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if fault.trigger_expert_sched {
         if let Some(status) = super::expert_sched::judge(m, &mut why) {
             let next = match status {
-                Status::Mitigated => vec![
-                    "keep PyTorch loading our patched hipBLASLt (README: \"Using the patched hipBLASLt\"); for the kernel fix itself:".to_owned(),
-                ]
+                Status::Mitigated => vec![super::expert_sched::mitigated_next(m)]
                 .into_iter()
                 .chain(fix_steps(fault, m))
                 .collect(),
@@ -172,6 +170,9 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         }
     }
     lead.extend(next_steps(fault, m));
+    if fault.trigger_expert_sched {
+        lead.extend(super::expert_sched::rewrite_steps(m));
+    }
     verdict(Status::Affected, why.join("; "), lead)
 }
 
