@@ -108,9 +108,9 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         if let Some(status) = super::expert_sched::judge(m, &mut why) {
             let next = match status {
                 Status::Mitigated => vec![super::expert_sched::mitigated_next(m)]
-                .into_iter()
-                .chain(fix_steps(fault, m))
-                .collect(),
+                    .into_iter()
+                    .chain(fix_steps(fault, m))
+                    .collect(),
                 _ => Vec::new(),
             };
             return verdict(status, why.join("; "), next);

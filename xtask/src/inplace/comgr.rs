@@ -45,10 +45,15 @@ pub fn dirs() -> Vec<PathBuf> {
 /// The output blobs of one cache entry: the unbundled files when the
 /// output reads as u32-length-prefixed pieces, else the output itself.
 fn outputs(entry: &[u8]) -> Vec<&[u8]> {
-    let Some(len) = entry.get(..8).map(|b| u64::from_le_bytes(b.try_into().expect("8"))) else {
+    let Some(len) = entry
+        .get(..8)
+        .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+    else {
         return Vec::new();
     };
-    let Some(output) = usize::try_from(len).ok().and_then(|n| entry.get(8..8usize.checked_add(n)?))
+    let Some(output) = usize::try_from(len)
+        .ok()
+        .and_then(|n| entry.get(8..8usize.checked_add(n)?))
     else {
         return vec![entry];
     };
@@ -89,7 +94,9 @@ pub fn stale_entries(dir: &Path) -> Result<Vec<PathBuf>> {
         let name = entry.file_name().to_string_lossy().into_owned();
         let meta = entry.metadata().ok();
         if !name.starts_with("llvmcache-")
-            || !meta.as_ref().is_some_and(|m| m.is_file() && m.len() <= MAX_ENTRY)
+            || !meta
+                .as_ref()
+                .is_some_and(|m| m.is_file() && m.len() <= MAX_ENTRY)
         {
             continue;
         }
@@ -101,4 +108,40 @@ pub fn stale_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     }
     out.sort();
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An unbundle entry as comgr writes it: each output as a u32 length and
+    /// its bytes, the whole behind a u64 length, then the log.
+    fn entry(outputs: &[&[u8]]) -> Vec<u8> {
+        let mut output = Vec::new();
+        for o in outputs {
+            output.extend_from_slice(&(o.len() as u32).to_le_bytes());
+            output.extend_from_slice(o);
+        }
+        let mut out = (output.len() as u64).to_le_bytes().to_vec();
+        out.extend_from_slice(&output);
+        out.extend_from_slice(&4u64.to_le_bytes());
+        out.extend_from_slice(b"log\n");
+        out
+    }
+
+    #[test]
+    fn an_entry_is_split_into_its_output_files() {
+        let e = entry(&[b"first", b"", b"third"]);
+        assert_eq!(outputs(&e), vec![&b"first"[..], b"", b"third"]);
+        // an output that does not read as pieces is taken whole
+        let mut whole = 3u64.to_le_bytes().to_vec();
+        whole.extend_from_slice(b"abc");
+        assert_eq!(outputs(&whole), vec![&b"abc"[..]]);
+        // a length past the end: the whole file
+        let mut bad = 99u64.to_le_bytes().to_vec();
+        bad.extend_from_slice(b"abc");
+        assert_eq!(outputs(&bad).len(), 1);
+        assert!(outputs(b"short").is_empty());
+        assert!(!serves_old_code(&e));
+    }
 }

@@ -5,6 +5,7 @@
 
 pub mod codeobj;
 pub mod http;
+pub mod inplace;
 pub mod tools;
 pub mod upstream;
 
