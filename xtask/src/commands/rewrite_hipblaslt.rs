@@ -225,16 +225,25 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
                 );
             }
         }
-        println!(
-            "{}: {} kernel files {would}rewritten ({} sites: expert scheduling 2 -> 0, {} -> {}), {} rewritten before, {} without a site",
-            kernels.display(),
-            summary.rewritten.len(),
-            summary.sites(),
-            human_size(summary.bytes_before),
-            human_size(summary.bytes_after),
-            summary.already,
-            summary.untouched
-        );
+        if summary.rewritten.is_empty() {
+            println!(
+                "{}: nothing to rewrite ({} kernel files rewritten before, {} without a site)",
+                kernels.display(),
+                summary.already,
+                summary.untouched
+            );
+        } else {
+            println!(
+                "{}: {} kernel files {would}rewritten ({} sites: expert scheduling 2 -> 0, {} -> {}), {} rewritten before, {} without a site",
+                kernels.display(),
+                summary.rewritten.len(),
+                summary.sites(),
+                human_size(summary.bytes_before),
+                human_size(summary.bytes_after),
+                summary.already,
+                summary.untouched
+            );
+        }
         if !args.check && !summary.rewritten.is_empty() {
             println!(
                 "  originals and record in {} (undo: cargo xtask rewrite-hipblaslt --undo {})",

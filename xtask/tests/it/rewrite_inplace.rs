@@ -178,8 +178,7 @@ fn a_venv_rewritten_in_place_is_mitigated_and_undone_byte_for_byte() {
     let after = digests(&lib_dir);
     rewrite(&home(&m), &["--python", &venv(&m)])
         .success()
-        .stdout_has("0 kernel files rewritten")
-        .stdout_has("8 rewritten before");
+        .stdout_has("nothing to rewrite (8 kernel files rewritten before, 4 without a site)");
     rewrite(&home(&m), &["--check", &lib_dir.display().to_string()]).success();
     assert_eq!(digests(&lib_dir), after);
 
