@@ -181,6 +181,44 @@ pub fn torch_libs(root: &Path, env: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// `libhipblaslt1 7.1.1+dfsg-4+patchkit1` when the library file `lib` (a
+/// machine path) belongs to an installed Debian package of ours: a version
+/// ending in `+patchkitN` (the rewritten package `build` makes).
+fn patchkit_package(root: &Path, lib: &Path) -> Option<String> {
+    let status = std::fs::read_to_string(below(root, Path::new("/var/lib/dpkg/status"))).ok()?;
+    for stanza in status.split("\n\n") {
+        let field = |name: &str| {
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let (Some(package), Some(version), Some(state)) =
+            (field("Package:"), field("Version:"), field("Status:"))
+        else {
+            continue;
+        };
+        let ours = version
+            .rsplit_once("+patchkit")
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !package.starts_with("libhipblaslt") || !state.ends_with(" installed") || !ours {
+            continue;
+        }
+        let mut lists = vec![format!("{package}.list")];
+        if let Some(arch) = field("Architecture:") {
+            lists.insert(0, format!("{package}:{arch}.list"));
+        }
+        let owns = lists.iter().any(|list| {
+            std::fs::read_to_string(below(root, &Path::new("/var/lib/dpkg/info").join(list)))
+                .is_ok_and(|text| text.lines().any(|l| Path::new(l) == lib))
+        });
+        if owns {
+            return Some(format!("{package} {version}"));
+        }
+    }
+    None
+}
+
 /// `2.9.0+rocm7.1, HIP 7.1.25424` from `torch/version.py`.
 fn torch_version(root: &Path, site: &Path) -> Option<String> {
     let text = std::fs::read_to_string(below(root, &site.join("torch/version.py"))).ok()?;
@@ -297,6 +335,9 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                     "expert scheduling rewritten off in place ({files} kernel files, {sites} sites; record {})",
                     crate::inplace::record::path(&kernels).display()
                 )),
+                _ if kind == "distribution" => patchkit_package(root, &real).map(|p| {
+                    format!("expert scheduling rewritten off by our package {p}")
+                }),
                 _ => None,
             };
             found.push(HipblasltLibrary {

@@ -373,3 +373,48 @@ fn kill_9_during_a_rewrite_leaves_every_file_whole_and_a_rerun_finishes() {
         "no run was killed between its first and its last rename"
     );
 }
+
+#[test]
+fn our_rewritten_debian_package_is_reported_patched() {
+    let Some(sid) = debian("sid") else { return };
+    let m = FakeMachine::new();
+    m.gpu(1, 120001, 30032)
+        .kernel("6.14.0-36-generic")
+        .amdgpu(1);
+    let lib_dir = m.root().join("usr/lib/x86_64-linux-gnu");
+    place(&sid, &lib_dir, "libhipblaslt.so.1.1");
+    // what our package holds: the rewritten kernels, without our record
+    rewrite(&home(&m), &[&lib_dir.display().to_string()]).success();
+    std::fs::remove_dir_all(lib_dir.join("hipblaslt/library/.patchkit")).unwrap();
+    let dpkg = |version: &str| {
+        m.file(
+            "var/lib/dpkg/status",
+            &format!(
+                "Package: zlib1g\nStatus: install ok installed\nArchitecture: amd64\nVersion: 1:1.3.dfsg-3\n\n\
+                 Package: libhipblaslt1\nStatus: install ok installed\nArchitecture: amd64\nVersion: {version}\n"
+            ),
+        )
+        .file(
+            "var/lib/dpkg/info/libhipblaslt1:amd64.list",
+            "/usr/lib/x86_64-linux-gnu/libhipblaslt.so.1.1\n/usr/lib/x86_64-linux-gnu/libhipblaslt.so.1\n",
+        );
+    };
+    let judged = || {
+        let (run, report) = m.report();
+        run.success();
+        let lib = report["machine"]["hipblaslt_libraries"][0].clone();
+        (fault(&report, "cwsr-expert-sched").clone(), lib)
+    };
+    dpkg("7.1.1+dfsg-4+patchkit1");
+    let (cwsr, lib) = judged();
+    assert_eq!(cwsr["status"], "mitigated", "{cwsr:#}");
+    assert_eq!(
+        lib["rewritten"],
+        "expert scheduling rewritten off by our package libhipblaslt1 7.1.1+dfsg-4+patchkit1"
+    );
+    // Debian's own version: its kernels are off, but not ours
+    dpkg("7.1.1+dfsg-4");
+    let (cwsr, lib) = judged();
+    assert_eq!(cwsr["status"], "not-affected", "{cwsr:#}");
+    assert!(lib["rewritten"].is_null(), "{lib:#}");
+}
