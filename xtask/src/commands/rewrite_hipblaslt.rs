@@ -33,7 +33,8 @@ use crate::workspace::Workspace;
 /// A venv or a folder of yours needs no root. A system library does; its
 /// package manager puts the original files back at the next upgrade (doctor
 /// then says affected again). It also removes the entries of this user's
-/// comgr cache (~/.cache/comgr, $AMD_COMGR_CACHE_DIR) that hold kernels with
+/// comgr cache (~/.cache/comgr, $AMD_COMGR_CACHE_DIR, and under sudo the
+/// invoking user's) that hold kernels with
 /// expert scheduling on, so no program is served the old code.
 #[derive(Debug, clap::Args)]
 #[command(after_long_help = EXAMPLES)]
@@ -164,6 +165,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let would = if args.check { "would be " } else { "" };
     let mut failed = Vec::new();
+    let mut rewrote = false;
     for kernels in &libs {
         if args.undo {
             match inplace::undo(kernels, opts, &ws.reporter) {
@@ -225,6 +227,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
                 );
             }
         }
+        rewrote |= !summary.rewritten.is_empty();
         if summary.rewritten.is_empty() {
             println!(
                 "{}: nothing to rewrite ({} kernel files rewritten before, {} without a site)",
@@ -257,7 +260,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             );
         }
     }
-    comgr_cache(args.check, args.undo, &ws.reporter)?;
+    comgr_cache(args.check, args.undo, rewrote, &ws.reporter)?;
     if !failed.is_empty() {
         anyhow::bail!("{}", failed.join("\n"));
     }
@@ -266,7 +269,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
 
 /// Removes (or with `check`, lists) this user's comgr cache entries that
 /// can serve kernels with expert scheduling on, and says what is left to do.
-fn comgr_cache(check: bool, undo: bool, reporter: &crate::report::Reporter) -> Result<()> {
+fn comgr_cache(
+    check: bool,
+    undo: bool,
+    rewrote: bool,
+    reporter: &crate::report::Reporter,
+) -> Result<()> {
     if undo {
         return Ok(());
     }
@@ -294,9 +302,9 @@ fn comgr_cache(check: bool, undo: bool, reporter: &crate::report::Reporter) -> R
             if check { "would be " } else { "" }
         );
     }
-    if !off {
+    if !off && !check && rewrote {
         reporter.step(
-            "other users' comgr caches may still hold the old code: each should run this command with --check, or remove their ~/.cache/comgr/llvmcache-* files",
+            "other users' comgr caches (~/.cache/comgr of each user who ran ROCm programs) may hold the old code too: remove their llvmcache-* files there (comgr makes them again)",
         );
     }
     Ok(())

@@ -17,8 +17,8 @@ use crate::codeobj::{self, FileVerdict};
 const MAX_ENTRY: u64 = 1 << 30;
 
 /// The comgr cache folders of this user, as comgr picks them: the one
-/// `AMD_COMGR_CACHE_DIR` names, and the default one (where earlier runs
-/// without that variable wrote).
+/// `AMD_COMGR_CACHE_DIR` names, the default one (where earlier runs without
+/// that variable wrote), and under sudo the invoking user's default one.
 pub fn dirs() -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(dir) = std::env::var_os("AMD_COMGR_CACHE_DIR").filter(|d| !d.is_empty()) {
@@ -33,13 +33,28 @@ pub fn dirs() -> Vec<PathBuf> {
                 .filter(|h| h.is_absolute())
                 .map(|h| h.join(".cache"))
         });
-    if let Some(base) = base {
+    // under sudo, the caches of the user who ran it are the ones that matter
+    let sudo_home = std::env::var("SUDO_USER")
+        .ok()
+        .and_then(|user| home_of(&user))
+        .map(|home| home.join(".cache"));
+    for base in [base, sudo_home].into_iter().flatten() {
         let dir = base.join("comgr");
         if !out.contains(&dir) {
             out.push(dir);
         }
     }
     out
+}
+
+/// `user`'s home folder from `/etc/passwd`.
+fn home_of(user: &str) -> Option<PathBuf> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let fields: Vec<&str> = line.split(':').collect();
+        (fields.len() >= 7 && fields[0] == user && fields[5].starts_with('/'))
+            .then(|| PathBuf::from(fields[5]))
+    })
 }
 
 /// The output blobs of one cache entry: the unbundled files when the
