@@ -226,6 +226,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
                     kernels.join(rel).display()
                 );
             }
+            if let Err(e) = inplace::ensure_writable(kernels) {
+                if !summary.rewritten.is_empty() {
+                    println!("  note: {e:#}");
+                }
+            }
         }
         rewrote |= !summary.rewritten.is_empty();
         if summary.rewritten.is_empty() {

@@ -254,36 +254,47 @@ fn a_folder_this_user_cannot_write_needs_root() {
     let m = machine(&sid);
     let lib_dir = m.root().join(TORCH_LIB);
     let before = digests(&lib_dir);
-    let mut cmd = command(&home(&m), &[&lib_dir.display().to_string()]);
-    if crate::support::is_root() {
-        // root writes anywhere: run as nobody, who can read the tree
+    let root = crate::support::is_root();
+    if root {
+        // root writes anywhere: run as nobody, who can read the tree, a copy
+        // of the binary nobody can run wherever the checkout is
+        let bin = m.root().join("xtask");
+        std::fs::copy(env!("CARGO_BIN_EXE_xtask"), &bin).unwrap();
         std::process::Command::new("chmod")
             .args(["-R", "a+rX"])
             .arg(m.root())
             .status()
             .unwrap();
-        // a copy of the binary nobody can run wherever the checkout is
-        let bin = m.root().join("xtask");
-        std::fs::copy(cmd.get_program(), &bin).unwrap();
-        let args: Vec<_> = cmd.get_args().map(|a| a.to_owned()).collect();
+    } else {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(kernels(&m), std::fs::Permissions::from_mode(0o555)).unwrap();
+    }
+    let as_user = |args: &[&str]| {
+        let mut cmd = command(&home(&m), args);
+        if !root {
+            return crate::support::Run::of(cmd.output().unwrap());
+        }
         let mut nobody = std::process::Command::new("setpriv");
         nobody
             .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
-            .arg(bin)
-            .args(args);
+            .arg(m.root().join("xtask"))
+            .args(cmd.get_args());
         for (k, v) in cmd.get_envs() {
             match v {
                 Some(v) => nobody.env(k, v),
                 None => nobody.env_remove(k),
             };
         }
-        cmd = nobody;
-    } else {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(kernels(&m), std::fs::Permissions::from_mode(0o555)).unwrap();
-    }
-    let run = crate::support::Run::of(cmd.output().unwrap());
-    run.fails_with(1)
+        crate::support::Run::of(nobody.output().unwrap())
+    };
+    let lib = lib_dir.display().to_string();
+    as_user(&["--check", &lib])
+        .success()
+        .stdout_has("8 kernel files would be rewritten")
+        .stdout_has("note: ")
+        .stdout_has("needs root");
+    as_user(&[&lib])
+        .fails_with(1)
         .stderr_has("not writable by this user")
         .stderr_has("needs root")
         .stderr_has("puts the original kernel files back");
