@@ -277,7 +277,9 @@ fn read_one(file: &Path, check: bool, scratch: &mut codeobj::bundle::Scratch) ->
     if !check {
         let mode = std::fs::metadata(file).map_or(0o644, |m| m.permissions().mode() & 0o7777);
         let staged = record::staging_of(file, NEW);
-        if let Err(e) = record::write_synced(&staged, &bytes_out, Some(mode)) {
+        if let Err(e) = record::write_synced(&staged, &bytes_out, Some(mode))
+            .and_then(|()| record::same_owner(&staged, file))
+        {
             return Read::Unreadable(format!("{e:#}"));
         }
     }
@@ -361,11 +363,13 @@ fn keep_original(file: &Path, kept: &Path, sha256: &str) -> Result<()> {
     }
     let dir = kept.parent().expect("originals are in a folder");
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    record::same_owner(dir, file.parent().unwrap_or(Path::new("/")))?;
     let tmp = record::staging_of(kept, TMP);
     let _ = std::fs::remove_file(&tmp);
     if std::fs::hard_link(file, &tmp).is_err() {
         let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
         record::write_synced(&tmp, &bytes, None)?;
+        record::same_owner(&tmp, file)?;
     }
     match record::digest(&tmp)? {
         Some((sha, _)) if sha == sha256 => {}

@@ -107,17 +107,25 @@ impl Record {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         let mut text = serde_json::to_string_pretty(self).context("serialising the record")?;
         text.push('\n');
-        write_atomic(&path, text.as_bytes(), None)
+        same_owner(dir, kernels)?;
+        let tmp = staging_of(&path, "patchkit-tmp");
+        write_synced(&tmp, text.as_bytes(), None)?;
+        same_owner(&tmp, kernels)?;
+        rename_synced(&tmp, &path)
     }
 }
 
-/// `bytes` into `path` through `path`'s folder: a hidden temporary file
-/// written and synced, given `mode` (or 0644), renamed over `path`, and the
-/// folder synced. A reader sees the old file or the new one, never a part.
-pub fn write_atomic(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
-    let tmp = staging_of(path, "patchkit-tmp");
-    write_synced(&tmp, bytes, mode)?;
-    rename_synced(&tmp, path)
+/// Gives `path` the owner and group of `like` when this process is root
+/// (a user's venv rewritten by root stays the user's); else nothing.
+pub fn same_owner(path: &Path, like: &Path) -> Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        return Ok(());
+    }
+    let meta = std::fs::metadata(like).with_context(|| format!("reading {}", like.display()))?;
+    std::os::unix::fs::lchown(path, Some(meta.uid()), Some(meta.gid()))
+        .with_context(|| format!("giving {} the owner of {}", path.display(), like.display()))
 }
 
 /// A hidden name beside `path` for a file on its way there:

@@ -437,3 +437,38 @@ fn our_rewritten_debian_package_is_reported_patched() {
     assert_eq!(cwsr["status"], "not-affected", "{cwsr:#}");
     assert!(lib["rewritten"].is_null(), "{lib:#}");
 }
+
+#[test]
+fn a_venv_rewritten_by_root_stays_its_owners() {
+    use std::os::unix::fs::MetadataExt;
+    let Some(sid) = debian("sid") else { return };
+    if !crate::support::is_root() {
+        eprintln!("skipping: only root gives files to another user");
+        return;
+    }
+    let m = machine(&sid);
+    let lib_dir = m.root().join(TORCH_LIB);
+    let status = std::process::Command::new("chown")
+        .args(["-R", "65534:65534"])
+        .arg(&lib_dir)
+        .status()
+        .unwrap();
+    assert!(status.success());
+    rewrite(&home(&m), &[&lib_dir.display().to_string()]).success();
+    let mut stack = vec![lib_dir.clone()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+            let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+            assert_eq!(
+                (meta.uid(), meta.gid()),
+                (65534, 65534),
+                "{}",
+                entry.path().display()
+            );
+            if meta.is_dir() {
+                stack.push(entry.path());
+            }
+        }
+    }
+    assert!(kernels(&m).join(".patchkit/inplace.json").is_file());
+}
