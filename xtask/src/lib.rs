@@ -16,6 +16,7 @@ pub mod extract;
 pub mod fetch;
 pub mod hash;
 pub mod hipblaslt;
+pub mod inplace;
 pub mod knowledge;
 pub mod lock;
 pub mod manifest;

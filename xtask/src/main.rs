@@ -57,6 +57,7 @@ enum Command {
     BuildDkms(commands::build_dkms::Args),
     BuildConfig(commands::build_config::Args),
     BuildHipblaslt(commands::build_hipblaslt::Args),
+    RewriteHipblaslt(commands::rewrite_hipblaslt::Args),
     /// Benchmarks (commands, not tests) against the reference tools
     Bench(commands::bench::Args),
 }
@@ -81,6 +82,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => commands::bench::run(&ws, args),
         Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(&ws, args),
         Command::BuildConfig(args) => commands::build_config::run(&ws, args),
+        Command::RewriteHipblaslt(args) => commands::rewrite_hipblaslt::run(&ws, args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -38,11 +38,19 @@ fn needle() -> [u8; 8] {
     n
 }
 
-/// A parsed AMDGPU code object: its mach value and its `.text` bytes.
+/// A parsed AMDGPU code object: its mach value, its `.text` bytes and
+/// where they lie, and the function symbols that point into `.text`.
 #[derive(Debug)]
 pub struct CodeObject<'a> {
     pub mach: u32,
     pub text: &'a [u8],
+    /// Where `.text` starts in the ELF file.
+    pub text_offset: usize,
+    /// `.text`'s address (`sh_addr`), which symbol values count from.
+    pub text_addr: u64,
+    /// Offsets in `.text` of its `STT_FUNC` symbols (the kernels' entries),
+    /// sorted, each once.
+    pub functions: Vec<usize>,
 }
 
 impl CodeObject<'_> {
@@ -60,18 +68,27 @@ impl CodeObject<'_> {
         matches!(self.mach, 0x048 | 0x04e)
     }
 
-    /// The byte offset in `.text` of the first expert-scheduling switch.
-    /// Instructions are dword-aligned: a match across two of them does not count.
+    /// The byte offset in `.text` of the first expert-scheduling switch
+    /// found by bytes alone (dword-aligned, so a match across two dwords
+    /// does not count). The judgement uses [`super::isa`]'s instruction walk.
     pub fn expert_sched_on(&self) -> Option<usize> {
         memchr::memmem::find_iter(self.text, &needle()).find(|at| at % 4 == 0)
     }
 }
 
-/// Parses a 64-bit little-endian AMDGPU ELF and finds its `.text`.
+const SHT_SYMTAB: u32 = 2;
+const STT_FUNC: u8 = 2;
+
+/// Parses a 64-bit little-endian AMDGPU ELF and finds its `.text` and the
+/// function symbols in it. Every offset and length is checked against the
+/// file: a section outside it is an error, never a panic.
 pub fn parse(bytes: &[u8]) -> Result<CodeObject<'_>, String> {
-    let at = |off: usize, len: usize| -> Result<&[u8], String> {
-        bytes
-            .get(off..off.checked_add(len).ok_or("offset overflow")?)
+    let at = |off: u64, len: u64| -> Result<&[u8], String> {
+        let end = off.checked_add(len);
+        usize::try_from(off)
+            .ok()
+            .zip(end.and_then(|e| usize::try_from(e).ok()))
+            .and_then(|(o, e)| bytes.get(o..e))
             .ok_or_else(|| {
                 format!(
                     "ELF truncated: {len} bytes at {off} lie past the end ({} bytes)",
@@ -79,9 +96,9 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject<'_>, String> {
                 )
             })
     };
-    let u16_at = |off: usize| at(off, 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |off: usize| at(off, 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
-    let u64_at = |off: usize| at(off, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
+    let u16_at = |off: u64| at(off, 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
+    let u32_at = |off: u64| at(off, 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
+    let u64_at = |off: u64| at(off, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
     if at(0, 4)? != b"\x7fELF" {
         return Err("not an ELF file".to_owned());
     }
@@ -93,45 +110,106 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject<'_>, String> {
         return Err(format!("ELF machine {machine} is not AMDGPU ({EM_AMDGPU})"));
     }
     let mach = u32_at(48)? & MACH_MASK;
-    let shoff = u64_at(40)? as usize;
-    let shentsize = u16_at(58)? as usize;
-    let shnum = u16_at(60)? as usize;
-    let shstrndx = u16_at(62)? as usize;
+    let shoff = u64_at(40)?;
+    let shentsize = u64::from(u16_at(58)?);
+    let shnum = u64::from(u16_at(60)?);
+    let shstrndx = u64::from(u16_at(62)?);
     if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
         return Err(format!(
             "ELF section table is not usable (entry size {shentsize}, {shnum} sections, names in {shstrndx})"
         ));
     }
-    let section = |i: usize| -> Result<(u32, usize, usize), String> {
+    // shnum and shentsize are u16: the product cannot overflow; the sum can.
+    at(shoff, shnum * shentsize).map_err(|_| {
+        format!(
+            "ELF section headers ({shnum} of {shentsize} bytes at {shoff}) lie outside the file ({} bytes)",
+            bytes.len()
+        )
+    })?;
+    struct Section {
+        name: u32,
+        kind: u32,
+        addr: u64,
+        offset: u64,
+        size: u64,
+        link: u32,
+        entsize: u64,
+    }
+    let section = |i: u64| -> Result<Section, String> {
         let base = shoff + i * shentsize;
-        Ok((
-            u32_at(base)?,
-            u64_at(base + 24)? as usize,
-            u64_at(base + 32)? as usize,
-        ))
+        Ok(Section {
+            name: u32_at(base)?,
+            kind: u32_at(base + 4)?,
+            addr: u64_at(base + 16)?,
+            offset: u64_at(base + 24)?,
+            size: u64_at(base + 32)?,
+            link: u32_at(base + 40)?,
+            entsize: u64_at(base + 56)?,
+        })
     };
-    let (_, names_off, names_len) = section(shstrndx)?;
-    let names = at(names_off, names_len)?;
+    let names = section(shstrndx)?;
+    let names = at(names.offset, names.size).map_err(|e| format!("section names: {e}"))?;
+    let mut text = None;
+    let mut symtab = None;
     for i in 0..shnum {
-        let (name, off, len) = section(i)?;
-        let name = names.get(name as usize..).unwrap_or_default();
-        if name.starts_with(b".text\0") {
-            return Ok(CodeObject {
-                mach,
-                text: at(off, len)?,
-            });
+        let s = section(i)?;
+        let name = names.get(s.name as usize..).unwrap_or_default();
+        if name.starts_with(b".text\0") && text.is_none() {
+            let bytes = at(s.offset, s.size).map_err(|e| format!(".text: {e}"))?;
+            text = Some((i, bytes, s.offset as usize, s.addr));
+        } else if s.kind == SHT_SYMTAB && symtab.is_none() {
+            symtab = Some(s);
         }
     }
-    Err("ELF has no .text section".to_owned())
+    let Some((text_index, text, text_offset, text_addr)) = text else {
+        return Err("ELF has no .text section".to_owned());
+    };
+    let mut functions = Vec::new();
+    if let Some(sym) = symtab {
+        if sym.entsize < 24 {
+            return Err(format!(
+                "ELF .symtab entry size {} is below 24",
+                sym.entsize
+            ));
+        }
+        let table = at(sym.offset, sym.size).map_err(|e| format!(".symtab: {e}"))?;
+        if u64::from(sym.link) >= shnum {
+            return Err(format!(".symtab links to section {}, of {shnum}", sym.link));
+        }
+        for entry in table.chunks_exact(sym.entsize as usize) {
+            let info = entry[4];
+            let shndx = u64::from(u16::from_le_bytes([entry[6], entry[7]]));
+            let value = u64::from_le_bytes(entry[8..16].try_into().expect("8"));
+            if info & 0xf != STT_FUNC || shndx != text_index {
+                continue;
+            }
+            let offset = value
+                .checked_sub(text_addr)
+                .filter(|o| *o <= text.len() as u64)
+                .ok_or_else(|| {
+                    format!(
+                        "ELF function symbol at 0x{value:x} lies outside .text (0x{text_addr:x}, {} bytes)",
+                        text.len()
+                    )
+                })?;
+            functions.push(offset as usize);
+        }
+    }
+    functions.sort_unstable();
+    functions.dedup();
+    Ok(CodeObject {
+        mach,
+        text,
+        text_offset,
+        text_addr,
+        functions,
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use super::super::testing::{elf, words, GFX1201};
     use super::*;
-
-    fn text(words: &[u32]) -> Vec<u8> {
-        words.iter().flat_map(|w| w.to_le_bytes()).collect()
-    }
 
     #[test]
     fn the_switch_is_the_documented_encoding() {
@@ -140,47 +218,44 @@ mod tests {
     }
 
     #[test]
-    fn only_the_word_pair_at_an_instruction_boundary_counts() {
-        let on = text(&[0xbf80_0000, SETREG_SCHED_MODE, 2, 0xbfb0_0000]);
-        let code = CodeObject {
-            mach: 0x04e,
-            text: &on,
-        };
-        assert_eq!(code.expert_sched_on(), Some(4));
-        // value 0 (off), another hwreg (25), size 1, or a misaligned copy: no.
-        for words in [
-            vec![SETREG_SCHED_MODE, 0],
-            vec![SETREG_SCHED_MODE - 1, 2],
-            vec![SETREG_SCHED_MODE & !(1 << 11), 2],
-        ] {
-            let bytes = text(&words);
-            assert_eq!(
-                CodeObject {
-                    mach: 0x04e,
-                    text: &bytes
-                }
-                .expert_sched_on(),
-                None
-            );
+    fn text_and_function_symbols_are_found() {
+        let text = words(&[0xbf80_0000, 0xbfb0_0000, 0xbf80_0000, 0xbfb0_0000]);
+        let file = elf(GFX1201, &text, &[8, 0, 8]);
+        let code = parse(&file).unwrap();
+        assert_eq!(code.gfx(), "gfx1201");
+        assert!(code.is_gfx12());
+        assert_eq!(code.text, &text[..]);
+        assert_eq!(&file[code.text_offset..code.text_offset + 16], &text[..]);
+        assert_eq!(code.functions, vec![0, 8]);
+    }
+
+    #[test]
+    fn offsets_near_the_end_of_the_address_space_are_errors_not_panics() {
+        let good = elf(GFX1201, &words(&[0xbfb0_0000]), &[0]);
+        // e_shoff near 2^64
+        let mut bad = good.clone();
+        bad[40..48].copy_from_slice(&(u64::MAX - 8).to_le_bytes());
+        let err = parse(&bad).unwrap_err();
+        assert!(err.contains("section headers"), "{err}");
+        // e_shoff just past the end of the file
+        let mut bad = good.clone();
+        bad[40..48].copy_from_slice(&(good.len() as u64).to_le_bytes());
+        assert!(parse(&bad).unwrap_err().contains("outside the file"));
+        // .text's offset and size near 2^64 (section 1's sh_offset, sh_size)
+        let shoff = u64::from_le_bytes(good[40..48].try_into().unwrap()) as usize;
+        for field in [24, 32] {
+            let mut bad = good.clone();
+            let at = shoff + 64 + field;
+            bad[at..at + 8].copy_from_slice(&(u64::MAX - 3).to_le_bytes());
+            let err = parse(&bad).unwrap_err();
+            assert!(err.contains(".text"), "{err}");
         }
-        let mut shifted = vec![0u8; 2];
-        shifted.extend(text(&[SETREG_SCHED_MODE, 2]));
-        assert_eq!(
-            CodeObject {
-                mach: 0x04e,
-                text: &shifted
-            }
-            .expert_sched_on(),
-            None
-        );
-        // a misaligned copy before an aligned one: the aligned one is found.
-        shifted.extend([0, 0]);
-        shifted.extend(text(&[SETREG_SCHED_MODE, 2]));
-        let found = CodeObject {
-            mach: 0x048,
-            text: &shifted,
+        // a function symbol outside .text
+        let bad = elf(GFX1201, &words(&[0xbfb0_0000]), &[64]);
+        assert!(parse(&bad).unwrap_err().contains("outside .text"));
+        // truncated anywhere: an error, never a panic
+        for len in 0..good.len() {
+            let _ = parse(&good[..len]);
         }
-        .expert_sched_on();
-        assert_eq!(found, Some(12));
     }
 }

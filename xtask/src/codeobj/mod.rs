@@ -6,6 +6,11 @@
 pub mod bundle;
 mod cache;
 pub mod elf;
+pub mod isa;
+pub mod llvm;
+pub mod rewrite;
+#[cfg(test)]
+mod testing;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -37,7 +42,7 @@ pub fn judge_bytes(bytes: &[u8]) -> FileVerdict {
 fn judge_bytes_with(bytes: &[u8], scratch: &mut bundle::Scratch) -> FileVerdict {
     if bytes.starts_with(bundle::CCOB) {
         return match bundle::decompress(bytes, scratch) {
-            Ok(()) => judge_uncompressed(&scratch.out),
+            Ok(_) => judge_uncompressed(&scratch.out),
             Err(why) => FileVerdict::Unreadable(why),
         };
     }
@@ -89,12 +94,13 @@ fn judge_elf(bytes: &[u8]) -> FileVerdict {
     match elf::parse(bytes) {
         Err(why) => FileVerdict::Unreadable(why),
         Ok(code) if !code.is_gfx12() => FileVerdict::NoGfx12,
-        Ok(code) => match code.expert_sched_on() {
-            Some(offset) => FileVerdict::On {
+        Ok(code) => match isa::first_sched_mode_site(&code) {
+            Ok(Some(offset)) => FileVerdict::On {
                 gfx: code.gfx(),
                 offset,
             },
-            None => FileVerdict::Off,
+            Ok(None) => FileVerdict::Off,
+            Err(why) => FileVerdict::Unreadable(why),
         },
     }
 }

@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod list;
 pub mod lock;
 pub mod plan;
+pub mod rewrite_hipblaslt;
 pub mod verify;
 
 /// The flags of every command that applies or checks a recipe's series:

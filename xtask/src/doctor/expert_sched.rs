@@ -50,7 +50,7 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Status> {
     }
     let ours: Vec<&HipblasltLibrary> = libs
         .iter()
-        .filter(|l| l.kind == "pytorch" && l.ours.is_some())
+        .filter(|l| (l.kind == "pytorch" && l.ours.is_some()) || l.rewritten.is_some())
         .collect();
     let listed: Vec<String> = libs
         .iter()
@@ -59,9 +59,13 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Status> {
                 Judgement::NoGfx12 { .. } => "no gfx12 kernels",
                 _ => "off",
             };
-            match &l.ours {
-                Some(prefix) => format!("{} ({verdict}, patched: ours from {prefix})", l.path),
-                None => format!("{} ({verdict})", l.path),
+            match (&l.ours, &l.rewritten) {
+                (Some(prefix), _) => format!("{} ({verdict}, patched: ours from {prefix})", l.path),
+                (None, Some(_)) => format!(
+                    "{} ({verdict}, patched: expert scheduling rewritten off)",
+                    l.path
+                ),
+                (None, None) => format!("{} ({verdict})", l.path),
             }
         })
         .collect();
@@ -74,4 +78,46 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Status> {
     } else {
         Status::Mitigated
     })
+}
+
+/// What keeps a mitigation by our hipBLASLt in place.
+pub fn mitigated_next(m: &Machine) -> String {
+    if m.hipblaslt_libraries.iter().any(|l| l.rewritten.is_some()) {
+        "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (README: \"Rewriting an installed hipBLASLt\"); for the kernel fix itself:".to_owned()
+    } else {
+        "keep PyTorch loading our patched hipBLASLt (README: \"Using the patched hipBLASLt\"); for the kernel fix itself:".to_owned()
+    }
+}
+
+/// The rewrite of every hipBLASLt found that switches expert scheduling on,
+/// as commands: the hipBLASLt side fixed now, without a reboot.
+pub fn rewrite_steps(m: &Machine) -> Vec<String> {
+    let mut dirs: Vec<(String, bool)> = Vec::new();
+    for lib in &m.hipblaslt_libraries {
+        if !matches!(lib.judgement, Judgement::On { .. }) {
+            continue;
+        }
+        let dir = std::path::Path::new(&lib.path)
+            .parent()
+            .map_or(lib.path.clone(), |d| d.display().to_string());
+        let system = matches!(lib.kind.as_str(), "distribution" | "rocm");
+        if !dirs.iter().any(|(d, _)| *d == dir) {
+            dirs.push((dir, system));
+        }
+    }
+    let mut steps = Vec::new();
+    for (dir, system) in dirs {
+        let or = if steps.is_empty() {
+            "or now, the hipBLASLt side without a reboot: "
+        } else {
+            "  and: "
+        };
+        let root = if system {
+            " (as root: a package's files, which its next upgrade puts back)"
+        } else {
+            ""
+        };
+        steps.push(format!("{or}cargo xtask rewrite-hipblaslt {dir}{root}"));
+    }
+    steps
 }

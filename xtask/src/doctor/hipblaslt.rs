@@ -28,6 +28,9 @@ pub struct HipblasltLibrary {
     /// Our patched build this library resolves to (a PyTorch wheel's copy
     /// replaced by a link to ours), if any.
     pub ours: Option<String>,
+    /// Our in-place rewrite of its kernels (`cargo xtask rewrite-hipblaslt`),
+    /// when its record matches the files.
+    pub rewritten: Option<String>,
     pub judgement: Judgement,
 }
 
@@ -152,6 +155,54 @@ fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The `torch/lib` folders of the PyTorch wheels of a Python environment
+/// (a venv, conda env or site-packages folder), below `root`.
+pub fn torch_libs(root: &Path, env: &Path) -> Vec<PathBuf> {
+    site_packages(root, env)
+        .into_iter()
+        .map(|site| site.join("torch/lib"))
+        .filter(|lib| below(root, lib).is_dir())
+        .collect()
+}
+
+/// `libhipblaslt1 7.1.1+dfsg-4+patchkit1` when the library file `lib` (a
+/// machine path) belongs to an installed Debian package of ours: a version
+/// ending in `+patchkitN` (the rewritten package `build` makes).
+fn patchkit_package(root: &Path, lib: &Path) -> Option<String> {
+    let status = std::fs::read_to_string(below(root, Path::new("/var/lib/dpkg/status"))).ok()?;
+    for stanza in status.split("\n\n") {
+        let field = |name: &str| {
+            stanza
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let (Some(package), Some(version), Some(state)) =
+            (field("Package:"), field("Version:"), field("Status:"))
+        else {
+            continue;
+        };
+        let ours = version
+            .rsplit_once("+patchkit")
+            .is_some_and(|(_, n)| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        if !package.starts_with("libhipblaslt") || !state.ends_with(" installed") || !ours {
+            continue;
+        }
+        let mut lists = vec![format!("{package}.list")];
+        if let Some(arch) = field("Architecture:") {
+            lists.insert(0, format!("{package}:{arch}.list"));
+        }
+        let owns = lists.iter().any(|list| {
+            std::fs::read_to_string(below(root, &Path::new("/var/lib/dpkg/info").join(list)))
+                .is_ok_and(|text| text.lines().any(|l| Path::new(l) == lib))
+        });
+        if owns {
+            return Some(format!("{package} {version}"));
+        }
+    }
+    None
+}
+
 /// `2.9.0+rocm7.1, HIP 7.1.25424` from `torch/version.py`.
 fn torch_version(root: &Path, site: &Path) -> Option<String> {
     let text = Root::new(root)
@@ -262,12 +313,14 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                     ),
                 }
             };
+            let rewritten = rewritten(root, &kernels, kind, &real);
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
                 kind: kind.to_owned(),
                 version,
                 kernels: kernels.display().to_string(),
                 ours,
+                rewritten,
                 judgement,
             });
         }
@@ -330,16 +383,28 @@ fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
     }
 }
 
+/// What says the kernels at `kernels` were rewritten by us: the in-place
+/// record of `rewrite-hipblaslt` that matches its files, or, for a
+/// distribution library, our package that owns `real`.
+fn rewritten(root: &Path, kernels: &Path, kind: &str, real: &Path) -> Option<String> {
+    match crate::inplace::record::status(&below(root, kernels)) {
+        crate::inplace::record::Status::Rewritten { files, sites } => Some(format!(
+            "expert scheduling rewritten off in place ({files} kernel files, {sites} sites; record {})",
+            crate::inplace::record::path(kernels).display()
+        )),
+        _ if kind == "distribution" => patchkit_package(root, real)
+            .map(|p| format!("expert scheduling rewritten off by our package {p}")),
+        _ => None,
+    }
+}
+
 /// The hipBLASLt library a running program mapped (`doctor --pid`), judged
 /// by the kernel folder beside it.
 pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> HipblasltLibrary {
     let dir = lib.parent().unwrap_or(Path::new("/"));
     let kernels = resolve(root, &dir.join("hipblaslt/library"));
-    let judgement = if below(root, &kernels).is_dir() {
-        relative_files(
-            root,
-            codeobj::judge_library(&below(root, &kernels), cache, places.threads),
-        )
+    let judgement = if Root::new(root).is_dir(&kernels) {
+        judge_kernels(root, &kernels, cache, places.threads)
     } else {
         Judgement::CannotTell {
             why: format!(
@@ -353,6 +418,7 @@ pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> Hi
         path: lib.display().to_string(),
         kind: "in use".to_owned(),
         version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
+        rewritten: rewritten(root, &kernels, "in use", lib),
         kernels: kernels.display().to_string(),
         ours: None,
         judgement,

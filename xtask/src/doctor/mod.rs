@@ -205,6 +205,9 @@ impl Report {
             if let Some(prefix) = &lib.ours {
                 notes.push(format!("patched: loads ours from {prefix}"));
             }
+            if let Some(rewritten) = &lib.rewritten {
+                notes.push(format!("patched: {rewritten}"));
+            }
             line(
                 &mut out,
                 "library",

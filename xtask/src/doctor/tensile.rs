@@ -72,6 +72,7 @@ pub fn judge_in(
             version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
             kernels: kernels.display().to_string(),
             ours: None,
+            rewritten: None,
             judgement: match judgement {
                 Judgement::On { file, gfx, offset } => Judgement::On {
                     file: Path::new("/").join(file.strip_prefix(root).unwrap_or(&file)),

@@ -121,12 +121,10 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if fault.trigger_expert_sched && other_on.is_none() {
         if let Some(status) = super::expert_sched::judge(m, &mut why) {
             let next = match status {
-                Status::Mitigated => vec![
-                    "keep PyTorch loading our patched hipBLASLt (README: \"Using the patched hipBLASLt\"); for the kernel fix itself:".to_owned(),
-                ]
-                .into_iter()
-                .chain(fix_steps(fault, m))
-                .collect(),
+                Status::Mitigated => vec![super::expert_sched::mitigated_next(m)]
+                    .into_iter()
+                    .chain(fix_steps(fault, m))
+                    .collect(),
                 _ => Vec::new(),
             };
             return verdict(status, why.join("; "), next);
@@ -186,6 +184,9 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         }
     }
     lead.extend(next_steps(fault, m));
+    if fault.trigger_expert_sched {
+        lead.extend(super::expert_sched::rewrite_steps(m));
+    }
     verdict(Status::Affected, why.join("; "), lead)
 }
 

@@ -47,6 +47,8 @@ mod recipes;
 mod render;
 mod repo;
 mod safe_text;
+mod rewrite_inplace;
+mod rewrite_real;
 mod source_packages;
 mod source_packages_config;
 mod verify;

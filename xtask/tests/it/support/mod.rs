@@ -6,6 +6,7 @@
 pub mod bounded;
 pub mod codeobj;
 pub mod http;
+pub mod inplace;
 pub mod tools;
 pub mod upstream;
 

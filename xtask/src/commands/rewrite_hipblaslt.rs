@@ -1,0 +1,316 @@
+//! `cargo xtask rewrite-hipblaslt [PATH...] [--python DIR] [--all] [--check]
+//! [--undo]`: expert scheduling rewritten off in an installed hipBLASLt's
+//! gfx12 kernel files, in place (the work is [`crate::inplace`]).
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+use crate::codeobj;
+use crate::doctor::hipblaslt::{self as found, Places};
+use crate::inplace::{self, comgr, Options};
+use crate::report::human_size;
+use crate::workspace::Workspace;
+
+/// Rewrite an installed hipBLASLt's gfx12 kernels with expert scheduling off, in place
+///
+/// For the hipBLASLt side of the RDNA4 expert-scheduling fault, now,
+/// without a toolchain or a reboot. In every gfx12 kernel file (*.co,
+/// *.hsaco) that switches expert scheduling on (`s_setreg_imm32_b32
+/// hwreg(26, 0, 2), 2`), the 2 becomes 0 and nothing else changes; the
+/// bundle is rebuilt with its sizes and hash. Each file is replaced
+/// atomically; the original is kept in .patchkit/ beside the kernels, with a
+/// record (sizes, sha256 before and after, sites) that --undo uses to put
+/// every byte back. A file that cannot be read leaves its whole library
+/// unchanged. A run that is killed leaves each file original or rewritten;
+/// run it again to finish.
+///
+/// Which library: the folder holding libhipblaslt.so (a PyTorch wheel's
+/// site-packages/torch/lib, /opt/rocm/lib, /usr/lib/x86_64-linux-gnu), or
+/// its hipblaslt/library kernel folder; --python DIR for the PyTorch wheel
+/// of a venv or conda env; --all for every affected hipBLASLt doctor finds.
+///
+/// A venv or a folder of yours needs no root. A system library does; its
+/// package manager puts the original files back at the next upgrade (doctor
+/// then says affected again). It also removes the entries of this user's
+/// comgr cache (~/.cache/comgr, $AMD_COMGR_CACHE_DIR, and under sudo the
+/// invoking user's) that hold kernels with
+/// expert scheduling on, so no program is served the old code.
+#[derive(Debug, clap::Args)]
+#[command(after_long_help = EXAMPLES)]
+pub struct Args {
+    /// A folder holding libhipblaslt.so, or its hipblaslt/library kernel folder
+    #[arg(value_name = "PATH")]
+    pub paths: Vec<PathBuf>,
+    /// The PyTorch wheel of this Python environment (a venv, conda env or
+    /// site-packages folder; repeatable), as doctor takes it
+    #[arg(long, value_name = "DIR")]
+    pub python: Vec<PathBuf>,
+    /// Every hipBLASLt doctor finds that switches expert scheduling on (with
+    /// --undo: every one rewritten in place)
+    #[arg(long)]
+    pub all: bool,
+    /// Say what would change and change nothing
+    #[arg(long)]
+    pub check: bool,
+    /// Put back the original kernel files of a rewritten library, byte for
+    /// byte; refuses, naming it, when a file changed since the rewrite
+    #[arg(long)]
+    pub undo: bool,
+    /// Threads reading and rewriting kernel files [default: the CPUs]
+    #[arg(long, value_name = "N")]
+    pub threads: Option<usize>,
+}
+
+const EXAMPLES: &str = "Examples:
+  cargo xtask doctor --python ~/venv                     what is affected, and the next command
+  cargo xtask rewrite-hipblaslt --python ~/venv --check  what would change
+  cargo xtask rewrite-hipblaslt --python ~/venv          the wheel's kernels rewritten
+  cargo xtask rewrite-hipblaslt --python ~/venv --undo   the original kernels back
+  sudo cargo xtask rewrite-hipblaslt /opt/rocm/lib       a system library (root)";
+
+/// The kernel library folder a user named: `PATH/hipblaslt/library` when
+/// there is one, else `PATH` itself when it holds kernel files.
+fn kernels_of(path: &Path) -> Result<PathBuf> {
+    let below = path.join("hipblaslt/library");
+    let dir = if below.is_dir() {
+        below
+    } else {
+        path.to_path_buf()
+    };
+    let has_kernels = std::fs::read_dir(&dir)
+        .with_context(|| format!("reading {}", path.display()))?
+        .flatten()
+        .any(|e| {
+            let n = e.file_name().to_string_lossy().into_owned();
+            n.ends_with(".co") || n.ends_with(".hsaco")
+        });
+    anyhow::ensure!(
+        has_kernels,
+        crate::diag::UsageError(format!(
+            "{} holds neither hipblaslt/library nor kernel files (*.co, *.hsaco): name the folder holding libhipblaslt.so",
+            path.display()
+        ))
+    );
+    std::fs::canonicalize(&dir).with_context(|| format!("resolving {}", dir.display()))
+}
+
+/// The kernel folders the arguments name, each once.
+fn libraries(args: &Args, threads: usize) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    for path in &args.paths {
+        out.push(kernels_of(path)?);
+    }
+    for env in &args.python {
+        let env = std::path::absolute(env)
+            .with_context(|| format!("resolving --python {}", env.display()))?;
+        let libs = found::torch_libs(Path::new("/"), &env);
+        anyhow::ensure!(
+            !libs.is_empty(),
+            crate::diag::UsageError(format!(
+                "no PyTorch wheel in {} (looked for site-packages/torch/lib with hipblaslt/library)",
+                env.display()
+            ))
+        );
+        for lib in libs {
+            out.push(kernels_of(&lib)?);
+        }
+    }
+    if args.all {
+        let mut places = Places::from_env(&args.python);
+        places.threads = threads;
+        let mut cache = match codeobj::default_cache_path() {
+            Some(path) => codeobj::Cache::load(path),
+            None => codeobj::Cache::in_memory(),
+        };
+        for lib in found::find(Path::new("/"), &places, &mut cache) {
+            let on = matches!(lib.judgement, codeobj::Judgement::On { .. });
+            let kernels = PathBuf::from(&lib.kernels);
+            let recorded = inplace::record::path(&kernels).is_file();
+            if if args.undo { recorded } else { on } {
+                out.push(std::fs::canonicalize(&kernels).unwrap_or(kernels));
+            }
+        }
+    }
+    anyhow::ensure!(
+        !out.is_empty() || args.all,
+        crate::diag::UsageError(
+            "name a library: a folder holding libhipblaslt.so, --python DIR or --all".to_owned()
+        )
+    );
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|k| seen.insert(k.clone()));
+    Ok(out)
+}
+
+pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+    let threads = args
+        .threads
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let opts = Options {
+        check: args.check,
+        threads,
+    };
+    let libs = libraries(args, threads)?;
+    if libs.is_empty() {
+        println!(
+            "no hipBLASLt found {} (doctor --python DIR reads other environments)",
+            if args.undo {
+                "rewritten in place"
+            } else {
+                "switches expert scheduling on"
+            }
+        );
+        return Ok(());
+    }
+    let would = if args.check { "would be " } else { "" };
+    let mut failed = Vec::new();
+    let mut rewrote = false;
+    for kernels in &libs {
+        if args.undo {
+            match inplace::undo(kernels, opts, &ws.reporter) {
+                Ok(u) if !u.had_record => {
+                    println!(
+                        "{}: no rewrite recorded, nothing to undo",
+                        kernels.display()
+                    )
+                }
+                Ok(u) => println!(
+                    "{}: {} kernel files {would}restored ({} already original){}",
+                    kernels.display(),
+                    u.restored.len(),
+                    u.already,
+                    if args.check {
+                        ""
+                    } else {
+                        "; record and kept originals removed"
+                    }
+                ),
+                Err(e) => failed.push(format!("{e:#}")),
+            }
+            continue;
+        }
+        let system = inplace::system_library(kernels);
+        let summary = match inplace::rewrite(kernels, opts, &ws.reporter) {
+            Ok(s) => s,
+            Err(e) => {
+                failed.push(format!("{e:#}"));
+                continue;
+            }
+        };
+        for rel in &summary.changed_since {
+            ws.reporter.warn(format!(
+                "{}: changed since it was rewritten (a package upgrade?): read again",
+                kernels.join(rel).display()
+            ));
+        }
+        if !summary.unreadable.is_empty() {
+            let names: Vec<String> = summary
+                .unreadable
+                .iter()
+                .map(|(rel, why)| format!("{}: {why}", kernels.join(rel).display()))
+                .collect();
+            failed.push(format!(
+                "{} left unchanged: {} kernel file(s) could not be read:\n  {}\n\
+                 move such a file out of the folder (and tell us), then run again",
+                kernels.display(),
+                names.len(),
+                names.join("\n  ")
+            ));
+            continue;
+        }
+        if args.check {
+            for (rel, sites) in &summary.rewritten {
+                println!(
+                    "would rewrite {} ({sites} sites)",
+                    kernels.join(rel).display()
+                );
+            }
+            if let Err(e) = inplace::ensure_writable(kernels) {
+                if !summary.rewritten.is_empty() {
+                    println!("  note: {e:#}");
+                }
+            }
+        }
+        rewrote |= !summary.rewritten.is_empty();
+        if summary.rewritten.is_empty() {
+            println!(
+                "{}: nothing to rewrite ({} kernel files rewritten before, {} without a site)",
+                kernels.display(),
+                summary.already,
+                summary.untouched
+            );
+        } else {
+            println!(
+                "{}: {} kernel files {would}rewritten ({} sites: expert scheduling 2 -> 0, {} -> {}), {} rewritten before, {} without a site",
+                kernels.display(),
+                summary.rewritten.len(),
+                summary.sites(),
+                human_size(summary.bytes_before),
+                human_size(summary.bytes_after),
+                summary.already,
+                summary.untouched
+            );
+        }
+        if !args.check && !summary.rewritten.is_empty() {
+            println!(
+                "  originals and record in {} (undo: cargo xtask rewrite-hipblaslt --undo {})",
+                kernels.join(inplace::record::DIR).display(),
+                kernels.display()
+            );
+        }
+        if system && !summary.rewritten.is_empty() {
+            println!(
+                "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)"
+            );
+        }
+    }
+    comgr_cache(args.check, args.undo, rewrote, &ws.reporter)?;
+    if !failed.is_empty() {
+        anyhow::bail!("{}", failed.join("\n"));
+    }
+    Ok(())
+}
+
+/// Removes (or with `check`, lists) this user's comgr cache entries that
+/// can serve kernels with expert scheduling on, and says what is left to do.
+fn comgr_cache(
+    check: bool,
+    undo: bool,
+    rewrote: bool,
+    reporter: &crate::report::Reporter,
+) -> Result<()> {
+    if undo {
+        return Ok(());
+    }
+    let off = std::env::var("AMD_COMGR_CACHE").is_ok_and(|v| v == "0");
+    for dir in comgr::dirs() {
+        let stale = comgr::stale_entries(&dir)?;
+        if stale.is_empty() {
+            if dir.is_dir() {
+                println!("comgr cache {}: no entry holds the old code", dir.display());
+            }
+            continue;
+        }
+        if !check {
+            for entry in &stale {
+                std::fs::remove_file(entry).with_context(|| {
+                    format!("removing the comgr cache entry {}", entry.display())
+                })?;
+            }
+        }
+        println!(
+            "comgr cache {}: {} entr{} holding kernels with expert scheduling on {}removed",
+            dir.display(),
+            stale.len(),
+            if stale.len() == 1 { "y" } else { "ies" },
+            if check { "would be " } else { "" }
+        );
+    }
+    if !off && !check && rewrote {
+        reporter.step(
+            "other users' comgr caches (~/.cache/comgr of each user who ran ROCm programs) may hold the old code too: remove their llvmcache-* files there (comgr makes them again)",
+        );
+    }
+    Ok(())
+}
