@@ -25,8 +25,21 @@ pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -
             progress,
         },
     );
+    if input.fill_buf()?.starts_with(super::deb::AR_MAGIC) {
+        return super::deb::deb(input, dest).map_err(|e| e.context(format!("extracting package {}", path.display())));
+    }
+    let wrap = |e: anyhow::Error| e.context(format!("extracting archive {}", path.display()));
+    stream(input, sel, dest).map_err(wrap)
+}
+
+/// A tar stream, plain or compressed (told apart by its first bytes), into `dest`.
+pub(super) fn stream<'a>(
+    mut input: impl BufRead + 'a,
+    sel: &Selection,
+    dest: &Path,
+) -> Result<Manifest> {
     let magic = input.fill_buf()?.to_vec();
-    let (reader, compressed): (Box<dyn Read>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
+    let (reader, compressed): (Box<dyn Read + 'a>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
         (Box::new(flate2::read::GzDecoder::new(input)), true)
     } else if magic.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
         (
@@ -41,13 +54,12 @@ pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -
     } else {
         (Box::new(input), false)
     };
-    let wrap = |e: anyhow::Error| e.context(format!("extracting archive {}", path.display()));
     let tracked = Tracked {
         inner: reader,
         state: Default::default(),
     };
     let state = tracked.state.clone();
-    untar(tracked, compressed, &state, sel, dest).map_err(wrap)
+    untar(tracked, compressed, &state, sel, dest)
 }
 
 /// What the stream under the tar reader saw: whether it ended, and the

@@ -47,6 +47,12 @@ pub struct RawSource {
     pub sha256: Str,
     pub strip: Option<Spanned<i64>>,
     pub include: StrList,
+    /// A binary package by name (`deb = "libhipblaslt1"`), with `version`,
+    /// `arch`, `sha256`, and optionally `url` or `local` where apt is not.
+    pub deb: Str,
+    pub version: Str,
+    pub arch: Str,
+    pub url: Str,
 }
 
 #[derive(Debug, Deserialize)]

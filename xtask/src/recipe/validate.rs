@@ -289,6 +289,17 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
 }
 
 fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Source {
+    if s.deb.is_some() {
+        return deb_source(c, s, table_at, root);
+    }
+    c.reject(
+        &[
+            ("version", at(&s.version)),
+            ("arch", at(&s.arch)),
+            ("url", at(&s.url)),
+        ],
+        "source other than `deb`",
+    );
     let kinds: Vec<_> = [
         ("git", &s.git),
         ("tarball", &s.tarball),
@@ -398,6 +409,58 @@ fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Sourc
     }
 }
 
+/// `[source] deb = "name"`: a binary package pinned by its sha256, fetched
+/// with apt by name, version and architecture, or from `url` or `local`.
+fn deb_source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Source {
+    c.reject(
+        &[
+            ("git", at(&s.git)),
+            ("tarball", at(&s.tarball)),
+            ("commit", at(&s.commit)),
+            ("ref", at(&s.reference)),
+            ("paths", at(&s.paths)),
+            ("strip", at(&s.strip)),
+            ("include", at(&s.include)),
+        ],
+        "deb source (the whole package is the tree)",
+    );
+    if let (Some(_), Some(l)) = (&s.url, &s.local) {
+        c.err(
+            l.span().start,
+            "`[source]` of a deb takes `url` or `local`, not both",
+        );
+    }
+    let package = c.required(&s.deb, table_at, "source.deb");
+    c.checked(&s.deb, "source.deb", check_package_name);
+    let version = c.required(&s.version, table_at, "source.version");
+    c.checked(&s.version, "source.version", |v| {
+        let ok = !v.is_empty()
+            && v.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ".+~-:".contains(ch));
+        ok.then_some(())
+            .ok_or_else(|| format!("`{v}` is not a Debian version (digits, letters and `.+~-:`)"))
+    });
+    let arch = c
+        .checked(&s.arch, "source.arch", |a| {
+            let ok = !a.is_empty() && a.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-');
+            ok.then_some(())
+                .ok_or_else(|| format!("`{a}` is not a Debian architecture such as `amd64`"))
+        })
+        .unwrap_or_else(|| "amd64".to_owned());
+    let sha256 = c.required(&s.sha256, table_at, "source.sha256");
+    c.checked(&s.sha256, "source.sha256", check_sha256);
+    let url = c.checked(&s.url, "source.url", check_http_url);
+    let local = s.local.as_ref().map(|l| root.join(l.get_ref()));
+    Source::Deb(super::DebSource {
+        package,
+        version,
+        arch,
+        sha256,
+        url,
+        local,
+    })
+}
+
 fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
     let tree = c
         .checked(&d.tree, "dkms.tree", check_shell_path)
@@ -446,7 +509,7 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
                 c.err(
                     k.span().start,
                     format!(
-                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`, `config`",
+                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`, `config`, `rewrite`",
                         k.get_ref()
                     ),
                 );
@@ -506,6 +569,17 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             formats.retain(|f| *f != Format::Tar);
         }
     }
+    if kind == Kind::Rewrite {
+        if t.formats.is_none() {
+            formats = vec![Format::Deb];
+        } else if formats != [Format::Deb] {
+            let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
+            c.err(
+                at,
+                "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
+            );
+        }
+    }
     if kind == Kind::Config && formats.contains(&Format::Tar) {
         let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
         c.err(
@@ -524,7 +598,13 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             None
         }
     });
-    if kind != Kind::Hipblaslt {
+    if kind == Kind::Rewrite && expert_sched != Some(ExpertSched::Off) {
+        c.err(
+            at(&t.expert_sched).unwrap_or(table_at),
+            "a rewrite recipe needs `target.expert_sched = \"off\"`: the rewrite writes the gfx12 kernels' expert-scheduling switch off (the only rewrite there is)",
+        );
+    }
+    if !matches!(kind, Kind::Hipblaslt | Kind::Rewrite) {
         c.reject(
             &[("expert_sched", at(&t.expert_sched))],
             &format!("{} recipe", kind.as_str()),
