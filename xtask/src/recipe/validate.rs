@@ -189,6 +189,18 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         }
         (None, _) => None,
     };
+    if let (Kind::Rewrite, Source::Deb(deb), Some(p)) = (target.kind, &source, &raw.package) {
+        let upstream = deb.version.rsplit_once('-').map_or(deb.version.as_str(), |(v, _)| v);
+        if package.name != deb.package {
+            c.err(p.span().start, format!("`package.name` of a rewrite recipe is the name of the package it takes the place of: `{}`", deb.package));
+        }
+        if package.version != upstream.split_once(':').map_or(upstream, |(_, v)| v) {
+            c.err(p.span().start, format!("`package.version` of a rewrite recipe is the upstream version of its source: `{upstream}` (the build's version is `{}+patchkit<release>`)", deb.version));
+        }
+    }
+    if target.kind == Kind::Rewrite && !matches!(source, Source::Deb(_)) {
+        c.err(raw.source.as_ref().map_or(0, |s| s.span().start), "a rewrite recipe's source is a binary package: `[source] deb = \"name\"` with `version`, `arch` and `sha256`");
+    }
     Recipe {
         name: name.to_owned(),
         path: path.to_owned(),

@@ -41,6 +41,7 @@ mod rebuild;
 mod recipes;
 mod render;
 mod repo;
+mod rewrite_package;
 mod source_packages;
 mod source_packages_config;
 mod verify;
