@@ -96,3 +96,64 @@ fn header(input: &mut impl BufRead) -> Result<Option<(String, u64)>> {
         .with_context(|| format!("the ar member `{name}` has no readable size"))?;
     Ok(Some((name, size)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tar_of(entries: &[(&str, &[u8])]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, bytes) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.as_gnu_mut().unwrap().name[..path.len()].copy_from_slice(path.as_bytes());
+            h.set_size(bytes.len() as u64);
+            h.set_mode(0o644);
+            h.set_cksum();
+            b.append(&h, *bytes).unwrap();
+        }
+        b.into_inner().unwrap()
+    }
+
+    fn deb_of(members: &[(&str, Vec<u8>)]) -> Vec<u8> {
+        let mut out = AR_MAGIC.to_vec();
+        for (name, bytes) in members {
+            crate::package::ar::member(&mut out, name, 0, bytes).unwrap();
+        }
+        out
+    }
+
+    fn extract(deb: &[u8]) -> Result<Manifest> {
+        let dir = tempfile::tempdir().unwrap();
+        deb_read(deb, dir.path())
+    }
+
+    fn deb_read(bytes: &[u8], dest: &Path) -> Result<Manifest> {
+        deb(std::io::BufReader::new(bytes), dest)
+    }
+
+    #[test]
+    fn a_deb_lands_as_dpkg_deb_r_lays_it_out() {
+        let bytes = deb_of(&[
+            ("debian-binary", b"2.0\n".to_vec()),
+            ("control.tar", tar_of(&[("./control", b"Package: x\n")])),
+            ("data.tar", tar_of(&[("./usr/lib/x.co", b"abc")])),
+        ]);
+        let got = extract(&bytes).unwrap();
+        let paths: Vec<&str> = got.keys().map(String::as_str).collect();
+        assert_eq!(paths, ["DEBIAN/control", "usr/lib/x.co"]);
+    }
+
+    #[test]
+    fn a_deb_is_refused_when_it_escapes_misorders_or_ends_early() {
+        let control = ("control.tar", tar_of(&[("./control", b"Package: x\n")]));
+        let version = ("debian-binary", b"2.0\n".to_vec());
+        let escape = deb_of(&[version.clone(), control.clone(), ("data.tar", tar_of(&[("../evil", b"x")]))]);
+        assert!(format!("{:#}", extract(&escape).unwrap_err()).contains("refused"));
+        let shadow = deb_of(&[version.clone(), control.clone(), ("data.tar", tar_of(&[("./DEBIAN/postinst", b"x")]))]);
+        assert!(extract(&shadow).is_err());
+        let misordered = deb_of(&[control.clone(), version.clone()]);
+        assert!(format!("{:#}", extract(&misordered).unwrap_err()).contains("not what a .deb holds"));
+        let no_data = deb_of(&[version, control]);
+        assert!(format!("{:#}", extract(&no_data).unwrap_err()).contains("before its data member"));
+    }
+}

@@ -15,6 +15,7 @@ use crate::support::{ci, have_tools, Project};
 
 const RECIPE: &str = "hipblaslt-debian-7.1.1-expert-sched-off";
 const DEB: &str = "libhipblaslt1_7.1.1+dfsg-4_amd64.deb";
+const EPOCH: &[(&str, &str)] = &[("SOURCE_DATE_EPOCH", "1700000000")];
 const OURS: &str = "libhipblaslt1_7.1.1+dfsg-4+patchkit1_amd64.deb";
 
 /// Debian's `.deb`, as `.ci/setup` keeps it; `None` (a skip) only outside CI.
@@ -56,7 +57,11 @@ fn unpack(deb: &Path, dir: &Path) {
 
 /// lintian's tags of a package, its name and version left out: (level, tag, context).
 fn lintian_tags(deb: &Path) -> BTreeSet<String> {
-    let out = tools::tool("lintian", &["--display-info", "--tag-display-limit", "0"], deb);
+    let out = tools::tool(
+        "lintian",
+        &["--pedantic", "--display-info", "--tag-display-limit", "0"],
+        deb,
+    );
     out.stdout
         .lines()
         .filter(|l| l.len() > 2 && l.as_bytes()[1] == b':' && !l.starts_with("N:"))
@@ -81,7 +86,7 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
     let p = Project::new();
     p.recipe(RECIPE, &recipe_with_source(&format!("url = \"{}\"", server.url(&format!("/pool/{DEB}")))));
     let started = std::time::Instant::now();
-    p.xtask(&["build", RECIPE]).success();
+    p.xtask_with(&["build", RECIPE], EPOCH).success();
     eprintln!("cold build: {:.1}s", started.elapsed().as_secs_f64());
     assert_eq!(server.hits(&format!("/pool/{DEB}")), 1);
     let dist = p.root().join("dist").join(RECIPE);
@@ -143,7 +148,8 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
 
     // A second build, into another folder, gives the same bytes.
     let again = p.root().join("again");
-    p.xtask(&["build", RECIPE, "--out", &again.display().to_string()]).success();
+    p.xtask_with(&["build", RECIPE, "--out", &again.display().to_string()], EPOCH)
+        .success();
     assert_eq!(std::fs::read(again.join(OURS)).unwrap(), std::fs::read(&ours).unwrap());
     assert_eq!(
         std::fs::read(again.join("SHA256SUMS")).unwrap(),
@@ -158,7 +164,7 @@ fn a_wrong_pin_of_the_deb_is_refused_naming_the_recipe_key() {
     let text = recipe_with_source(&format!("local = \"{}\"", debian.display()))
         .replace("05159cd3ce6c5c3914c46a1cafd2be4d288b9ae5e7cda87de1beaff3c0c00542", &"ab".repeat(32));
     p.recipe(RECIPE, &text);
-    p.xtask(&["build", RECIPE])
+    p.xtask_with(&["build", RECIPE], EPOCH)
         .fails_with(1)
         .stderr_has("`source.sha256`")
         .stderr_has(&"ab".repeat(32));
