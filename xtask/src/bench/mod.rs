@@ -12,6 +12,7 @@ pub mod nfpm;
 pub mod package;
 pub mod reference;
 pub mod report;
+pub mod rewrite;
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};

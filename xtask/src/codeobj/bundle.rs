@@ -348,3 +348,131 @@ pub fn entries(bytes: &[u8]) -> Result<Vec<Entry<'_>>, String> {
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{bundle, ccob, elf, words, GFX1201};
+    use super::*;
+
+    fn file() -> Vec<u8> {
+        let code = elf(GFX1201, &words(&[0xbfb0_0000]), &[0]);
+        ccob(
+            2,
+            ZSTD,
+            &bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1201", &code)]),
+        )
+    }
+
+    #[test]
+    fn sizes_that_lie_in_the_header_are_named() {
+        let good = file();
+        let mut scratch = Scratch::default();
+        assert!(decompress(&good, &mut scratch).is_ok());
+        // uncompressed size one less, one more, and huge
+        for (size, says) in [
+            (1000u32, "its zstd frame says"),
+            (u32::MAX, "more than the"),
+        ] {
+            let mut bad = good.clone();
+            bad[12..16].copy_from_slice(&size.to_le_bytes());
+            let err = decompress(&bad, &mut scratch).unwrap_err();
+            assert!(err.contains(says), "{size}: {err}");
+        }
+        // the total size
+        let mut bad = good.clone();
+        bad[8..12].copy_from_slice(&(good.len() as u32 + 1).to_le_bytes());
+        assert!(decompress(&bad, &mut scratch)
+            .unwrap_err()
+            .contains("truncated or padded"));
+        // v3 with a size near 2^64
+        let mut v3 = ccob(3, ZSTD, b"__CLANG_OFFLOAD_BUNDLE__");
+        v3[16..24].copy_from_slice(&(u64::MAX - 1).to_le_bytes());
+        assert!(decompress(&v3, &mut scratch)
+            .unwrap_err()
+            .contains("more than the"));
+        // truncated anywhere: an error, never a panic
+        for len in 0..good.len() {
+            assert!(decompress(&good[..len], &mut scratch).is_err());
+        }
+    }
+
+    #[test]
+    fn a_frame_that_expands_past_the_stated_size_stops_there() {
+        // 64 MiB of zeros in a frame without a content size, under a header
+        // that states 1000 bytes: read no further than 1001
+        let zeros = vec![0u8; 64 << 20];
+        let mut cctx = zstd::zstd_safe::CCtx::create();
+        cctx.set_parameter(zstd::zstd_safe::CParameter::ContentSizeFlag(false))
+            .unwrap();
+        let mut frame = Vec::with_capacity(zstd::zstd_safe::compress_bound(zeros.len()));
+        cctx.compress2(&mut frame, &zeros).unwrap();
+        assert_eq!(frame_header(&frame).unwrap().content_size, None);
+        let header = Header {
+            version: 2,
+            method: ZSTD,
+            total: Some(24 + frame.len() as u64),
+            uncompressed: 1000,
+            hash: [0; 8],
+        };
+        let mut bomb = header.to_bytes().unwrap();
+        bomb.extend(&frame);
+        let mut scratch = Scratch::default();
+        let err = decompress(&bomb, &mut scratch).unwrap_err();
+        assert!(err.contains("the frame gives more"), "{err}");
+        assert!(
+            scratch.out.capacity() < 1 << 20,
+            "{}",
+            scratch.out.capacity()
+        );
+        // the same with zlib
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
+        std::io::Write::write_all(&mut z, &zeros).unwrap();
+        let stream = z.finish().unwrap();
+        let mut bomb = Header {
+            method: ZLIB,
+            total: Some(24 + stream.len() as u64),
+            ..header
+        }
+        .to_bytes()
+        .unwrap();
+        bomb.extend(&stream);
+        assert!(decompress(&bomb, &mut scratch)
+            .unwrap_err()
+            .contains("gives more"));
+    }
+
+    #[test]
+    fn bundle_entries_past_the_end_are_named() {
+        let code = elf(GFX1201, &words(&[0xbfb0_0000]), &[0]);
+        let good = bundle(&[("hipv4-amdgcn-amd-amdhsa--gfx1201", &code)]);
+        assert_eq!(entries(&good).unwrap()[0].bytes, &code[..]);
+        // the entry's offset, its size, its triple's length near 2^64
+        for (at, what) in [
+            (32, "lies past the end"),
+            (40, "lies past the end"),
+            (48, "triple truncated"),
+        ] {
+            let mut bad = good.clone();
+            bad[at..at + 8].copy_from_slice(&(u64::MAX - 4).to_le_bytes());
+            let err = entries(&bad).unwrap_err();
+            assert!(err.contains(what), "{at}: {err}");
+        }
+        // a count that claims too many
+        let mut bad = good.clone();
+        bad[24..32].copy_from_slice(&u64::MAX.to_le_bytes());
+        assert!(entries(&bad).is_err());
+        for len in 0..good.len() {
+            let _ = entries(&good[..len]);
+        }
+    }
+
+    #[test]
+    fn frame_headers_are_read_as_rfc_8878_says() {
+        let one = zstd::bulk::compress(&[7u8; 300], 3).unwrap();
+        let f = frame_header(&one).unwrap();
+        assert!(f.single_segment);
+        assert_eq!((f.content_size, f.window), (Some(300), 300));
+        assert!(frame_header(b"\x28\xb5\x2f").is_err());
+        assert!(frame_header(b"PK\x03\x04").is_err());
+    }
+}

@@ -7,6 +7,7 @@ pub mod bundle;
 mod cache;
 pub mod elf;
 pub mod isa;
+pub mod llvm;
 pub mod rewrite;
 #[cfg(test)]
 mod testing;

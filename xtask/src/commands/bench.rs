@@ -71,6 +71,19 @@ pub enum What {
     /// cache of the first run), with the verdict, per library folder. Run the
     /// release build: `cargo run --release -p xtask -- bench kernels DIR...`.
     Kernels(KernelsArgs),
+    /// Time the rewrite of expert scheduling off in a kernel library against zstd and md5sum
+    ///
+    /// Ours: every gfx12 kernel file of DIR rewritten in process on the
+    /// cores (into a scratch folder, never in place), with its peak memory.
+    /// The reference: the same work by the tools, file by file, on the files
+    /// that have sites (`zstd -d` of the frame, `md5sum` of the bundle, `zstd`
+    /// at our level and window). Sizes before and after. With --disasm-all,
+    /// every code object is then disassembled before and after by
+    /// llvm-objdump (llvm-19), which must agree with the rewrite (about 26
+    /// minutes for Debian's 7.1.1). Run the release build: `cargo run
+    /// --release -p xtask -- bench rewrite
+    /// /var/cache/rocm-patchkit/debian-hipblaslt/sid/usr/lib/x86_64-linux-gnu/hipblaslt/library`.
+    Rewrite(RewriteArgs),
     /// (internal) run one of our package writers, or its compressor alone
     #[command(hide = true)]
     PackageOne(PackageOneArgs),
@@ -152,6 +165,22 @@ pub struct KernelsArgs {
     pub reps: usize,
 }
 
+#[derive(Debug, clap::Args)]
+pub struct RewriteArgs {
+    /// The kernel library folder (`.../hipblaslt/library`)
+    #[arg(value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Threads for ours (default: the machine's cores)
+    #[arg(long)]
+    pub threads: Option<usize>,
+    /// Skip the reference pipeline
+    #[arg(long)]
+    pub no_reference: bool,
+    /// Disassemble every code object before and after with llvm-objdump
+    #[arg(long)]
+    pub disasm_all: bool,
+}
+
 fn parse_format(text: &str) -> Result<Format, String> {
     Format::ALL
         .iter()
@@ -184,6 +213,12 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             dirs: a.dirs.clone(),
             threads: a.threads,
             reps: a.reps,
+        }),
+        What::Rewrite(a) => bench::rewrite::run(&bench::rewrite::Options {
+            dir: a.dir.clone(),
+            threads: a.threads,
+            no_reference: a.no_reference,
+            disasm_all: a.disasm_all,
         }),
         What::PackageOne(a) => bench::package::run_one(&bench::package::OneOptions {
             project: a.project.clone(),

@@ -42,6 +42,7 @@ mod recipes;
 mod render;
 mod repo;
 mod rewrite_package;
+mod rewrite_real;
 mod source_packages;
 mod source_packages_config;
 mod verify;
