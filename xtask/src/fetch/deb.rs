@@ -7,7 +7,7 @@
 //! of its own in the cache, so the machine's apt state stays as it was; no
 //! archive host is written here.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use anyhow::{bail, Context, Result};
@@ -234,15 +234,6 @@ pub fn derive_sources(machine: &str) -> Result<String> {
         "Types: deb\nURIs: {uri}\nSuites: {EXTRA_SUITES}\nComponents: main\nSigned-By: {keyring}\n"
     ));
     Ok(out)
-}
-
-/// Whether `path` is a `.deb` (an `ar` archive).
-pub fn is_deb(path: &Path) -> bool {
-    let mut magic = [0u8; 8];
-    std::fs::File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut magic))
-        .is_ok()
-        && &magic == b"!<arch>\n"
 }
 
 #[cfg(test)]

@@ -119,6 +119,15 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
     assert!(info.contains("Depends: libamdhip64-6 (>= 6.1.5), libc6 (>= 2.38)"), "{info}");
     assert!(info.contains("Maintainer: Debian ROCm Team"), "{info}");
     assert!(info.contains("rewritten by rocm-patchkit"), "{info}");
+    // apt sees an upgrade over Debian's, and Debian's next revision supersedes it.
+    for (op, other) in [("gt", "7.1.1+dfsg-4"), ("lt", "7.1.1+dfsg-5")] {
+        let ok = std::process::Command::new("dpkg")
+            .args(["--compare-versions", "7.1.1+dfsg-4+patchkit1", op, other])
+            .status()
+            .unwrap()
+            .success();
+        assert!(ok, "7.1.1+dfsg-4+patchkit1 {op} {other}");
+    }
 
     // Only kernel files differ, exactly those the manifest names, and none
     // of them switches expert scheduling on any more (doctor's scanner).
