@@ -151,14 +151,18 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
     assert_eq!(differ, rewritten);
 
     // lintian: nothing new against Debian's own package.
+    let started = std::time::Instant::now();
     let (theirs, new) = (lintian_tags(&debian), lintian_tags(&ours));
+    eprintln!("lintian of both: {:.1}s", started.elapsed().as_secs_f64());
     let added: Vec<&String> = new.difference(&theirs).collect();
     assert!(added.is_empty(), "lintian tags ours has and Debian's has not: {added:#?}");
 
     // A second build, into another folder, gives the same bytes.
     let again = p.root().join("again");
+    let started = std::time::Instant::now();
     p.xtask_with(&["build", RECIPE, "--out", &again.display().to_string()], EPOCH)
         .success();
+    eprintln!("second build: {:.1}s", started.elapsed().as_secs_f64());
     assert_eq!(std::fs::read(again.join(OURS)).unwrap(), std::fs::read(&ours).unwrap());
     assert_eq!(
         std::fs::read(again.join("SHA256SUMS")).unwrap(),
