@@ -75,7 +75,7 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
                 note: None,
             });
         }
-        Source::Tarball { .. } | Source::Local { .. } => {}
+        Source::Tarball { .. } | Source::Local { .. } | Source::Deb(_) => {}
     }
     for (i, patch) in recipe.patches.iter().enumerate() {
         if patch.pin.diff_sha256.is_some() {

@@ -26,6 +26,11 @@ pub struct Manifest {
     pub patches: Vec<PatchRef>,
     /// Build parameters: kernel release, formats, GPU targets, ...
     pub build: BTreeMap<String, String>,
+    /// The binary rewrites of the tree (a rewrite recipe's transform), from
+    /// its state record: per file the sha256 before and after and the sites
+    /// rewritten. They follow from the inputs: not part of `inputs_digest`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<RewriteRef>,
     /// sha256 over everything above plus the templates: equal keys mean an
     /// equal build, which is how a re-run knows it has nothing to do.
     pub inputs_digest: String,
@@ -135,6 +140,7 @@ impl Manifest {
             },
             patches,
             build,
+            rewrites: Vec::new(),
             inputs_digest: String::new(),
             outputs: BTreeMap::new(),
         };
@@ -176,12 +182,53 @@ impl Manifest {
     }
 }
 
+/// One binary rewrite as the manifest records it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewriteRef {
+    pub transform: String,
+    /// Every site rewritten, in all files.
+    pub sites: usize,
+    pub files: Vec<RewrittenRef>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RewrittenRef {
+    pub path: String,
+    pub before: String,
+    pub after: String,
+    pub sites: usize,
+}
+
+/// The rewrites of a tree's state record, for the manifest (the sites'
+/// offsets stay in the record).
+pub fn rewrites_of(state: &crate::state::State) -> Vec<RewriteRef> {
+    state
+        .rewrites
+        .iter()
+        .map(|r| RewriteRef {
+            transform: r.transform.clone(),
+            sites: r.files.iter().map(|f| f.sites).sum(),
+            files: r
+                .files
+                .iter()
+                .map(|f| RewrittenRef {
+                    path: f.path.clone(),
+                    before: f.before.clone(),
+                    after: f.after.clone(),
+                    sites: f.sites,
+                })
+                .collect(),
+        })
+        .collect()
+}
+
 fn source_location(plan: &Plan) -> (String, String) {
     use crate::recipe::Source;
     match &plan.source.source {
         Source::Git { url, .. } => ("git".to_owned(), url.clone()),
         Source::Tarball { url, .. } => ("tarball".to_owned(), url.clone()),
         Source::Local { path, .. } => ("local".to_owned(), path.display().to_string()),
+        Source::Deb(deb) => ("deb".to_owned(), deb.file_name()),
     }
 }
 

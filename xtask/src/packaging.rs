@@ -183,6 +183,7 @@ pub fn source_line(source: &Source) -> String {
                 None => format!("the local source {name}"),
             }
         }
+        Source::Deb(deb) => format!("{} (sha256 {})", deb.file_name(), deb.sha256),
     }
 }
 

@@ -29,6 +29,10 @@ pub struct State {
     /// In series order.
     pub patches: Vec<PatchRecord>,
     pub recipe: RecipeRef,
+    /// Binary rewrites of the tree after the patches (a rewrite recipe's
+    /// transform), each with the files it changed; absent when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rewrites: Vec<RewriteRecord>,
     pub source: SourcePin,
     /// The fuzz the series was applied with (0 unless asked; exact context
     /// at any offset is the rule). Per-hunk placement is in `patches`.
@@ -98,6 +102,30 @@ pub struct FileChange {
     /// sha256 before the patch; `None` when the patch created the file.
     pub before: Option<String>,
     pub path: String,
+}
+
+/// One binary rewrite of the tree (`expert-sched-off`): every file it
+/// changed, sorted by path. Files it read and left alone are not listed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewriteRecord {
+    pub files: Vec<RewrittenFile>,
+    pub transform: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RewrittenFile {
+    /// sha256 of the file as rewritten.
+    pub after: String,
+    /// sha256 of the file as the source had it.
+    pub before: String,
+    pub path: String,
+    /// How many sites were rewritten.
+    pub sites: usize,
+    pub size_after: u64,
+    /// Where each rewritten value lies in the uncompressed file (bundle).
+    pub value_offsets: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -253,6 +281,12 @@ fn check_paths(state: &State, manifest: &Manifest) -> Result<()> {
             check(&h.file, &whose)?;
         }
     }
+    for rewrite in &state.rewrites {
+        let whose = format!("rewrite {}'s path", rewrite.transform.escape_debug());
+        for f in &rewrite.files {
+            check(&f.path, &whose)?;
+        }
+    }
     Ok(())
 }
 
@@ -303,6 +337,7 @@ mod tests {
                 selected: Vec::new(),
                 strip: 0,
             },
+            rewrites: Vec::new(),
             tolerance: ToleranceRecord { fuzz: 0 },
             tool: ToolRef::current(),
         };

@@ -98,6 +98,7 @@ impl<'r> Part<'r> {
             pkgbuild: Some(cx.rendered()?["arch/PKGBUILD"].clone().into_bytes()),
             params: BTreeMap::new(),
             meta,
+            carried: None,
         })
     }
 }

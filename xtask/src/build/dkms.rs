@@ -125,6 +125,7 @@ impl<'r> Part<'r> {
             pkgbuild: Some(rendered["arch/PKGBUILD"].clone().into_bytes()),
             params: BTreeMap::new(),
             meta,
+            carried: None,
         })
     }
 

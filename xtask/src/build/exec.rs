@@ -130,14 +130,21 @@ impl Cx<'_> {
     fn run(&mut self, step: &Step, part: &Part) -> Result<Option<Outcome>> {
         match step {
             Step::Fetch => return self.fetch(part),
+            Step::EnsureApplied { .. } if matches!(part, Part::Rewrite(_)) => {
+                super::rewrite::ensure_applied(self)?
+            }
             Step::EnsureApplied { fuzz } => self.ensure_applied(Tolerance::fuzz(*fuzz))?,
+            Step::Verify if matches!(part, Part::Rewrite(_)) => {
+                let rewrites = super::rewrite::verify(self)?;
+                self.manifest.as_mut().context("verify runs after fetch")?.rewrites = rewrites;
+            }
             Step::Verify => self.verify()?,
             Step::PublishSource { .. } => self.publish_source()?,
             Step::Render => {
                 self.rendered = Some(match part {
                     Part::Dkms(p) => p.render(self)?,
                     Part::Config(p) => p.render(self)?,
-                    Part::Hipblaslt(_) => bail!(
+                    Part::Hipblaslt(_) | Part::Rewrite(_) => bail!(
                         "a {} recipe has no templates to render",
                         self.recipe.target.kind.as_str()
                     ),
@@ -148,6 +155,7 @@ impl Cx<'_> {
                     Part::Dkms(p) => p.assemble(self)?,
                     Part::Config(p) => p.assemble(self)?,
                     Part::Hipblaslt(p) => p.assemble(self)?,
+                    Part::Rewrite(p) => p.assemble(self)?,
                 })
             }
             Step::Package { format, file } => self.package(*format, file)?,
@@ -270,7 +278,12 @@ impl Cx<'_> {
         let dir = self.dir()?;
         let task = self.ws.reporter.task(format!("writing {file}"));
         let before = self.chunk_count();
-        let artifact = package::write(format, &pkg, dir).with_context(|| {
+        let written = match (&a.carried, format) {
+            (Some(carried), package::Format::Deb) => package::deb_carried::write(&pkg, carried, dir),
+            (Some(_), _) => bail!("a rewrite builds only a .deb"),
+            (None, _) => package::write(format, &pkg, dir),
+        };
+        let artifact = written.with_context(|| {
             format!(
                 "writing the {} package of {}",
                 format.as_str(),

@@ -141,6 +141,7 @@ impl Part {
             scripts: BTreeMap::new(),
             pkgbuild: None,
             params: BTreeMap::from([("gfx12_expert_sched".to_owned(), verdict)]),
+            carried: None,
         })
     }
 }

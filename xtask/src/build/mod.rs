@@ -10,6 +10,7 @@ pub mod dkms;
 pub mod exec;
 pub mod hipblaslt;
 pub mod plan;
+pub mod rewrite;
 pub mod source;
 mod source_packages;
 
@@ -61,6 +62,9 @@ pub struct Assembled {
     pub pkgbuild: Option<Vec<u8>>,
     /// Entries the manifest's `build` table gains from the build itself.
     pub params: BTreeMap<String, String>,
+    /// A rewrite's upstream control members, which its .deb carries (see
+    /// `package::deb_carried`); none for the kinds whose packages we describe.
+    pub carried: Option<crate::package::deb_carried::Carried>,
 }
 
 /// What a recipe's kind brings to the line, resolved before anything is
@@ -69,6 +73,7 @@ pub enum Part<'r> {
     Dkms(dkms::Part<'r>),
     Config(config::Part<'r>),
     Hipblaslt(hipblaslt::Part),
+    Rewrite(rewrite::Part),
 }
 
 impl Options {
@@ -102,6 +107,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         Kind::Dkms => Part::Dkms(dkms::Part::new(&recipe, opts)?),
         Kind::Config => Part::Config(config::Part::new(&recipe, opts)?),
         Kind::Hipblaslt => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
+        Kind::Rewrite => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),
     };
     exec::execute(ws, &recipe, &part, opts)
 }
@@ -126,6 +132,7 @@ impl Part<'_> {
             Part::Dkms(p) => &p.formats,
             Part::Config(p) => &p.formats,
             Part::Hipblaslt(p) => &p.formats,
+            Part::Rewrite(p) => &p.formats,
         }
     }
 
@@ -135,6 +142,7 @@ impl Part<'_> {
             Part::Dkms(p) => p.params(),
             Part::Config(p) => p.params(),
             Part::Hipblaslt(p) => p.params(),
+            Part::Rewrite(p) => p.params(),
         }
     }
 

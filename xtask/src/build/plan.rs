@@ -172,6 +172,10 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
             strip: *strip,
             include: include.clone(),
         },
+        Source::Deb(deb) => Source::Deb(crate::recipe::DebSource {
+            local: deb.local.as_deref().map(relative),
+            ..deb.clone()
+        }),
         other => other.clone(),
     };
     Ok(Plan {
@@ -202,10 +206,14 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
         Step::Fetch,
         Step::EnsureApplied { fuzz: 0 },
         Step::Verify,
-        Step::PublishSource {
-            files: source_files(recipe),
-        },
     ];
+    // A rewrite's source is a binary package, pinned in the manifest: no
+    // source artifacts to publish.
+    if kind != Kind::Rewrite {
+        steps.push(Step::PublishSource {
+            files: source_files(recipe),
+        });
+    }
     if kind.has_packaging() {
         // The templates see the orig tarball's sha256: render follows it.
         steps.push(Step::Render);
@@ -245,7 +253,7 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
         ),
         _ => (p.name.clone(), None),
     };
-    PackageMeta {
+    let mut meta = PackageMeta {
         name,
         source,
         version: p.version.clone(),
@@ -259,14 +267,18 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
         changes: Vec::new(),
         copyright: Vec::new(),
         relations: Default::default(),
+    };
+    if recipe.target.kind == Kind::Rewrite {
+        super::rewrite::identity(recipe, &mut meta);
     }
+    meta
 }
 
 /// What a kind's packages run on: compiled libraries the host's machine,
 /// everything else any.
 pub fn machine(kind: Kind) -> Machine {
     match kind {
-        Kind::Hipblaslt => Machine::Host,
+        Kind::Hipblaslt | Kind::Rewrite => Machine::Host,
         Kind::Dkms | Kind::Config => Machine::Any,
     }
 }
@@ -407,6 +419,18 @@ fn source_text(source: &Source) -> String {
                 include_text(include)
             )
         }
+        Source::Deb(deb) => format!(
+            "deb {} {} ({}) sha256 {}{}",
+            deb.package,
+            deb.version,
+            deb.arch,
+            deb.sha256,
+            match (&deb.url, &deb.local) {
+                (Some(url), _) => format!(" from {url}"),
+                (_, Some(path)) => format!(" from {}", path.display()),
+                _ => " through apt".to_owned(),
+            }
+        ),
         Source::Local {
             path,
             sha256,

@@ -21,7 +21,7 @@ fn extra_sources(cx: &Cx) -> Result<Vec<(String, std::path::PathBuf)>> {
             "dkms.conf".to_owned(),
             cx.dir()?.join("packaging/dkms.conf"),
         )],
-        Kind::Config | Kind::Hipblaslt => Vec::new(),
+        Kind::Config | Kind::Hipblaslt | Kind::Rewrite => Vec::new(),
     })
 }
 

@@ -26,10 +26,18 @@ use crate::workspace::Workspace;
 /// The kind-specific flags apply to their kind only: --kernel to dkms,
 /// --rocm, --gpu-targets, --build and --jobs to hipblaslt.
 ///
+/// A rewrite recipe (`kind = "rewrite"`) takes an upstream binary package
+/// pinned by sha256 (`[source] deb`, through apt, `url` or `local`),
+/// rewrites its gfx12 kernel files so that they never switch expert
+/// scheduling on (ensure-applied; the sites go into the state record and
+/// the manifest; verify reads every kernel file again), and packages the
+/// .deb that takes the package's place (`<version>+patchkit<release>`).
+///
 /// Examples:
 ///   cargo xtask build demo-hello --kernel 6.12.117+deb12-amd64
 ///   cargo xtask build amdgpu-cwsr-off --formats deb
 ///   cargo xtask build hipblaslt-rocm-7.1-expert-sched-off --rocm /opt/rocm --build always
+///   cargo xtask build hipblaslt-debian-7.1.1-expert-sched-off
 #[derive(Debug, clap::Args)]
 #[command(verbatim_doc_comment)]
 pub struct Args {

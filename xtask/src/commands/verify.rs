@@ -74,6 +74,32 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     if !report.ok {
         bail!("{} differs from its state record", args.tree.display());
     }
+    rewrites_hold(&args.tree, args.json)
+}
+
+/// A tree that records a binary rewrite: every kernel file read again, and
+/// none may still switch expert scheduling on.
+fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
+    let Some((state, _)) = crate::state::read(tree)? else {
+        return Ok(());
+    };
+    if state.rewrites.is_empty() {
+        return Ok(());
+    }
+    let left = crate::build::rewrite::sites_left(tree)?;
+    if !json {
+        println!(
+            "{}",
+            if left.is_empty() {
+                "ok: no kernel file switches expert scheduling on".to_owned()
+            } else {
+                format!("{} kernel file(s) still switch expert scheduling on", left.len())
+            }
+        );
+    }
+    if let Some((path, n)) = left.first() {
+        bail!("{path} of {} switches expert scheduling on at {n} site(s)", tree.display());
+    }
     Ok(())
 }
 

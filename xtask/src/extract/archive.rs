@@ -62,29 +62,13 @@ fn read(
             hasher: hasher.clone(),
         },
     );
-    let magic = input.fill_buf()?.to_vec();
-    let (reader, compressed): (Box<dyn Read>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
-        (Box::new(flate2::read::GzDecoder::new(input)), true)
-    } else if magic.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        (
-            Box::new(xz2::read::XzDecoder::new_multi_decoder(input)),
-            true,
-        )
-    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
-        (
-            Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
-            true,
-        )
+    let manifest = if input.fill_buf()?.starts_with(super::deb::AR_MAGIC) {
+        super::deb::deb(input, dest)
+            .map_err(|e| e.context(format!("extracting package {}", path.display())))?
     } else {
-        (Box::new(input), false)
+        stream(input, sel, dest)
+            .map_err(|e| e.context(format!("extracting archive {}", path.display())))?
     };
-    let wrap = |e: anyhow::Error| e.context(format!("extracting archive {}", path.display()));
-    let tracked = Tracked {
-        inner: reader,
-        state: Default::default(),
-    };
-    let state = tracked.state.clone();
-    let manifest = untar(tracked, compressed, &state, sel, dest).map_err(wrap)?;
     let (Some(pin), Some(mut hasher)) = (pin, hasher.borrow_mut().take()) else {
         return Ok(manifest);
     };
@@ -104,6 +88,36 @@ fn read(
         );
     }
     Ok(manifest)
+}
+
+/// A tar stream, plain or compressed (told apart by its first bytes), into `dest`.
+pub(super) fn stream<'a>(
+    mut input: impl BufRead + 'a,
+    sel: &Selection,
+    dest: &Path,
+) -> Result<Manifest> {
+    let magic = input.fill_buf()?.to_vec();
+    let (reader, compressed): (Box<dyn Read + 'a>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
+        (Box::new(flate2::read::GzDecoder::new(input)), true)
+    } else if magic.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        (
+            Box::new(xz2::read::XzDecoder::new_multi_decoder(input)),
+            true,
+        )
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        (
+            Box::new(zstd::stream::read::Decoder::with_buffer(input)?),
+            true,
+        )
+    } else {
+        (Box::new(input), false)
+    };
+    let tracked = Tracked {
+        inner: reader,
+        state: Default::default(),
+    };
+    let state = tracked.state.clone();
+    untar(tracked, compressed, &state, sel, dest)
 }
 
 /// What the stream under the tar reader saw: whether it ended, and the

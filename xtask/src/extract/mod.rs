@@ -7,9 +7,11 @@
 //!
 //! One file an idea: `limits` (how much one extraction may write), `sink`
 //! (the one writer every kind of source goes through, and where the refusals
-//! live), and one reader per kind of source: `archive`, `dir`, `git`.
+//! live), and one reader per kind of source: `archive` (and `deb`, the `ar`
+//! of a binary package it hands on), `dir`, `git`.
 
 mod archive;
+mod deb;
 mod dir;
 pub(crate) use dir::sorted_entries;
 mod git;
@@ -27,6 +29,7 @@ use crate::report::Reporter;
 use crate::state::Manifest;
 
 pub use archive::{archive, archive_pinned};
+pub use deb::CONTROL_DIR;
 pub use dir::dir;
 pub use git::git;
 pub use limits::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};
@@ -57,6 +60,8 @@ impl Selection {
                     paths: Vec::new(),
                 }
             }
+            // The whole package: its data members, and its control members under DEBIAN/.
+            Source::Deb(_) => Selection::default(),
         }
     }
 }

@@ -42,6 +42,20 @@ impl Net {
         Ok(self.http.as_ref().expect("built above"))
     }
 
+    /// apt, which `fetch/deb.rs` runs as a process: refused offline and
+    /// where there is none.
+    pub fn apt(&self) -> Result<()> {
+        anyhow::ensure!(
+            !self.offline,
+            "the network is needed but --offline was given"
+        );
+        anyhow::ensure!(
+            super::deb::apt_available(),
+            "apt-get is not on this machine"
+        );
+        Ok(())
+    }
+
     pub fn git(&self) -> Result<()> {
         anyhow::ensure!(
             !self.offline,
@@ -69,11 +83,11 @@ impl Net {
 
 /// What fetching one input took.
 #[derive(Default)]
-struct Tally {
-    cached: usize,
-    downloaded: usize,
-    bytes: u64,
-    local: usize,
+pub(super) struct Tally {
+    pub(super) cached: usize,
+    pub(super) downloaded: usize,
+    pub(super) bytes: u64,
+    pub(super) local: usize,
     /// `(input, key, value)` of every pin taken by `--allow-unpinned`.
     taken: Vec<(String, String, String)>,
 }
@@ -185,6 +199,11 @@ fn missing_offline(cache: &Cache, recipe: &Recipe) -> Vec<String> {
             None => missing.push(format!("source: {url} (no pinned sha256)")),
         },
         Source::Local { .. } => {}
+        Source::Deb(deb) => {
+            if cache.blob(&deb.sha256).is_none() && deb.local.is_none() {
+                missing.push(format!("source: {} (sha256 {})", deb.file_name(), deb.sha256));
+            }
+        }
     }
     for patch in &recipe.patches {
         let name = &patch.name;
@@ -277,6 +296,7 @@ fn fetch_source(
                 .map_err(|e| pin_mismatch(e, recipe))?;
             Ok(FetchedSource::Archive { path, sha256: sha })
         }
+        Source::Deb(deb) => super::deb::fetch(cache, net, reporter, recipe, deb, tally),
         Source::Local { path, sha256, .. } => {
             let checked = local::check(
                 path,

@@ -7,6 +7,8 @@
 
 pub(crate) mod inputs;
 
+pub mod deb;
+
 pub mod git;
 pub mod http;
 pub mod local;

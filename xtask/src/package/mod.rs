@@ -16,6 +16,7 @@ pub mod chunked;
 pub mod compress;
 mod cpio;
 pub mod deb;
+pub mod deb_carried;
 pub mod dkms;
 pub mod dsc;
 pub mod meta;

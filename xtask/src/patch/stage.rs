@@ -102,6 +102,7 @@ pub fn apply_recipe_from(
             name: recipe.name.clone(),
             version: recipe.package.version.clone(),
         },
+        rewrites: Vec::new(),
         source: source_pin(&fetched.source, &selection),
         tolerance: state::ToleranceRecord { fuzz: tol.fuzz },
         tool: state::ToolRef::current(),

@@ -16,6 +16,7 @@ use serde::Serialize;
 
 pub use kernel::{KernelRange, KernelVersion};
 
+
 /// A validated recipe.
 #[derive(Debug, Clone)]
 pub struct Recipe {
@@ -133,6 +134,42 @@ pub enum Source {
         strip: u32,
         include: Vec<String>,
     },
+    /// An upstream binary package (`.deb`), pinned by sha256: fetched with
+    /// apt by name and version, or from `url` or a `local` file.
+    Deb(DebSource),
+}
+
+/// `[source] deb = "..."`: a binary package of a distribution, its data and
+/// control members extracted as the pristine tree (control under `DEBIAN/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DebSource {
+    /// The binary package's name (`libhipblaslt1`).
+    pub package: String,
+    /// Its exact version (`7.1.1+dfsg-4`).
+    pub version: String,
+    /// Its architecture (`amd64`).
+    pub arch: String,
+    /// The sha256 of the `.deb` file: the pin, whichever way it is fetched.
+    pub sha256: String,
+    /// Where apt is not: the `.deb` over HTTP(S).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Or a `.deb` file on this machine.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub local: Option<PathBuf>,
+}
+
+impl DebSource {
+    /// `libhipblaslt1_7.1.1+dfsg-4_amd64.deb`: the file name apt gives it
+    /// (an epoch's `:` spelled `%3a`).
+    pub fn file_name(&self) -> String {
+        format!(
+            "{}_{}_{}.deb",
+            self.package,
+            self.version.replace(':', "%3a"),
+            self.arch
+        )
+    }
 }
 
 impl Source {
@@ -141,6 +178,7 @@ impl Source {
         match self {
             Source::Git { commit, .. } => commit.as_deref(),
             Source::Tarball { sha256, .. } | Source::Local { sha256, .. } => sha256.as_deref(),
+            Source::Deb(deb) => Some(&deb.sha256),
         }
     }
 }
@@ -211,13 +249,19 @@ pub enum Kind {
     Hipblaslt,
     /// Configuration files only (`[config]`), such as a modprobe.d snippet.
     Config,
+    /// An upstream binary package (`source.deb`) transformed in place by a
+    /// binary rewrite (`target.expert_sched = "off"`: the gfx12 kernels'
+    /// expert-scheduling switch written off) and packaged again in its
+    /// place; see `build/rewrite.rs`.
+    Rewrite,
 }
 
 impl Kind {
-    pub const ALL: [(&'static str, Kind); 3] = [
+    pub const ALL: [(&'static str, Kind); 4] = [
         ("dkms", Kind::Dkms),
         ("hipblaslt", Kind::Hipblaslt),
         ("config", Kind::Config),
+        ("rewrite", Kind::Rewrite),
     ];
 
     /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
@@ -231,6 +275,7 @@ impl Kind {
             Kind::Dkms => "dkms",
             Kind::Hipblaslt => "hipblaslt",
             Kind::Config => "config",
+            Kind::Rewrite => "rewrite",
         }
     }
 }
@@ -330,6 +375,10 @@ impl Recipe {
             Source::Local { path, .. } => (
                 "source.local",
                 crate::diag::display_path(path).display().to_string(),
+            ),
+            Source::Deb(deb) => (
+                "source.deb",
+                format!("{} {} ({}) sha256 {}", deb.package, deb.version, deb.arch, deb.sha256),
             ),
         };
         format!(

@@ -52,6 +52,12 @@ pub struct RawSource {
     pub pinned_from: StrList,
     /// Why a shipped recipe's source carries no pin (shown by `list`).
     pub why_unpinned: Str,
+    /// A binary package by name (`deb = "libhipblaslt1"`), with `version`,
+    /// `arch`, `sha256`, and optionally `url` or `local` where apt is not.
+    pub deb: Str,
+    pub version: Str,
+    pub arch: Str,
+    pub url: Str,
 }
 
 #[derive(Debug, Deserialize)]

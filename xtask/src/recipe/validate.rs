@@ -203,6 +203,18 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
             super::grammar::check_one_line,
         )
     });
+    if let (Kind::Rewrite, Source::Deb(deb), Some(p)) = (target.kind, &source, &raw.package) {
+        let upstream = deb.version.rsplit_once('-').map_or(deb.version.as_str(), |(v, _)| v);
+        if package.name != deb.package {
+            c.err(p.span().start, format!("`package.name` of a rewrite recipe is the name of the package it takes the place of: `{}`", deb.package));
+        }
+        if package.version != upstream.split_once(':').map_or(upstream, |(_, v)| v) {
+            c.err(p.span().start, format!("`package.version` of a rewrite recipe is the upstream version of its source: `{upstream}` (the build's version is `{}+patchkit<release>`)", deb.version));
+        }
+    }
+    if target.kind == Kind::Rewrite && !matches!(source, Source::Deb(_)) {
+        c.err(raw.source.as_ref().map_or(0, |s| s.span().start), "a rewrite recipe's source is a binary package: `[source] deb = \"name\"` with `version`, `arch` and `sha256`");
+    }
     Recipe {
         source_pinned_from,
         source_why_unpinned,
@@ -327,6 +339,17 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
 }
 
 fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Source {
+    if s.deb.is_some() {
+        return deb_source(c, s, table_at, root);
+    }
+    c.reject(
+        &[
+            ("version", at(&s.version)),
+            ("arch", at(&s.arch)),
+            ("url", at(&s.url)),
+        ],
+        "source other than `deb`",
+    );
     let kinds: Vec<_> = [
         ("git", &s.git),
         ("tarball", &s.tarball),
@@ -436,6 +459,58 @@ fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Sourc
     }
 }
 
+/// `[source] deb = "name"`: a binary package pinned by its sha256, fetched
+/// with apt by name, version and architecture, or from `url` or `local`.
+fn deb_source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Source {
+    c.reject(
+        &[
+            ("git", at(&s.git)),
+            ("tarball", at(&s.tarball)),
+            ("commit", at(&s.commit)),
+            ("ref", at(&s.reference)),
+            ("paths", at(&s.paths)),
+            ("strip", at(&s.strip)),
+            ("include", at(&s.include)),
+        ],
+        "deb source (the whole package is the tree)",
+    );
+    if let (Some(_), Some(l)) = (&s.url, &s.local) {
+        c.err(
+            l.span().start,
+            "`[source]` of a deb takes `url` or `local`, not both",
+        );
+    }
+    let package = c.required(&s.deb, table_at, "source.deb");
+    c.checked(&s.deb, "source.deb", check_package_name);
+    let version = c.required(&s.version, table_at, "source.version");
+    c.checked(&s.version, "source.version", |v| {
+        let ok = !v.is_empty()
+            && v.chars()
+                .all(|ch| ch.is_ascii_alphanumeric() || ".+~-:".contains(ch));
+        ok.then_some(())
+            .ok_or_else(|| format!("`{v}` is not a Debian version (digits, letters and `.+~-:`)"))
+    });
+    let arch = c
+        .checked(&s.arch, "source.arch", |a| {
+            let ok = !a.is_empty() && a.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-');
+            ok.then_some(())
+                .ok_or_else(|| format!("`{a}` is not a Debian architecture such as `amd64`"))
+        })
+        .unwrap_or_else(|| "amd64".to_owned());
+    let sha256 = c.required(&s.sha256, table_at, "source.sha256");
+    c.checked(&s.sha256, "source.sha256", check_sha256);
+    let url = c.checked(&s.url, "source.url", check_http_url);
+    let local = s.local.as_ref().map(|l| root.join(l.get_ref()));
+    Source::Deb(super::DebSource {
+        package,
+        version,
+        arch,
+        sha256,
+        url,
+        local,
+    })
+}
+
 fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
     let tree = c
         .checked(&d.tree, "dkms.tree", check_shell_path)
@@ -484,7 +559,7 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
                 c.err(
                     k.span().start,
                     format!(
-                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`, `config`",
+                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`, `config`, `rewrite`",
                         k.get_ref()
                     ),
                 );
@@ -544,6 +619,17 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             formats.retain(|f| *f != Format::Tar);
         }
     }
+    if kind == Kind::Rewrite {
+        if t.formats.is_none() {
+            formats = vec![Format::Deb];
+        } else if formats != [Format::Deb] {
+            let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
+            c.err(
+                at,
+                "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
+            );
+        }
+    }
     if kind == Kind::Config && formats.contains(&Format::Tar) {
         let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
         c.err(
@@ -562,7 +648,13 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             None
         }
     });
-    if kind != Kind::Hipblaslt {
+    if kind == Kind::Rewrite && expert_sched != Some(ExpertSched::Off) {
+        c.err(
+            at(&t.expert_sched).unwrap_or(table_at),
+            "a rewrite recipe needs `target.expert_sched = \"off\"`: the rewrite writes the gfx12 kernels' expert-scheduling switch off (the only rewrite there is)",
+        );
+    }
+    if !matches!(kind, Kind::Hipblaslt | Kind::Rewrite) {
         c.reject(
             &[("expert_sched", at(&t.expert_sched))],
             &format!("{} recipe", kind.as_str()),

@@ -48,6 +48,7 @@ mod render;
 mod repo;
 mod safe_text;
 mod rewrite_inplace;
+mod rewrite_package;
 mod rewrite_real;
 mod source_packages;
 mod source_packages_config;

@@ -185,3 +185,37 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
         );
     }
 }
+
+#[test]
+fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
+    let doc = workflow("hipblaslt.yml");
+    let job = &doc["jobs"]["rewrite"];
+    let mut matrix: Vec<String> = job["strategy"]["matrix"]["include"]
+        .as_array()
+        .expect("a matrix")
+        .iter()
+        .map(|e| {
+            let image = e["image"].as_str().unwrap();
+            assert!(image.starts_with("debian:"), "{image}: apt must reach Debian's archive");
+            e["recipe"].as_str().unwrap().to_owned()
+        })
+        .collect();
+    matrix.sort();
+    let recipes: Vec<String> = xtask::recipe::list(&repo_root())
+        .unwrap()
+        .into_iter()
+        .filter(|name| {
+            xtask::recipe::Recipe::load(&repo_root(), name)
+                .is_ok_and(|r| r.target.kind == xtask::recipe::Kind::Rewrite)
+        })
+        .collect();
+    assert!(!recipes.is_empty());
+    assert_eq!(matrix, recipes);
+    let runs: Vec<&str> = job["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|s| s["run"].as_str())
+        .collect();
+    assert!(runs.contains(&"cargo xtask build ${{ matrix.recipe }} --out dist/${{ matrix.recipe }}"));
+}

@@ -1,0 +1,190 @@
+//! A `.deb` that takes the place of an upstream binary package (a rewrite
+//! recipe's output): the upstream control members carried (`control` with
+//! its fields in their order, `shlibs`, `triggers`, maintainer scripts),
+//! only `Version`, `Installed-Size` and a paragraph of `Description`
+//! changed, `md5sums` made again from the files shipped; the data is the
+//! tree as given (no generated `copyright` or changelog: the upstream ones
+//! are in it). The same ar, tar and compression as [`super::deb`].
+
+use std::io::{Seek, SeekFrom, Write};
+use std::path::Path;
+
+use anyhow::{bail, Context, Result};
+
+use super::compress::{Packing, Want};
+use super::tar::{Names, TarWriter};
+use super::tree::{FileTree, Kind};
+use super::{ar, names, scratch, Artifact, Format, Output, Package};
+
+/// The control members of the upstream package, other than `md5sums`.
+#[derive(Debug, Clone)]
+pub struct Carried {
+    /// `control`, as the upstream package has it.
+    pub control: String,
+    /// `shlibs`, `triggers`, maintainer scripts...: (name, mode, bytes).
+    pub members: Vec<(String, u32, Vec<u8>)>,
+}
+
+/// Writes `<out_dir>/<name>_<version>_<arch>.deb`.
+pub fn write(pkg: &Package, carried: &Carried, out_dir: &Path) -> Result<Artifact> {
+    let (meta, machine, tree, epoch) = (pkg.meta, pkg.machine, pkg.tree, pkg.epoch);
+    let file_name = names::file_name(Format::Deb, meta, machine);
+    let compression = Packing::current().deb();
+    let data_name = format!("data.tar.{}", compression.extension());
+    let control_name = format!("control.tar.{}", compression.extension());
+    let mut data = scratch(out_dir)?;
+    let mut md5sums = String::new();
+    {
+        let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
+        let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+        tar.root()?;
+        for entry in tree.entries() {
+            let digests = tar.entry(entry, Want::MD5)?;
+            if let Some(md5) = digests.md5 {
+                md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
+            }
+        }
+        let mut buf = tar
+            .finish()?
+            .finish()
+            .with_context(|| format!("compressing {data_name}"))?;
+        buf.flush().with_context(|| format!("writing {data_name}"))?;
+    }
+    let data_len = data
+        .seek(SeekFrom::End(0))
+        .with_context(|| format!("writing {data_name}"))?;
+    data.rewind()
+        .with_context(|| format!("reading back {data_name}"))?;
+
+    let control = control(&carried.control, &meta.full_version(), installed_size(tree, carried))?;
+    let mut files: Vec<(String, u32, Vec<u8>)> = carried.members.clone();
+    files.push(("control".to_owned(), 0o644, control.into_bytes()));
+    files.push(("md5sums".to_owned(), 0o644, md5sums.into_bytes()));
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    let enc = compression.encoder(Vec::new())?;
+    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+    tar.root()?;
+    for (name, mode, bytes) in &files {
+        tar.bytes(&format!("./{name}"), *mode, bytes)?;
+    }
+    let control_tar = tar
+        .finish()?
+        .finish()
+        .with_context(|| format!("compressing {control_name}"))?;
+
+    let mut out = Output::create(out_dir, &file_name)?;
+    {
+        let mut w = out.writer();
+        let what = || format!("writing {file_name}");
+        w.write_all(ar::MAGIC).with_context(what)?;
+        ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
+        ar::member(&mut w, &control_name, epoch, &control_tar).with_context(what)?;
+        w.write_all(&ar::member_header(&data_name, epoch, data_len))
+            .with_context(what)?;
+        let copied = std::io::copy(&mut data, &mut w).with_context(what)?;
+        if copied != data_len {
+            bail!("{data_name} shrank while being copied into {file_name}");
+        }
+        ar::pad(&mut w, data_len).with_context(what)?;
+        w.flush().with_context(what)?;
+    }
+    out.commit()
+}
+
+/// Installed-Size as dpkg-gencontrol counts it: KiB per file rounded up,
+/// 1 per folder and symlink, the root and `DEBIAN/` with its members.
+fn installed_size(tree: &FileTree, carried: &Carried) -> u64 {
+    let files: u64 = tree
+        .entries()
+        .map(|e| match e.kind {
+            Kind::File(_) => e.size.div_ceil(1024),
+            _ => 1,
+        })
+        .sum();
+    let control: u64 = carried
+        .members
+        .iter()
+        .map(|(_, _, b)| (b.len() as u64).div_ceil(1024))
+        .sum();
+    files + 2 + control
+}
+
+/// The paragraph the description gains, saying what changed.
+pub const DESCRIPTION_NOTE: &str = " .\n This build is the distribution's package with its gfx12 (RDNA4) GPU kernel\n files rewritten by rocm-patchkit so that they never switch expert\n scheduling mode on (the effect of upstream rocm-libraries commit 29b74681),\n avoiding the GPU page faults of kernels whose CWSR trap handler does not\n save that mode. Nothing else differs.";
+
+/// The upstream `control` with `Version`, `Installed-Size` replaced and
+/// [`DESCRIPTION_NOTE`] added to `Description`; every other field as it was,
+/// in its place.
+pub fn control(upstream: &str, version: &str, installed_kib: u64) -> Result<String> {
+    let mut out = String::with_capacity(upstream.len() + DESCRIPTION_NOTE.len() + 64);
+    let mut fields = 0;
+    let mut in_description = false;
+    let mut seen = (false, false, false);
+    let finish_description = |out: &mut String, in_description: &mut bool| {
+        if *in_description {
+            out.push_str(DESCRIPTION_NOTE);
+            out.push('\n');
+            *in_description = false;
+        }
+    };
+    for line in upstream.lines() {
+        if line.trim().is_empty() {
+            break;
+        }
+        if line.starts_with([' ', '\t']) {
+            if fields == 0 {
+                bail!("the control file begins with a continuation line");
+            }
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        finish_description(&mut out, &mut in_description);
+        let Some((name, _)) = line.split_once(':') else {
+            bail!("control line `{line}` is not `Field: value`");
+        };
+        fields += 1;
+        match name.to_ascii_lowercase().as_str() {
+            "version" => {
+                out.push_str(&format!("Version: {version}\n"));
+                seen.0 = true;
+            }
+            "installed-size" => {
+                out.push_str(&format!("Installed-Size: {installed_kib}\n"));
+                seen.1 = true;
+            }
+            "description" => {
+                out.push_str(line);
+                out.push('\n');
+                in_description = true;
+                seen.2 = true;
+            }
+            _ => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    finish_description(&mut out, &mut in_description);
+    if !(seen.0 && seen.2) {
+        bail!("the control file has no `Version` or no `Description` field");
+    }
+    if !seen.1 {
+        out.push_str(&format!("Installed-Size: {installed_kib}\n"));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_keeps_fields_and_changes_three() {
+        let up = "Package: libx1\nVersion: 1.0-4\nInstalled-Size: 10\nDepends: libc6 (>= 2.38)\nDescription: a library\n  long text\n .\n more\nHomepage: https://example.org\n";
+        let got = control(up, "1.0-4+patchkit1", 12).unwrap();
+        assert!(got.starts_with("Package: libx1\nVersion: 1.0-4+patchkit1\nInstalled-Size: 12\nDepends: libc6 (>= 2.38)\nDescription: a library\n  long text\n .\n more\n .\n This build"), "{got}");
+        assert!(got.ends_with("Nothing else differs.\nHomepage: https://example.org\n"), "{got}");
+        assert!(control("Package: x\n", "1", 1).is_err());
+    }
+}
