@@ -135,7 +135,11 @@ impl Listing {
             return Ok(Some(Line {
                 addr,
                 text: text.trim().to_owned(),
-                words: words.split_whitespace().count(),
+                // the encoding's words; a branch's target may follow them
+                words: words
+                    .split_whitespace()
+                    .take_while(|w| w.len() == 8 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .count(),
             }));
         }
         Ok(None)
