@@ -85,6 +85,7 @@ pub struct Header {
 
 impl Header {
     /// The header's length in bytes for its version (where the frame starts).
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         header_len(self.version).unwrap_or(0)
     }

@@ -207,7 +207,6 @@ pub const MAX_ENTRIES: usize = 200_000;
 
 /// The kernel files of a kernel library folder (and its subfolders), gfx12
 /// candidates only, sorted.
-
 pub fn kernel_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     let mut stack = vec![(dir.to_path_buf(), 0)];
