@@ -31,6 +31,53 @@ pub struct Options {
     pub disasm_all: bool,
 }
 
+/// The uncompressed bytes the threads may hold at once (a file larger than
+/// this runs alone).
+const MEMORY_BUDGET: u64 = 200 << 20;
+
+/// A count of bytes in flight that threads wait on.
+struct Budget {
+    free: Mutex<u64>,
+    freed: std::sync::Condvar,
+    total: u64,
+}
+
+impl Budget {
+    fn new(total: u64) -> Self {
+        Budget {
+            free: Mutex::new(total),
+            freed: std::sync::Condvar::new(),
+            total,
+        }
+    }
+
+    /// Waits until `bytes` (at most the whole budget) are free and holds them.
+    fn take(&self, bytes: u64) -> Held<'_> {
+        let bytes = bytes.min(self.total);
+        let mut free = self.free.lock().expect("no panics hold the lock");
+        while *free < bytes {
+            free = self.freed.wait(free).expect("no panics hold the lock");
+        }
+        *free -= bytes;
+        Held {
+            budget: self,
+            bytes,
+        }
+    }
+}
+
+struct Held<'a> {
+    budget: &'a Budget,
+    bytes: u64,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        *self.budget.free.lock().expect("no panics hold the lock") += self.bytes;
+        self.budget.freed.notify_all();
+    }
+}
+
 /// What our rewrite of one file gave.
 struct Done {
     name: String,
@@ -110,7 +157,9 @@ pub fn run(args: &Options) -> Result<()> {
         super::load_average()
     );
 
-    // ours: read, rewrite, write; the scratch buffers reused per thread
+    // ours: read, rewrite, write; the scratch buffers reused per thread, and
+    // no more than MEMORY_BUDGET of uncompressed bundles in flight at once
+    let budget = Budget::new(MEMORY_BUDGET);
     let done = Mutex::new(Vec::new());
     let started = Instant::now();
     let cpu = cpu_seconds();
@@ -125,8 +174,18 @@ pub fn run(args: &Options) -> Result<()> {
             .into_owned();
         let original =
             std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+        let size = bundle::header(&original).map_or(original.len() as u64, |h| h.uncompressed);
+        let held = budget.take(size);
         let result = SCRATCH
-            .with(|s| rewrite::rewrite_file_with(&original, &mut s.borrow_mut()))
+            .with(|s| {
+                let mut s = s.borrow_mut();
+                let result = rewrite::rewrite_file_with(&original, &mut s);
+                // a buffer kept beyond the budget would hold its memory on
+                if s.out.capacity() as u64 > MEMORY_BUDGET / 4 {
+                    s.out = Vec::new();
+                }
+                result
+            })
             .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
         let (after, sites, uncompressed) = match result {
             Rewrite::Rewritten {
@@ -141,6 +200,7 @@ pub fn run(args: &Options) -> Result<()> {
             }
             Rewrite::NoSites | Rewrite::NoGfx12 => (original.len() as u64, 0, 0),
         };
+        drop(held);
         done.lock().expect("no panics hold the lock").push(Done {
             name,
             sites,
@@ -217,8 +277,11 @@ fn reference(dir: &Path, with_sites: &[&Done], out: &Path, ours_secs: f64) -> Re
             p = q(&plain),
         ));
     }
+    let script_path = out.join("pipeline.sh");
+    std::fs::write(&script_path, &script)
+        .with_context(|| format!("writing {}", script_path.display()))?;
     let (_, measured) = super::measure_ok(
-        std::process::Command::new("sh").arg("-c").arg(&script),
+        std::process::Command::new("sh").arg(&script_path),
         "the reference pipeline",
     )?;
     let mut size = 0;

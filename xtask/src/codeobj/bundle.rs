@@ -85,6 +85,7 @@ pub struct Header {
 
 impl Header {
     /// The header's length in bytes for its version (where the frame starts).
+    #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
         header_len(self.version).unwrap_or(0)
     }
@@ -202,12 +203,19 @@ pub fn decompress(bytes: &[u8], scratch: &mut Scratch) -> Result<Header, String>
     let cap = size + 1;
     match header.method {
         ZSTD => {
+            // in one pass into `out`, whose capacity is the stated size: no
+            // window buffer beside it, and a frame that gives more stops there
             dctx.reset(zstd::zstd_safe::ResetDirective::SessionOnly)
                 .map_err(|code| format!("zstd: {}", zstd::zstd_safe::get_error_name(code)))?;
-            zstd::stream::read::Decoder::with_context(payload, dctx)
-                .take(cap)
-                .read_to_end(out)
-                .map_err(|e| format!("zstd frame: {e}"))?;
+            out.clear();
+            if let Err(code) = dctx.decompress(out, payload) {
+                let name = zstd::zstd_safe::get_error_name(code);
+                return Err(if name.contains("too small") {
+                    format!("CCOB header says {size} uncompressed bytes, the frame gives more")
+                } else {
+                    format!("zstd frame: {name}")
+                });
+            }
         }
         _ => {
             flate2::read::ZlibDecoder::new(payload)

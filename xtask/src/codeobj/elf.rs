@@ -1,6 +1,6 @@
 //! AMDGPU ELF code objects: the GPU target from `e_flags`, the `.text`
-//! section, and the search of `.text` for the instruction that switches
-//! expert scheduling on.
+//! section and the function symbols in it, and the encoding of the
+//! instruction that switches expert scheduling on (found by `isa`'s walk).
 
 /// EM_AMDGPU.
 const EM_AMDGPU: u16 = 224;
@@ -30,14 +30,6 @@ pub const SETREG_SCHED_MODE: u32 = 0xb000_0000 | (0x13 << 23) | (26 | (1 << 11))
 /// The SCHED_MODE value that switches expert scheduling on.
 pub const EXPERT_SCHED_ON: u32 = 2;
 
-/// The instruction and its value as they lie in `.text` (little-endian).
-fn needle() -> [u8; 8] {
-    let mut n = [0; 8];
-    n[..4].copy_from_slice(&SETREG_SCHED_MODE.to_le_bytes());
-    n[4..].copy_from_slice(&EXPERT_SCHED_ON.to_le_bytes());
-    n
-}
-
 /// A parsed AMDGPU code object: its mach value, its `.text` bytes and
 /// where they lie, and the function symbols that point into `.text`.
 #[derive(Debug)]
@@ -66,13 +58,6 @@ impl CodeObject<'_> {
 
     pub fn is_gfx12(&self) -> bool {
         matches!(self.mach, 0x048 | 0x04e)
-    }
-
-    /// The byte offset in `.text` of the first expert-scheduling switch
-    /// found by bytes alone (dword-aligned, so a match across two dwords
-    /// does not count). The judgement uses [`super::isa`]'s instruction walk.
-    pub fn expert_sched_on(&self) -> Option<usize> {
-        memchr::memmem::find_iter(self.text, &needle()).find(|at| at % 4 == 0)
     }
 }
 

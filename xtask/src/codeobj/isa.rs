@@ -40,163 +40,253 @@ const LITERAL: u32 = 255;
 const DPP16: u32 = 250;
 const DPP8: u32 = 233;
 const DPP8_FI: u32 = 234;
+/// Source 0 of SDWA, which gfx12 does not have.
+const SDWA: u32 = 249;
 
 /// The length in dwords of the instruction whose first dword is `w0` and
-/// second (when there is one) `w1`; `None` for an encoding gfx12 lacks.
-/// `w1` is asked for only when the encoding has a second dword.
-pub fn length(w0: u32, w1: impl FnOnce() -> Option<u32>) -> Result<usize, &'static str> {
-    let lit = |src: u32| usize::from(src == LITERAL);
+/// whose next dword is `w1` (0 when there is none: every encoding that
+/// reads it is at least 2 dwords long, so the caller's bounds check names
+/// the stream that ends there); 0 for an encoding gfx12 does not have
+/// ([`unknown`] says which). Plain arithmetic, no calls: it runs once per
+/// instruction of 4 GB of code, in test builds too.
+pub fn length(w0: u32, w1: u32) -> usize {
     // SALU
     if w0 >> 30 == 0b10 {
         let ssrc0 = w0 & 0xff;
         let ssrc1 = (w0 >> 8) & 0xff;
-        return Ok(match w0 >> 23 {
-            0x17d => 1 + lit(ssrc0),                                        // SOP1
-            0x17e => 1 + usize::from(ssrc0 == LITERAL || ssrc1 == LITERAL), // SOPC
-            0x17f => 1,                                                     // SOPP
-            _ if w0 >> 28 == 0b1011 => {
-                // SOPK: only s_setreg_imm32_b32 carries a literal
-                1 + usize::from((w0 >> 23) & 0x1f == 0x13)
-            }
-            _ => {
-                // SOP2; s_fmaak_f32 (0x45) and s_fmamk_f32 (0x46) always carry one
-                let op = (w0 >> 23) & 0x7f;
-                1 + usize::from(ssrc0 == LITERAL || ssrc1 == LITERAL || op == 0x45 || op == 0x46)
-            }
-        });
+        let op = w0 >> 23;
+        if op == 0x17d {
+            return 1 + (ssrc0 == LITERAL) as usize; // SOP1
+        }
+        if op == 0x17e {
+            return 1 + (ssrc0 == LITERAL || ssrc1 == LITERAL) as usize; // SOPC
+        }
+        if op == 0x17f {
+            return 1; // SOPP
+        }
+        if w0 >> 28 == 0b1011 {
+            // SOPK: only s_setreg_imm32_b32 carries a literal
+            return 1 + ((w0 >> 23) & 0x1f == 0x13) as usize;
+        }
+        // SOP2; s_fmaak_f32 (0x45) and s_fmamk_f32 (0x46) always carry one
+        let op = (w0 >> 23) & 0x7f;
+        return 1 + (ssrc0 == LITERAL || ssrc1 == LITERAL || op == 0x45 || op == 0x46) as usize;
     }
     // VOP1, VOPC, VOP2
     if w0 >> 31 == 0 {
         let src0 = w0 & 0x1ff;
-        let extra = match src0 {
-            LITERAL | DPP16 | DPP8 | DPP8_FI => 1,
-            // SDWA (249) is gone in gfx12
-            249 => return Err("an SDWA operand (src0 249), which gfx12 does not have"),
-            _ => 0,
-        };
-        let mandatory = match w0 >> 25 {
-            0x3f | 0x3e => false, // VOP1, VOPC
-            // VOP2: v_fmamk_f32 0x2c, v_fmaak_f32 0x2d, v_fmamk_f16 0x37, v_fmaak_f16 0x38
-            op => matches!(op, 0x2c | 0x2d | 0x37 | 0x38),
-        };
-        // a literal is shared: the fmamk/fmaak constant is the one literal
-        return Ok(1 + extra.max(usize::from(mandatory)));
-    }
-    let second = |w1: Option<u32>| w1.ok_or("ends mid-instruction");
-    match w0 >> 26 {
-        // VOP3, VOP3SD
-        0b110101 => vop3_length(second(w1())?),
-        0b110011 => match w0 >> 24 {
-            0xcc => vop3_length(second(w1())?), // VOP3P
-            0xcd => Ok(2),                      // VINTERP
-            _ => Err("an encoding gfx12 does not have (0xce/0xcf)"),
-        },
-        // VOPD: opX bits 25..22, opY bits 21..17; FMAAK 1, FMAMK 2
-        0b110010 => {
-            let w1 = second(w1())?;
-            let opx = (w0 >> 22) & 0xf;
-            let opy = (w0 >> 17) & 0x1f;
-            let literal = w0 & 0x1ff == LITERAL
-                || w1 & 0x1ff == LITERAL
-                || matches!(opx, 1 | 2)
-                || matches!(opy, 1 | 2);
-            Ok(2 + usize::from(literal))
+        if src0 == SDWA {
+            return 0;
         }
-        0b110110 | 0b111101 | 0b111110 => Ok(2), // DS, SMEM, EXP
-        0b110001 | 0b110100 | 0b111001 => Ok(3), // VBUFFER, VIMAGE, VSAMPLE
-        0b111011 if (w0 >> 24) & 3 != 3 => Ok(3), // VFLAT, VSCRATCH, VGLOBAL
-        _ => Err("an encoding gfx12 does not have"),
+        let op = w0 >> 25;
+        // VOP2 v_fmamk_f32 0x2c, v_fmaak_f32 0x2d, v_fmamk_f16 0x37,
+        // v_fmaak_f16 0x38 carry their constant as the one literal
+        let extra = src0 == LITERAL
+            || src0 == DPP16
+            || src0 == DPP8
+            || src0 == DPP8_FI
+            || op == 0x2c
+            || op == 0x2d
+            || op == 0x37
+            || op == 0x38;
+        return 1 + extra as usize;
+    }
+    let top = w0 >> 26;
+    // VOP3, VOP3SD; VOP3P (0xcc)
+    if top == 0b110101 || w0 >> 24 == 0xcc {
+        let src0 = w1 & 0x1ff;
+        if src0 == DPP16 || src0 == DPP8 || src0 == DPP8_FI {
+            return 3;
+        }
+        let literal =
+            src0 == LITERAL || (w1 >> 9) & 0x1ff == LITERAL || (w1 >> 18) & 0x1ff == LITERAL;
+        return 2 + literal as usize;
+    }
+    if w0 >> 24 == 0xcd {
+        return 2; // VINTERP
+    }
+    // VOPD: opX bits 25..22, opY bits 21..17; FMAAK 1, FMAMK 2
+    if top == 0b110010 {
+        let opx = (w0 >> 22) & 0xf;
+        let opy = (w0 >> 17) & 0x1f;
+        let literal = w0 & 0x1ff == LITERAL
+            || w1 & 0x1ff == LITERAL
+            || opx == 1
+            || opx == 2
+            || opy == 1
+            || opy == 2;
+        return 2 + literal as usize;
+    }
+    // DS, SMEM, EXP
+    if top == 0b110110 || top == 0b111101 || top == 0b111110 {
+        return 2;
+    }
+    // VBUFFER, VIMAGE, VSAMPLE; VFLAT, VSCRATCH, VGLOBAL (0xec to 0xee)
+    if top == 0b110001 || top == 0b110100 || top == 0b111001 {
+        return 3;
+    }
+    if top == 0b111011 && (w0 >> 24) & 3 != 3 {
+        return 3;
+    }
+    0
+}
+
+/// Why [`length`] knows no instruction that starts with `w0`.
+pub fn unknown(w0: u32) -> String {
+    if w0 >> 31 == 0 && w0 & 0x1ff == SDWA {
+        format!("an SDWA operand (src0 249, first dword 0x{w0:08x}), which gfx12 does not have")
+    } else {
+        format!("an encoding gfx12 does not have (first dword 0x{w0:08x})")
     }
 }
 
-/// VOP3 and VOP3P: two dwords, then a DPP word or one literal.
-fn vop3_length(w1: u32) -> Result<usize, &'static str> {
-    let src = [w1 & 0x1ff, (w1 >> 9) & 0x1ff, (w1 >> 18) & 0x1ff];
-    if matches!(src[0], DPP16 | DPP8 | DPP8_FI) {
-        return Ok(3);
+/// `text` as little-endian dwords: borrowed when it lies aligned (a
+/// decompressed bundle, an ELF read whole), copied otherwise.
+fn dwords(text: &[u8]) -> std::borrow::Cow<'_, [u32]> {
+    if cfg!(target_endian = "little") {
+        // SAFETY: every bit pattern is a valid u32.
+        let (head, words, tail) = unsafe { text.align_to::<u32>() };
+        if head.is_empty() && tail.is_empty() {
+            return std::borrow::Cow::Borrowed(words);
+        }
     }
-    Ok(2 + usize::from(src.contains(&LITERAL)))
+    std::borrow::Cow::Owned(
+        text.chunks_exact(4)
+            .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    )
 }
 
-/// The instructions of a code object's `.text`, in order, walked from its
-/// start: each as its offset and bytes, or the error that stops the walk.
-/// Checks that every function symbol starts an instruction.
+/// Walks `code`'s `.text` from its start, instruction by instruction; at
+/// each calls `each(offset, dwords)` when `wanted(first dword, its length)`
+/// says so (the test is a plain function so the loop stays tight). Checks
+/// that every function symbol starts an instruction and that the last
+/// instruction ends where `.text` does.
+pub fn walk_where(
+    code: &CodeObject,
+    wanted: fn(&[u32]) -> bool,
+    mut each: impl FnMut(usize, &[u32]),
+) -> Result<(), String> {
+    let text = code.text;
+    let whole = text.len() / 4 * 4;
+    let words = dwords(&text[..whole]);
+    let words: &[u32] = &words;
+    let n = words.len();
+    let functions = &code.functions;
+    let mut next_fn = functions.first().copied().unwrap_or(usize::MAX);
+    let mut f = 0;
+    let mut i = 0;
+    while i < n {
+        let w0 = words[i];
+        let w1 = if i + 1 < n { words[i + 1] } else { 0 };
+        let len = length(w0, w1);
+        if len == 0 {
+            return Err(format!(".text+0x{:x}: {}", i * 4, unknown(w0)));
+        }
+        let end = i + len;
+        if end > n {
+            return Err(format!(
+                ".text+0x{:x}: ends mid-instruction ({} bytes from 0x{w0:08x}, .text has {})",
+                i * 4,
+                len * 4,
+                text.len()
+            ));
+        }
+        while next_fn < end * 4 {
+            if next_fn != i * 4 {
+                return Err(format!(
+                    ".text+0x{:x}: the instruction (0x{w0:08x}, {} bytes) runs across the kernel symbol at .text+0x{next_fn:x}",
+                    i * 4,
+                    len * 4
+                ));
+            }
+            f += 1;
+            next_fn = if f < functions.len() {
+                functions[f]
+            } else {
+                usize::MAX
+            };
+        }
+        let insn = &words[i..end];
+        if wanted(insn) {
+            each(i * 4, insn);
+        }
+        i = end;
+    }
+    if whole != text.len() {
+        return Err(format!(
+            ".text+0x{whole:x}: ends mid-instruction (.text is {} bytes, not whole dwords)",
+            text.len()
+        ));
+    }
+    if next_fn != usize::MAX && next_fn > whole {
+        return Err(format!(
+            "the kernel symbol at .text+0x{next_fn:x} lies past the end of .text"
+        ));
+    }
+    Ok(())
+}
+
+/// Calls `each(offset, dwords)` for every instruction of `code`'s `.text`.
+pub fn walk(code: &CodeObject, each: impl FnMut(usize, &[u32])) -> Result<(), String> {
+    walk_where(code, |_| true, each)
+}
+
+/// The instructions of a code object's `.text` one at a time, as
+/// (offset, length in bytes), for a caller that reads another listing
+/// beside them (`llvm::compare_disassembly`); the same decoder as
+/// [`walk_where`], which also checks the kernel symbols.
 pub struct Instructions<'a> {
-    text: &'a [u8],
-    functions: &'a [usize],
-    at: usize,
+    words: std::borrow::Cow<'a, [u32]>,
+    tail: usize,
+    i: usize,
     failed: bool,
 }
 
 impl<'a> Instructions<'a> {
     pub fn of(code: &'a CodeObject) -> Self {
+        let whole = code.text.len() / 4 * 4;
         Instructions {
-            text: code.text,
-            functions: &code.functions,
-            at: 0,
+            words: dwords(&code.text[..whole]),
+            tail: code.text.len() - whole,
+            i: 0,
             failed: false,
         }
     }
-
-    fn step(&mut self) -> Result<(usize, &'a [u8]), String> {
-        let text = self.text;
-        let at = self.at;
-        let dword = |at: usize| {
-            text.get(at..at.checked_add(4)?)
-                .map(|b| u32::from_le_bytes(b.try_into().expect("4 bytes")))
-        };
-        let Some(w0) = dword(at) else {
-            return Err(format!(
-                ".text+0x{at:x}: ends mid-instruction ({} bytes left, .text is not whole dwords)",
-                text.len() - at
-            ));
-        };
-        let len = length(w0, || dword(at + 4))
-            .map_err(|why| format!(".text+0x{at:x}: {why} (first dword 0x{w0:08x})"))?
-            * 4;
-        let end = at + len;
-        if end > text.len() {
-            return Err(format!(
-                ".text+0x{at:x}: ends mid-instruction ({len} bytes from 0x{w0:08x}, .text has {})",
-                text.len()
-            ));
-        }
-        while let Some((&f, rest)) = self.functions.split_first() {
-            if f >= end {
-                break;
-            }
-            if f != at {
-                return Err(format!(
-                    ".text+0x{at:x}: the instruction (0x{w0:08x}, {len} bytes) runs across the kernel symbol at .text+0x{f:x}"
-                ));
-            }
-            self.functions = rest;
-        }
-        self.at = end;
-        Ok((at, &text[at..end]))
-    }
 }
 
-impl<'a> Iterator for Instructions<'a> {
-    type Item = Result<(usize, &'a [u8]), String>;
+impl Iterator for Instructions<'_> {
+    type Item = Result<(usize, usize), String>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.failed || self.at >= self.text.len() {
+        let n = self.words.len();
+        if self.failed || (self.i >= n && self.tail == 0) {
             return None;
         }
-        let step = self.step();
+        let at = self.i * 4;
+        let step = if self.i >= n {
+            Err(format!(
+                ".text+0x{at:x}: ends mid-instruction ({} bytes left)",
+                self.tail
+            ))
+        } else {
+            let w0 = self.words[self.i];
+            let w1 = self.words.get(self.i + 1).copied().unwrap_or(0);
+            match length(w0, w1) {
+                0 => Err(format!(".text+0x{at:x}: {}", unknown(w0))),
+                len if self.i + len > n => Err(format!(
+                    ".text+0x{at:x}: ends mid-instruction ({} bytes from 0x{w0:08x})",
+                    len * 4
+                )),
+                len => {
+                    self.i += len;
+                    Ok((at, len * 4))
+                }
+            }
+        };
         self.failed = step.is_err();
         Some(step)
     }
-}
-
-/// Calls `each(offset, bytes)` for every instruction of `code`'s `.text`.
-pub fn walk(code: &CodeObject, mut each: impl FnMut(usize, &[u8])) -> Result<(), String> {
-    for insn in Instructions::of(code) {
-        let (at, bytes) = insn?;
-        each(at, bytes);
-    }
-    Ok(())
 }
 
 /// The offsets in `.text` where instructions start.
@@ -207,34 +297,22 @@ pub fn boundaries(code: &CodeObject) -> Result<Vec<usize>, String> {
 }
 
 /// Whether `insn` is `s_setreg_imm32_b32 hwreg(26, 0, 2), 2`.
-fn is_site(insn: &[u8]) -> bool {
-    insn.len() == 8
-        && insn[..4] == SETREG_SCHED_MODE.to_le_bytes()
-        && insn[4..] == EXPERT_SCHED_ON.to_le_bytes()
+pub fn is_site(insn: &[u32]) -> bool {
+    insn.len() == 2 && insn[0] == SETREG_SCHED_MODE && insn[1] == EXPERT_SCHED_ON
 }
 
 /// Offsets in `.text` of every `s_setreg_imm32_b32 hwreg(26, 0, 2), 2`,
 /// found as instructions.
 pub fn sched_mode_sites(code: &CodeObject) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
-    walk(code, |at, insn| {
-        if is_site(insn) {
-            out.push(at);
-        }
-    })?;
+    walk_where(code, is_site, |at, _| out.push(at))?;
     Ok(out)
 }
 
 /// The offset in `.text` of the first site, if any (the whole `.text` is
 /// still walked: a stream that does not decode is an error, not "off").
 pub fn first_sched_mode_site(code: &CodeObject) -> Result<Option<usize>, String> {
-    let mut first = None;
-    walk(code, |at, insn| {
-        if first.is_none() && is_site(insn) {
-            first = Some(at);
-        }
-    })?;
-    Ok(first)
+    Ok(sched_mode_sites(code)?.first().copied())
 }
 
 #[cfg(test)]
@@ -340,8 +418,8 @@ mod tests {
     #[test]
     fn lengths_agree_with_llvm_mc() {
         for (name, dwords) in KNOWN {
-            let got = length(dwords[0], || dwords.get(1).copied());
-            assert_eq!(got, Ok(dwords.len()), "{name}");
+            let got = length(dwords[0], dwords.get(1).copied().unwrap_or(0));
+            assert_eq!(got, dwords.len(), "{name}");
         }
     }
 
@@ -353,11 +431,9 @@ mod tests {
         let file = make_elf(GFX1201, &text, &[0]);
         let code = elf::parse(&file).unwrap();
         assert_eq!(sched_mode_sites(&code).unwrap(), Vec::<usize>::new());
-        assert_eq!(
-            code.expert_sched_on(),
-            Some(4),
-            "the byte search would see one"
-        );
+        let needle = words(&[SETREG_SCHED_MODE, 2]);
+        let by_bytes = memchr::memmem::find(code.text, &needle);
+        assert_eq!(by_bytes, Some(4), "a byte search would see one");
         assert_eq!(boundaries(&code).unwrap(), vec![0, 8, 12]);
         // the same bytes after one instruction less: a site
         let text = words(&[SETREG_SCHED_MODE, 2, 0xbfb0_0000]);

@@ -101,6 +101,8 @@ impl Listing {
                 "--triple=amdgcn-amd-amdhsa",
                 &format!("--mcpu={mcpu}"),
                 "-d",
+                // runs of zero bytes as instructions, not as `...`
+                "-z",
             ])
             .arg(object)
             .stdout(Stdio::piped())
@@ -133,7 +135,11 @@ impl Listing {
             return Ok(Some(Line {
                 addr,
                 text: text.trim().to_owned(),
-                words: words.split_whitespace().count(),
+                // the encoding's words; a branch's target may follow them
+                words: words
+                    .split_whitespace()
+                    .take_while(|w| w.len() == 8 && w.bytes().all(|b| b.is_ascii_hexdigit()))
+                    .count(),
             }));
         }
         Ok(None)
@@ -208,26 +214,26 @@ pub fn compare_disassembly(
                 ))
             }
         };
-        let (at, bytes) = walker.next().ok_or_else(|| {
+        let (at, len) = walker.next().ok_or_else(|| {
             format!(
                 "llvm-objdump lists an instruction at 0x{:x} past the walker's end",
                 b.addr
             )
         })??;
         let offset = b.addr.checked_sub(code.text_addr);
-        if offset != Some(at as u64) || b.words * 4 != bytes.len() || a.addr != b.addr {
+        if offset != Some(at as u64) || b.words * 4 != len || a.addr != b.addr {
             return Err(format!(
                 "llvm-objdump's instruction at 0x{:x} ({} words: {}) is not the walker's (.text+0x{at:x}, {} bytes)",
                 b.addr,
                 b.words,
                 b.text,
-                bytes.len()
+                len
             ));
         }
         counted.instructions += 1;
-        let is_site = bytes.len() == 8
-            && bytes[..4] == elf::SETREG_SCHED_MODE.to_le_bytes()
-            && bytes[4..] == elf::EXPERT_SCHED_ON.to_le_bytes();
+        let is_site = len == 8
+            && code.text[at..at + 4] == elf::SETREG_SCHED_MODE.to_le_bytes()
+            && code.text[at + 4..at + 8] == elf::EXPERT_SCHED_ON.to_le_bytes();
         if is_site {
             if b.text != SITE_ON || a.text != SITE_OFF {
                 return Err(format!(

@@ -46,7 +46,7 @@ pub fn elf(mach: u32, text: &[u8], functions: &[u64]) -> Vec<u8> {
     }
     let shstrtab = b"\0.text\0.symtab\0.strtab\0.shstrtab\0".to_vec();
     let mut place = |bytes: &[u8]| {
-        while out.len() % 8 != 0 {
+        while !out.len().is_multiple_of(8) {
             out.push(0);
         }
         let at = out.len();

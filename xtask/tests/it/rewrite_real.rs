@@ -154,7 +154,6 @@ fn every_gfx12_kernel_file_of_7_1_1_is_rewritten_and_llvm_agrees() {
             Rewrite::Rewritten { bytes, sites, .. } => (bytes, sites),
         };
         std::fs::write(&target, &bytes).unwrap();
-        assert_eq!(rewrite::find_sites(&bytes).unwrap(), vec![], "{name}");
         // the same container, the same entries, and every byte outside the
         // sites as it was once decompressed
         let before = plain(&original, &mut scratch);
