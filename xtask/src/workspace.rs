@@ -152,6 +152,20 @@ pub fn pid_gone(pid: u32) -> bool {
 }
 
 /// The repository this binary was built from, or `$PATCHKIT_ROOT`.
+/// The user's cache folder as the XDG base directory spec places it:
+/// `$XDG_CACHE_HOME` when it is absolute, else `$HOME/.cache`.
+pub fn user_cache_home() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .filter(|p| p.is_absolute())
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .filter(|h| h.is_absolute())
+                .map(|h| h.join(".cache"))
+        })
+}
+
 pub fn project_root() -> PathBuf {
     if let Some(root) = std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()) {
         return absolute(Path::new(&root));

@@ -189,16 +189,9 @@ pub fn apply(
     dest: &Path,
     reporter: &crate::report::Reporter,
 ) -> Result<()> {
-    crate::patch::stage::check_replaceable(dest)?;
-    let parent = dest.parent().context("the tree has a parent folder")?;
     let name = dest.file_name().context("the tree has a name")?.to_string_lossy().into_owned();
-    crate::workspace::remove_stale_of(parent, &name)?;
-    let staging = parent.join(format!("{name}.staging-{}", std::process::id()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("removing the stale {}", staging.display()))?;
-    }
-    std::fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
+    let staged = crate::patch::stage::Staging::for_tree(dest, &name)?;
+    let staging = staged.dir.clone();
     let built = (|| {
         pristine::link_copy(&pristine.dir, &staging)?;
         let mut manifest = pristine.manifest.clone();
@@ -226,16 +219,8 @@ pub fn apply(
         };
         state::write(&staging, &state, &manifest)
     })();
-    if let Err(e) = built {
-        let _ = std::fs::remove_dir_all(&staging);
-        return Err(e.context(format!("rewriting the kernel files of {}", recipe.name)));
-    }
-    if dest.exists() {
-        std::fs::remove_dir_all(dest)
-            .with_context(|| format!("removing the previous tree {}", dest.display()))?;
-    }
-    std::fs::rename(&staging, dest)
-        .with_context(|| format!("moving {} to {}", staging.display(), dest.display()))
+    built.with_context(|| format!("rewriting the kernel files of {}", recipe.name))?;
+    staged.commit(dest)
 }
 
 /// Whether a tree path is a kernel file (`*.co`, `*.hsaco`) outside `DEBIAN/`.

@@ -40,15 +40,8 @@ pub struct Cache {
 /// `$XDG_CACHE_HOME/rocm-patchkit/kernel-verdicts.json`, else
 /// `$HOME/.cache/...`; none when neither is set (or HOME is `/`).
 pub fn default_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|h| h.is_absolute() && h != Path::new("/"))
-                .map(|h| h.join(".cache"))
-        })?;
+    // a HOME of `/` (a system service) gets no cache of ours
+    let base = crate::workspace::user_cache_home().filter(|b| b != Path::new("/.cache"))?;
     Some(base.join("rocm-patchkit").join("kernel-verdicts.json"))
 }
 

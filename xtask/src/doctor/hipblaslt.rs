@@ -302,17 +302,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                 (Some(n), None) => Some(n.clone()),
                 (None, v) => v,
             };
-            let kernels = resolve(root, &dir.join("hipblaslt/library"));
-            let judgement = if Root::new(root).is_dir(&kernels) {
-                judge_kernels(root, &kernels, cache, places.threads)
-            } else {
-                Judgement::CannotTell {
-                    why: format!(
-                        "no kernel library at {} (hipBLASLt loads its GEMM kernels from there)",
-                        dir.join("hipblaslt/library").display()
-                    ),
-                }
-            };
+            let (kernels, judgement) = beside(root, &dir, cache, places.threads);
             let rewritten = rewritten(root, &kernels, kind, &real);
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
@@ -398,21 +388,28 @@ fn rewritten(root: &Path, kernels: &Path, kind: &str, real: &Path) -> Option<Str
     }
 }
 
-/// The hipBLASLt library a running program mapped (`doctor --pid`), judged
-/// by the kernel folder beside it.
-pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> HipblasltLibrary {
-    let dir = lib.parent().unwrap_or(Path::new("/"));
+/// The kernel library of the hipBLASLt in `dir` (its `hipblaslt/library`,
+/// resolved inside the root) and its judgement.
+fn beside(root: &Path, dir: &Path, cache: &mut Cache, threads: usize) -> (PathBuf, Judgement) {
     let kernels = resolve(root, &dir.join("hipblaslt/library"));
     let judgement = if Root::new(root).is_dir(&kernels) {
-        judge_kernels(root, &kernels, cache, places.threads)
+        judge_kernels(root, &kernels, cache, threads)
     } else {
         Judgement::CannotTell {
             why: format!(
-                "no kernel library at {} beside the mapped library",
+                "no kernel library at {} (hipBLASLt loads its GEMM kernels from there)",
                 dir.join("hipblaslt/library").display()
             ),
         }
     };
+    (kernels, judgement)
+}
+
+/// The hipBLASLt library a running program mapped (`doctor --pid`), judged
+/// by the kernel folder beside it.
+pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> HipblasltLibrary {
+    let dir = lib.parent().unwrap_or(Path::new("/"));
+    let (kernels, judgement) = beside(root, dir, cache, places.threads);
     let file = lib.file_name().unwrap_or_default().to_string_lossy();
     HipblasltLibrary {
         path: lib.display().to_string(),

@@ -24,15 +24,7 @@ pub fn dirs() -> Vec<PathBuf> {
     if let Some(dir) = std::env::var_os("AMD_COMGR_CACHE_DIR").filter(|d| !d.is_empty()) {
         out.push(PathBuf::from(dir));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .filter(|p| p.is_absolute())
-        .or_else(|| {
-            std::env::var_os("HOME")
-                .map(PathBuf::from)
-                .filter(|h| h.is_absolute())
-                .map(|h| h.join(".cache"))
-        });
+    let base = crate::workspace::user_cache_home();
     // under sudo, the caches of the user who ran it are the ones that matter
     let sudo_home = std::env::var("SUDO_USER")
         .ok()

@@ -36,60 +36,115 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
         )?;
     }
 
-    // data.tar.xz (or the build's compression) first, to a scratch file,
-    // taking the md5sums on the way.
     let compression = Packing::current().deb();
-    let data_name = format!("data.tar.{}", compression.extension());
-    let control_name = format!("control.tar.{}", compression.extension());
-    let mut data = scratch(out_dir)?;
-    let mut md5sums = String::new();
-    {
-        let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
-        let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
-        tar.root()?;
-        for entry in tree.entries() {
-            let digests = tar.entry(entry, Want::MD5)?;
-            // As dh_md5sums: a conffile's digest is kept by dpkg with the
-            // conffile itself, so md5sums leaves conffiles out.
-            if let Some(md5) = digests.md5.filter(|_| !entry.config) {
-                md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
+    let data = Data::write(&tree, epoch, compression, out_dir)?;
+    let control_tar = control_tar(meta, machine, &tree, scripts, &data.md5sums, epoch, compression)?;
+    data.into_deb(
+        out_dir,
+        &names::file_name(Format::Deb, meta, machine),
+        epoch,
+        &control_tar,
+    )
+}
+
+/// A package's `data.tar` member, written first to a scratch file (it is
+/// the large one), with the `md5sums` taken on the way.
+pub(super) struct Data {
+    file: std::fs::File,
+    len: u64,
+    compression: Compression,
+    /// `md5sums` as dh_md5sums writes it: a conffile's digest is kept by
+    /// dpkg with the conffile itself, so conffiles are left out.
+    pub md5sums: String,
+}
+
+impl Data {
+    pub(super) fn write(
+        tree: &FileTree,
+        epoch: u64,
+        compression: Compression,
+        out_dir: &Path,
+    ) -> Result<Data> {
+        let name = format!("data.tar.{}", compression.extension());
+        let mut file = scratch(out_dir)?;
+        let mut md5sums = String::new();
+        {
+            let enc =
+                compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut file))?;
+            let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+            tar.root()?;
+            for entry in tree.entries() {
+                let digests = tar.entry(entry, Want::MD5)?;
+                if let Some(md5) = digests.md5.filter(|_| !entry.config) {
+                    md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
+                }
             }
+            let mut buf = tar
+                .finish()?
+                .finish()
+                .with_context(|| format!("compressing {name}"))?;
+            buf.flush().with_context(|| format!("writing {name}"))?;
         }
-        let mut buf = tar
-            .finish()?
-            .finish()
-            .with_context(|| format!("compressing {data_name}"))?;
-        buf.flush()
-            .with_context(|| format!("writing {data_name}"))?;
+        let len = file
+            .seek(SeekFrom::End(0))
+            .with_context(|| format!("writing {name}"))?;
+        file.rewind()
+            .with_context(|| format!("reading back {name}"))?;
+        Ok(Data {
+            file,
+            len,
+            compression,
+            md5sums,
+        })
     }
-    let data_len = data
-        .seek(SeekFrom::End(0))
-        .with_context(|| format!("writing {data_name}"))?;
-    data.rewind()
-        .with_context(|| format!("reading back {data_name}"))?;
 
-    let control_tar = control_tar(meta, machine, &tree, scripts, &md5sums, epoch, compression)?;
-
-    let mut out = Output::create(out_dir, &names::file_name(Format::Deb, meta, machine))?;
-    {
-        let mut w = out.writer();
-        let what = || format!("writing {}", names::file_name(Format::Deb, meta, machine));
-        w.write_all(ar::MAGIC).with_context(what)?;
-        ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
-        ar::member(&mut w, &control_name, epoch, &control_tar).with_context(what)?;
-        w.write_all(&ar::member_header(&data_name, epoch, data_len))
-            .with_context(what)?;
-        let copied = std::io::copy(&mut data, &mut w).with_context(what)?;
-        if copied != data_len {
-            bail!(
-                "{data_name} shrank while being copied into {}",
-                names::file_name(Format::Deb, meta, machine)
-            );
+    /// The `.deb`: `debian-binary`, then `control_tar`, then this data,
+    /// in an ar archive published as `out_dir/file_name`.
+    pub(super) fn into_deb(
+        mut self,
+        out_dir: &Path,
+        file_name: &str,
+        epoch: u64,
+        control_tar: &[u8],
+    ) -> Result<Artifact> {
+        let ext = self.compression.extension();
+        let (control_name, data_name) = (format!("control.tar.{ext}"), format!("data.tar.{ext}"));
+        let mut out = Output::create(out_dir, file_name)?;
+        {
+            let mut w = out.writer();
+            let what = || format!("writing {file_name}");
+            w.write_all(ar::MAGIC).with_context(what)?;
+            ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
+            ar::member(&mut w, &control_name, epoch, control_tar).with_context(what)?;
+            w.write_all(&ar::member_header(&data_name, epoch, self.len))
+                .with_context(what)?;
+            let copied = std::io::copy(&mut self.file, &mut w).with_context(what)?;
+            if copied != self.len {
+                bail!("{data_name} shrank while being copied into {file_name}");
+            }
+            ar::pad(&mut w, self.len).with_context(what)?;
+            w.flush().with_context(what)?;
         }
-        ar::pad(&mut w, data_len).with_context(what)?;
-        w.flush().with_context(what)?;
+        out.commit()
     }
-    out.commit()
+}
+
+/// A `control.tar` of `members` (name without `./`, mode, bytes), sorted.
+pub(super) fn control_members_tar(
+    mut members: Vec<(String, u32, Vec<u8>)>,
+    epoch: u64,
+    compression: Compression,
+) -> Result<Vec<u8>> {
+    members.sort_by(|a, b| a.0.cmp(&b.0));
+    let enc = compression.encoder(Vec::new())?;
+    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
+    tar.root()?;
+    for (name, mode, bytes) in &members {
+        tar.bytes(&format!("./{name}"), *mode, bytes)?;
+    }
+    tar.finish()?
+        .finish()
+        .with_context(|| format!("compressing control.tar.{}", compression.extension()))
 }
 
 fn control_tar(
@@ -101,23 +156,17 @@ fn control_tar(
     epoch: u64,
     compression: Compression,
 ) -> Result<Vec<u8>> {
-    let mut files = control_area(tree, scripts);
+    let mut files: Vec<(String, u32, Vec<u8>)> = control_area(tree, scripts)
+        .into_iter()
+        .map(|(name, mode, bytes)| (name.trim_start_matches("./").to_owned(), mode, bytes))
+        .collect();
     files.push((
-        "./control",
+        "control".to_owned(),
         0o644,
         control_for(meta, machine, tree, scripts).into_bytes(),
     ));
-    files.push(("./md5sums", 0o644, md5sums.as_bytes().to_vec()));
-    files.sort_by(|a, b| a.0.cmp(b.0));
-    let enc = compression.encoder(Vec::new())?;
-    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
-    tar.root()?;
-    for (name, mode, bytes) in &files {
-        tar.bytes(name, *mode, bytes)?;
-    }
-    tar.finish()?
-        .finish()
-        .with_context(|| format!("compressing control.tar.{}", compression.extension()))
+    files.push(("md5sums".to_owned(), 0o644, md5sums.as_bytes().to_vec()));
+    control_members_tar(files, epoch, compression)
 }
 
 /// The `control` file, fields in dpkg-gencontrol's order.

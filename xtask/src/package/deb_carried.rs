@@ -6,15 +6,14 @@
 //! tree as given (no generated `copyright` or changelog: the upstream ones
 //! are in it). The same ar, tar and compression as [`super::deb`].
 
-use std::io::{Seek, SeekFrom, Write};
 use std::path::Path;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 
-use super::compress::{Packing, Want};
-use super::tar::{Names, TarWriter};
+use super::compress::Packing;
+use super::deb::{control_members_tar, Data};
 use super::tree::{FileTree, Kind};
-use super::{ar, names, scratch, Artifact, Format, Output, Package};
+use super::{names, Artifact, Format, Package};
 
 /// The control members of the upstream package, other than `md5sums`.
 #[derive(Debug, Clone)]
@@ -30,65 +29,13 @@ pub fn write(pkg: &Package, carried: &Carried, out_dir: &Path) -> Result<Artifac
     let (meta, machine, tree, epoch) = (pkg.meta, pkg.machine, pkg.tree, pkg.epoch);
     let file_name = names::file_name(Format::Deb, meta, machine);
     let compression = Packing::current().deb();
-    let data_name = format!("data.tar.{}", compression.extension());
-    let control_name = format!("control.tar.{}", compression.extension());
-    let mut data = scratch(out_dir)?;
-    let mut md5sums = String::new();
-    {
-        let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut data))?;
-        let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
-        tar.root()?;
-        for entry in tree.entries() {
-            let digests = tar.entry(entry, Want::MD5)?;
-            if let Some(md5) = digests.md5 {
-                md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
-            }
-        }
-        let mut buf = tar
-            .finish()?
-            .finish()
-            .with_context(|| format!("compressing {data_name}"))?;
-        buf.flush().with_context(|| format!("writing {data_name}"))?;
-    }
-    let data_len = data
-        .seek(SeekFrom::End(0))
-        .with_context(|| format!("writing {data_name}"))?;
-    data.rewind()
-        .with_context(|| format!("reading back {data_name}"))?;
-
+    let data = Data::write(tree, epoch, compression, out_dir)?;
     let control = control(&carried.control, &meta.full_version(), installed_size(tree, carried))?;
-    let mut files: Vec<(String, u32, Vec<u8>)> = carried.members.clone();
-    files.push(("control".to_owned(), 0o644, control.into_bytes()));
-    files.push(("md5sums".to_owned(), 0o644, md5sums.into_bytes()));
-    files.sort_by(|a, b| a.0.cmp(&b.0));
-    let enc = compression.encoder(Vec::new())?;
-    let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
-    tar.root()?;
-    for (name, mode, bytes) in &files {
-        tar.bytes(&format!("./{name}"), *mode, bytes)?;
-    }
-    let control_tar = tar
-        .finish()?
-        .finish()
-        .with_context(|| format!("compressing {control_name}"))?;
-
-    let mut out = Output::create(out_dir, &file_name)?;
-    {
-        let mut w = out.writer();
-        let what = || format!("writing {file_name}");
-        w.write_all(ar::MAGIC).with_context(what)?;
-        ar::member(&mut w, "debian-binary", epoch, b"2.0\n").with_context(what)?;
-        ar::member(&mut w, &control_name, epoch, &control_tar).with_context(what)?;
-        w.write_all(&ar::member_header(&data_name, epoch, data_len))
-            .with_context(what)?;
-        let copied = std::io::copy(&mut data, &mut w).with_context(what)?;
-        if copied != data_len {
-            bail!("{data_name} shrank while being copied into {file_name}");
-        }
-        ar::pad(&mut w, data_len).with_context(what)?;
-        w.flush().with_context(what)?;
-    }
-    out.commit()
+    let mut members: Vec<(String, u32, Vec<u8>)> = carried.members.clone();
+    members.push(("control".to_owned(), 0o644, control.into_bytes()));
+    members.push(("md5sums".to_owned(), 0o644, data.md5sums.clone().into_bytes()));
+    let control_tar = control_members_tar(members, epoch, compression)?;
+    data.into_deb(out_dir, &file_name, epoch, &control_tar)
 }
 
 /// Installed-Size as dpkg-gencontrol counts it: KiB per file rounded up,

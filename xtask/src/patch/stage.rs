@@ -36,6 +36,43 @@ impl Drop for Cleanup {
     }
 }
 
+/// A fresh staging folder beside a tree that is to be made
+/// (`<name>.staging-<pid>`), taken only when the tree may be replaced, after
+/// the staging of killed runs is removed; removed again when dropped, so
+/// that a refusal leaves nothing behind, unless [`Staging::commit`] moved it
+/// into place.
+pub(crate) struct Staging {
+    pub dir: PathBuf,
+    cleanup: Cleanup,
+}
+
+impl Staging {
+    pub(crate) fn for_tree(dest: &Path, name: &str) -> Result<Staging> {
+        check_replaceable(dest)?;
+        let parent = dest.parent().unwrap_or(Path::new("/"));
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        crate::workspace::remove_stale_of(parent, name)?;
+        let dir = parent.join(format!("{name}.staging-{}", std::process::id()));
+        if dir.exists() {
+            std::fs::remove_dir_all(&dir)
+                .with_context(|| format!("removing the stale {}", dir.display()))?;
+        }
+        std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        Ok(Staging {
+            cleanup: Cleanup(Some(dir.clone())),
+            dir,
+        })
+    }
+
+    /// Moves the staged tree into place at `dest`, replacing what was there.
+    pub(crate) fn commit(mut self, dest: &Path) -> Result<()> {
+        swap_into_place(&self.dir, dest)?;
+        self.cleanup.0 = None;
+        Ok(())
+    }
+}
+
 /// Extracts `fetched.source`, applies `fetched.patches` and moves the result
 /// to `dest` (replacing what was there only after everything succeeded).
 pub fn apply_recipe(
@@ -66,17 +103,8 @@ pub fn apply_recipe_from(
         .with_context(|| format!("{} names no folder", dest.display()))?
         .to_string_lossy()
         .into_owned();
-    check_replaceable(&dest)?;
-    let parent = dest.parent().unwrap_or(Path::new("/"));
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    crate::workspace::remove_stale_of(parent, &name)?;
-    let staging = parent.join(format!("{name}.staging-{}", std::process::id()));
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging)
-            .with_context(|| format!("removing the stale {}", staging.display()))?;
-    }
-    std::fs::create_dir(&staging).with_context(|| format!("creating {}", staging.display()))?;
-    let mut cleanup = Cleanup(Some(staging.clone()));
+    let staged = Staging::for_tree(&dest, &name)?;
+    let staging = staged.dir.clone();
 
     let selection = Selection::of(&recipe.source);
     let mut manifest = fill(recipe, fetched, pristine, &staging, reporter)?;
@@ -108,8 +136,7 @@ pub fn apply_recipe_from(
         tool: state::ToolRef::current(),
     };
     state::write(&staging, &state, &manifest)?;
-    swap_into_place(&staging, &dest)?;
-    cleanup.0 = None;
+    staged.commit(&dest)?;
     Ok(Report {
         dest,
         files: manifest.len(),
