@@ -136,7 +136,10 @@ impl Cx<'_> {
             Step::EnsureApplied { fuzz } => self.ensure_applied(Tolerance::fuzz(*fuzz))?,
             Step::Verify if matches!(part, Part::Rewrite(_)) => {
                 let rewrites = super::rewrite::verify(self)?;
-                self.manifest.as_mut().context("verify runs after fetch")?.rewrites = rewrites;
+                self.manifest
+                    .as_mut()
+                    .context("verify runs after fetch")?
+                    .rewrites = rewrites;
             }
             Step::Verify => self.verify()?,
             Step::PublishSource { .. } => self.publish_source()?,
@@ -279,7 +282,9 @@ impl Cx<'_> {
         let task = self.ws.reporter.task(format!("writing {file}"));
         let before = self.chunk_count();
         let written = match (&a.carried, format) {
-            (Some(carried), package::Format::Deb) => package::deb_carried::write(&pkg, carried, dir),
+            (Some(carried), package::Format::Deb) => {
+                package::deb_carried::write(&pkg, carried, dir)
+            }
             (Some(_), _) => bail!("a rewrite builds only a .deb"),
             (None, _) => package::write(format, &pkg, dir),
         };

@@ -83,7 +83,12 @@ impl Part {
         let record = state::read(tree_dir)?
             .context("the rewritten tree has no state record")?
             .0;
-        let sites: usize = record.rewrites.iter().flat_map(|r| &r.files).map(|f| f.sites).sum();
+        let sites: usize = record
+            .rewrites
+            .iter()
+            .flat_map(|r| &r.files)
+            .map(|f| f.sites)
+            .sum();
         let files: usize = record.rewrites.iter().map(|r| r.files.len()).sum();
         Ok(Assembled {
             meta: plan::identity(cx.recipe),
@@ -109,8 +114,14 @@ pub fn version_of(recipe: &Recipe) -> (String, String) {
         _ => recipe.package.version.clone(),
     };
     let (version, revision) = match upstream.rsplit_once('-') {
-        Some((v, r)) => (v.to_owned(), format!("{r}{VERSION_TAG}{}", recipe.package.release)),
-        None => (upstream.clone(), format!("0{VERSION_TAG}{}", recipe.package.release)),
+        Some((v, r)) => (
+            v.to_owned(),
+            format!("{r}{VERSION_TAG}{}", recipe.package.release),
+        ),
+        None => (
+            upstream.clone(),
+            format!("0{VERSION_TAG}{}", recipe.package.release),
+        ),
     };
     (version, revision)
 }
@@ -123,22 +134,31 @@ fn carried_control(dir: &Path) -> Result<Carried> {
         let meta = std::fs::symlink_metadata(&path)
             .with_context(|| format!("reading {}", path.display()))?;
         if !meta.is_file() {
-            bail!("{} is not a file: a control member must be one", path.display());
+            bail!(
+                "{} is not a file: a control member must be one",
+                path.display()
+            );
         }
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         use std::os::unix::fs::PermissionsExt;
-        let mode = if meta.permissions().mode() & 0o111 != 0 { 0o755 } else { 0o644 };
+        let mode = if meta.permissions().mode() & 0o111 != 0 {
+            0o755
+        } else {
+            0o644
+        };
         match entry.as_str() {
             "control" => {
-                control = Some(String::from_utf8(bytes).with_context(|| {
-                    format!("{} is not UTF-8", path.display())
-                })?)
+                control = Some(
+                    String::from_utf8(bytes)
+                        .with_context(|| format!("{} is not UTF-8", path.display()))?,
+                )
             }
             "md5sums" => {}
             _ => members.push((entry, mode, bytes)),
         }
     }
-    let control = control.with_context(|| format!("the package has no {}/control", dir.display()))?;
+    let control =
+        control.with_context(|| format!("the package has no {}/control", dir.display()))?;
     Ok(Carried { control, members })
 }
 
@@ -189,7 +209,11 @@ pub fn apply(
     dest: &Path,
     reporter: &crate::report::Reporter,
 ) -> Result<()> {
-    let name = dest.file_name().context("the tree has a name")?.to_string_lossy().into_owned();
+    let name = dest
+        .file_name()
+        .context("the tree has a name")?
+        .to_string_lossy()
+        .into_owned();
     let staged = crate::patch::stage::Staging::for_tree(dest, &name)?;
     let staging = staged.dir.clone();
     let built = (|| {
@@ -234,7 +258,9 @@ fn on_all_cores<T: Sync, R: Send>(
     items: &[T],
     work: impl Fn(&T) -> Result<R> + Sync,
 ) -> Result<Vec<R>> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(items.len().max(1));
     let next = std::sync::atomic::AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<R>>>> =
         Mutex::new((0..items.len()).map(|_| None).collect());
@@ -270,7 +296,11 @@ fn rewrite_all(
     manifest: &mut Manifest,
     reporter: &crate::report::Reporter,
 ) -> Result<Vec<RewrittenFile>> {
-    let paths: Vec<String> = manifest.keys().filter(|p| is_kernel_file(p)).cloned().collect();
+    let paths: Vec<String> = manifest
+        .keys()
+        .filter(|p| is_kernel_file(p))
+        .cloned()
+        .collect();
     let progress = Mutex::new(reporter.progress(
         format!("{TRANSFORM}: {} kernel files", paths.len()),
         Some(paths.len() as u64),
@@ -282,12 +312,17 @@ fn rewrite_all(
         let outcome = rewrite::rewrite_file(&bytes)
             .map_err(|why| anyhow::anyhow!("kernel file {rel} cannot be rewritten: {why}"))?;
         progress.lock().expect("no worker panics holding it").inc(1);
-        let Rewrite::Rewritten { bytes: new, sites, .. } = outcome else {
+        let Rewrite::Rewritten {
+            bytes: new, sites, ..
+        } = outcome
+        else {
             return Ok(None);
         };
         let tmp = path.with_file_name(format!(
             ".{}.rewrite-{}",
-            path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
+            path.file_name()
+                .map(|n| n.to_string_lossy())
+                .unwrap_or_default(),
             std::process::id()
         ));
         std::fs::write(&tmp, &new).with_context(|| format!("writing {}", tmp.display()))?;
@@ -306,7 +341,9 @@ fn rewrite_all(
     })?;
     let files: Vec<RewrittenFile> = changed.into_iter().flatten().collect();
     for f in &files {
-        let id = manifest.get_mut(&f.path).context("a rewritten file is listed")?;
+        let id = manifest
+            .get_mut(&f.path)
+            .context("a rewritten file is listed")?;
         *id = FileId {
             mode: id.mode,
             sha256: f.after.clone(),
@@ -328,7 +365,10 @@ pub fn verify(cx: &mut Cx) -> Result<Vec<crate::manifest::RewriteRef>> {
             "{} was changed since it was rewritten: rewriting it again",
             tree.display()
         ));
-        let pristine = cx.pristine.clone().context("ensure-applied keeps the pristine tree")?;
+        let pristine = cx
+            .pristine
+            .clone()
+            .context("ensure-applied keeps the pristine tree")?;
         apply(cx.recipe, cx.fetched()?, &pristine, &tree, &cx.ws.reporter)?;
         ok = check(&tree, cx)?;
     }
@@ -369,8 +409,9 @@ pub fn sites_left(tree: &Path) -> Result<Vec<(String, usize)>> {
     let found = on_all_cores(&paths, |rel| {
         let path = tree.join(rel);
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let sites = rewrite::find_sites(&bytes)
-            .map_err(|why| anyhow::anyhow!("kernel file {} cannot be read: {why}", rel.display()))?;
+        let sites = rewrite::find_sites(&bytes).map_err(|why| {
+            anyhow::anyhow!("kernel file {} cannot be read: {why}", rel.display())
+        })?;
         Ok((rel.display().to_string(), sites.len()))
     })?;
     Ok(found.into_iter().filter(|(_, n)| *n > 0).collect())

@@ -93,12 +93,18 @@ fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
             if left.is_empty() {
                 "ok: no kernel file switches expert scheduling on".to_owned()
             } else {
-                format!("{} kernel file(s) still switch expert scheduling on", left.len())
+                format!(
+                    "{} kernel file(s) still switch expert scheduling on",
+                    left.len()
+                )
             }
         );
     }
     if let Some((path, n)) = left.first() {
-        bail!("{path} of {} switches expert scheduling on at {n} site(s)", tree.display());
+        bail!(
+            "{path} of {} switches expert scheduling on at {n} site(s)",
+            tree.display()
+        );
     }
     Ok(())
 }

@@ -71,7 +71,10 @@ fn read_bytes(root: &Path, rel: &str) -> std::io::Result<Vec<u8>> {
         .take(limit + 1)
         .read_to_end(&mut out)?;
     if out.len() as u64 > limit {
-        return Err(Error::new(ErrorKind::InvalidData, format!("larger than {limit} bytes")));
+        return Err(Error::new(
+            ErrorKind::InvalidData,
+            format!("larger than {limit} bytes"),
+        ));
     }
     Ok(out)
 }

@@ -21,7 +21,9 @@ pub const CONTROL_DIR: &str = "DEBIAN";
 /// Extracts the package read from `input` (positioned at the `ar` magic) into `dest`.
 pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
     let mut magic = [0u8; 8];
-    input.read_exact(&mut magic).context("reading the ar magic")?;
+    input
+        .read_exact(&mut magic)
+        .context("reading the ar magic")?;
     let mut manifest = Manifest::new();
     let (mut version, mut control, mut data) = (false, false, false);
     let mut index = 0;
@@ -89,7 +91,10 @@ fn header(input: &mut impl BufRead) -> Result<Option<(String, u64)>> {
     if &h[58..60] != b"`\n" {
         bail!("an ar member header of the package is damaged (no end marker)");
     }
-    let name = String::from_utf8_lossy(&h[..16]).trim_end().trim_end_matches('/').to_owned();
+    let name = String::from_utf8_lossy(&h[..16])
+        .trim_end()
+        .trim_end_matches('/')
+        .to_owned();
     let size = std::str::from_utf8(&h[48..58])
         .ok()
         .and_then(|s| s.trim().parse::<u64>().ok())
@@ -147,12 +152,22 @@ mod tests {
     fn a_deb_is_refused_when_it_escapes_misorders_or_ends_early() {
         let control = ("control.tar", tar_of(&[("./control", b"Package: x\n")]));
         let version = ("debian-binary", b"2.0\n".to_vec());
-        let escape = deb_of(&[version.clone(), control.clone(), ("data.tar", tar_of(&[("../evil", b"x")]))]);
+        let escape = deb_of(&[
+            version.clone(),
+            control.clone(),
+            ("data.tar", tar_of(&[("../evil", b"x")])),
+        ]);
         assert!(format!("{:#}", extract(&escape).unwrap_err()).contains("refused"));
-        let shadow = deb_of(&[version.clone(), control.clone(), ("data.tar", tar_of(&[("./DEBIAN/postinst", b"x")]))]);
+        let shadow = deb_of(&[
+            version.clone(),
+            control.clone(),
+            ("data.tar", tar_of(&[("./DEBIAN/postinst", b"x")])),
+        ]);
         assert!(extract(&shadow).is_err());
         let misordered = deb_of(&[control.clone(), version.clone()]);
-        assert!(format!("{:#}", extract(&misordered).unwrap_err()).contains("not what a .deb holds"));
+        assert!(
+            format!("{:#}", extract(&misordered).unwrap_err()).contains("not what a .deb holds")
+        );
         let no_data = deb_of(&[version, control]);
         assert!(format!("{:#}", extract(&no_data).unwrap_err()).contains("before its data member"));
     }

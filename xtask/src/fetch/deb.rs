@@ -49,8 +49,12 @@ pub(super) fn fetch(
         return Ok(archive(path, &deb.sha256));
     }
     if let Some(path) = &deb.local {
-        local::verify(path, Some(&deb.sha256), Some(&cache.root().join("local-sha256")))
-            .with_context(|| format!("{} does not match the .deb", key()))?;
+        local::verify(
+            path,
+            Some(&deb.sha256),
+            Some(&cache.root().join("local-sha256")),
+        )
+        .with_context(|| format!("{} does not match the .deb", key()))?;
         tally.local += 1;
         reporter.step(format!("source: {name}: local file verified"));
         return Ok(archive(path.clone(), &deb.sha256));
@@ -141,9 +145,15 @@ fn apt_download(cache: &Cache, reporter: &Reporter, deb: &DebSource) -> Result<P
             .arg("-o")
             .arg("Dir::Etc::sourcelist=/dev/null")
             .arg("-o")
-            .arg(format!("Dir::Etc::sourceparts={}", state.join("sources.list.d").display()))
+            .arg(format!(
+                "Dir::Etc::sourceparts={}",
+                state.join("sources.list.d").display()
+            ))
             .arg("-o")
-            .arg(format!("Dir::State::Lists={}", state.join("lists").display()))
+            .arg(format!(
+                "Dir::State::Lists={}",
+                state.join("lists").display()
+            ))
             .arg("-o")
             .arg(format!("Dir::Cache={}", state.join("cache").display()))
             .arg("-o")
@@ -151,7 +161,10 @@ fn apt_download(cache: &Cache, reporter: &Reporter, deb: &DebSource) -> Result<P
             .arg("-o")
             .arg("APT::Sandbox::User=root");
     };
-    reporter.step(format!("source: apt-get update (sources derived from {})", machine.display()));
+    reporter.step(format!(
+        "source: apt-get update (sources derived from {})",
+        machine.display()
+    ));
     let mut update = Command::new("apt-get");
     opts(&mut update);
     update.arg("update");
@@ -164,7 +177,10 @@ fn apt_download(cache: &Cache, reporter: &Reporter, deb: &DebSource) -> Result<P
     reporter.step(format!("source: apt-get download {want}"));
     let mut download = Command::new("apt-get");
     opts(&mut download);
-    download.arg("download").arg(&want).current_dir(folder.path());
+    download
+        .arg("download")
+        .arg(&want)
+        .current_dir(folder.path());
     run(&mut download, &format!("apt-get download {want}"))?;
     let got = folder.path().join(deb.file_name());
     if !got.is_file() {
@@ -174,7 +190,9 @@ fn apt_download(cache: &Cache, reporter: &Reporter, deb: &DebSource) -> Result<P
             folder.path().display()
         );
     }
-    let dest = cache.tmp_dir().join(format!("apt-{}-{}", std::process::id(), deb.file_name()));
+    let dest = cache
+        .tmp_dir()
+        .join(format!("apt-{}-{}", std::process::id(), deb.file_name()));
     std::fs::rename(&got, &dest)
         .with_context(|| format!("moving {} to {}", got.display(), dest.display()))?;
     Ok(dest)
@@ -199,7 +217,11 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
 pub fn derive_sources(machine: &str) -> Result<String> {
     let mut out = String::new();
     let mut extra: Option<(String, String)> = None;
-    for stanza in machine.split("\n\n").map(str::trim).filter(|s| !s.is_empty()) {
+    for stanza in machine
+        .split("\n\n")
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+    {
         let field = |name: &str| {
             stanza
                 .lines()
@@ -219,7 +241,11 @@ pub fn derive_sources(machine: &str) -> Result<String> {
             out.push('\n');
         }
         out.push('\n');
-        let uri = uris.split_whitespace().next().unwrap_or_default().to_owned();
+        let uri = uris
+            .split_whitespace()
+            .next()
+            .unwrap_or_default()
+            .to_owned();
         if extra.is_none() && !uri.is_empty() && !uri.contains("security") {
             let keyring = field("Signed-By")
                 .filter(|k| k.starts_with('/'))
@@ -245,7 +271,10 @@ mod tests {
         let machine = "Types: deb deb-src\nURIs: http://archive.invalid/debian\nSuites: bookworm bookworm-updates\nComponents: main\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\nTypes: deb\nURIs: http://archive.invalid/debian-security\nSuites: bookworm-security\nComponents: main\n";
         let got = derive_sources(machine).unwrap();
         assert!(got.contains("Suites: bookworm bookworm-updates"), "{got}");
-        assert!(got.contains("URIs: http://archive.invalid/debian\nSuites: sid experimental"), "{got}");
+        assert!(
+            got.contains("URIs: http://archive.invalid/debian\nSuites: sid experimental"),
+            "{got}"
+        );
         assert!(!got.contains("deb-src"), "{got}");
         assert!(derive_sources("Types: deb-src\nURIs: x\n").is_err());
     }

@@ -201,7 +201,11 @@ fn missing_offline(cache: &Cache, recipe: &Recipe) -> Vec<String> {
         Source::Local { .. } => {}
         Source::Deb(deb) => {
             if cache.blob(&deb.sha256).is_none() && deb.local.is_none() {
-                missing.push(format!("source: {} (sha256 {})", deb.file_name(), deb.sha256));
+                missing.push(format!(
+                    "source: {} (sha256 {})",
+                    deb.file_name(),
+                    deb.sha256
+                ));
             }
         }
     }

@@ -38,7 +38,15 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
 
     let compression = Packing::current().deb();
     let data = Data::write(&tree, epoch, compression, out_dir)?;
-    let control_tar = control_tar(meta, machine, &tree, scripts, &data.md5sums, epoch, compression)?;
+    let control_tar = control_tar(
+        meta,
+        machine,
+        &tree,
+        scripts,
+        &data.md5sums,
+        epoch,
+        compression,
+    )?;
     data.into_deb(
         out_dir,
         &names::file_name(Format::Deb, meta, machine),
@@ -69,8 +77,7 @@ impl Data {
         let mut file = scratch(out_dir)?;
         let mut md5sums = String::new();
         {
-            let enc =
-                compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut file))?;
+            let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut file))?;
             let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
             tar.root()?;
             for entry in tree.entries() {

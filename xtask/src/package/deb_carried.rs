@@ -30,10 +30,18 @@ pub fn write(pkg: &Package, carried: &Carried, out_dir: &Path) -> Result<Artifac
     let file_name = names::file_name(Format::Deb, meta, machine);
     let compression = Packing::current().deb();
     let data = Data::write(tree, epoch, compression, out_dir)?;
-    let control = control(&carried.control, &meta.full_version(), installed_size(tree, carried))?;
+    let control = control(
+        &carried.control,
+        &meta.full_version(),
+        installed_size(tree, carried),
+    )?;
     let mut members: Vec<(String, u32, Vec<u8>)> = carried.members.clone();
     members.push(("control".to_owned(), 0o644, control.into_bytes()));
-    members.push(("md5sums".to_owned(), 0o644, data.md5sums.clone().into_bytes()));
+    members.push((
+        "md5sums".to_owned(),
+        0o644,
+        data.md5sums.clone().into_bytes(),
+    ));
     let control_tar = control_members_tar(members, epoch, compression)?;
     data.into_deb(out_dir, &file_name, epoch, &control_tar)
 }
@@ -131,7 +139,10 @@ mod tests {
         let up = "Package: libx1\nVersion: 1.0-4\nInstalled-Size: 10\nDepends: libc6 (>= 2.38)\nDescription: a library\n  long text\n .\n more\nHomepage: https://example.org\n";
         let got = control(up, "1.0-4+patchkit1", 12).unwrap();
         assert!(got.starts_with("Package: libx1\nVersion: 1.0-4+patchkit1\nInstalled-Size: 12\nDepends: libc6 (>= 2.38)\nDescription: a library\n  long text\n .\n more\n .\n This build"), "{got}");
-        assert!(got.ends_with("Nothing else differs.\nHomepage: https://example.org\n"), "{got}");
+        assert!(
+            got.ends_with("Nothing else differs.\nHomepage: https://example.org\n"),
+            "{got}"
+        );
         assert!(control("Package: x\n", "1", 1).is_err());
     }
 }

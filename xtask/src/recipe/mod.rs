@@ -16,7 +16,6 @@ use serde::Serialize;
 
 pub use kernel::{KernelRange, KernelVersion};
 
-
 /// A validated recipe.
 #[derive(Debug, Clone)]
 pub struct Recipe {
@@ -378,7 +377,10 @@ impl Recipe {
             ),
             Source::Deb(deb) => (
                 "source.deb",
-                format!("{} {} ({}) sha256 {}", deb.package, deb.version, deb.arch, deb.sha256),
+                format!(
+                    "{} {} ({}) sha256 {}",
+                    deb.package, deb.version, deb.arch, deb.sha256
+                ),
             ),
         };
         format!(

@@ -204,7 +204,10 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         )
     });
     if let (Kind::Rewrite, Source::Deb(deb), Some(p)) = (target.kind, &source, &raw.package) {
-        let upstream = deb.version.rsplit_once('-').map_or(deb.version.as_str(), |(v, _)| v);
+        let upstream = deb
+            .version
+            .rsplit_once('-')
+            .map_or(deb.version.as_str(), |(v, _)| v);
         if package.name != deb.package {
             c.err(p.span().start, format!("`package.name` of a rewrite recipe is the name of the package it takes the place of: `{}`", deb.package));
         }

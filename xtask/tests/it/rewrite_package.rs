@@ -27,14 +27,20 @@ fn debian_deb() -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    assert!(!ci(), "{} is missing and CI=true: .ci/setup must keep it", path.display());
+    assert!(
+        !ci(),
+        "{} is missing and CI=true: .ci/setup must keep it",
+        path.display()
+    );
     eprintln!("skipping: {} is missing (run .ci/setup)", path.display());
     None
 }
 
 /// The repository's recipe with `extra` lines added to its `[source]`.
 fn recipe_with_source(extra: &str) -> String {
-    let text = std::fs::read_to_string(crate::support::repo_root().join(format!("recipes/{RECIPE}.toml"))).unwrap();
+    let text =
+        std::fs::read_to_string(crate::support::repo_root().join(format!("recipes/{RECIPE}.toml")))
+            .unwrap();
     text.replacen("[source]\n", &format!("[source]\n{extra}\n"), 1)
 }
 
@@ -84,7 +90,13 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
     let server = Server::start();
     server.route(&format!("/pool/{DEB}"), Reply::Bytes(bytes));
     let p = Project::new();
-    p.recipe(RECIPE, &recipe_with_source(&format!("url = \"{}\"", server.url(&format!("/pool/{DEB}")))));
+    p.recipe(
+        RECIPE,
+        &recipe_with_source(&format!(
+            "url = \"{}\"",
+            server.url(&format!("/pool/{DEB}"))
+        )),
+    );
     let started = std::time::Instant::now();
     p.xtask_with(&["build", RECIPE], EPOCH).success();
     eprintln!("cold build: {:.1}s", started.elapsed().as_secs_f64());
@@ -116,7 +128,10 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
     assert_eq!(listing(&ours), listing(&debian));
     let info = tools::deb_info(&ours);
     assert!(info.contains("Version: 7.1.1+dfsg-4+patchkit1"), "{info}");
-    assert!(info.contains("Depends: libamdhip64-6 (>= 6.1.5), libc6 (>= 2.38)"), "{info}");
+    assert!(
+        info.contains("Depends: libamdhip64-6 (>= 6.1.5), libc6 (>= 2.38)"),
+        "{info}"
+    );
     assert!(info.contains("Maintainer: Debian ROCm Team"), "{info}");
     assert!(info.contains("rewritten by rocm-patchkit"), "{info}");
     // apt sees an upgrade over Debian's, and Debian's next revision supersedes it.
@@ -155,15 +170,24 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
     let (theirs, new) = (lintian_tags(&debian), lintian_tags(&ours));
     eprintln!("lintian of both: {:.1}s", started.elapsed().as_secs_f64());
     let added: Vec<&String> = new.difference(&theirs).collect();
-    assert!(added.is_empty(), "lintian tags ours has and Debian's has not: {added:#?}");
+    assert!(
+        added.is_empty(),
+        "lintian tags ours has and Debian's has not: {added:#?}"
+    );
 
     // A second build, into another folder, gives the same bytes.
     let again = p.root().join("again");
     let started = std::time::Instant::now();
-    p.xtask_with(&["build", RECIPE, "--out", &again.display().to_string()], EPOCH)
-        .success();
+    p.xtask_with(
+        &["build", RECIPE, "--out", &again.display().to_string()],
+        EPOCH,
+    )
+    .success();
     eprintln!("second build: {:.1}s", started.elapsed().as_secs_f64());
-    assert_eq!(std::fs::read(again.join(OURS)).unwrap(), std::fs::read(&ours).unwrap());
+    assert_eq!(
+        std::fs::read(again.join(OURS)).unwrap(),
+        std::fs::read(&ours).unwrap()
+    );
     assert_eq!(
         std::fs::read(again.join("SHA256SUMS")).unwrap(),
         std::fs::read(dist.join("SHA256SUMS")).unwrap()
@@ -174,8 +198,10 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
 fn a_wrong_pin_of_the_deb_is_refused_naming_the_recipe_key() {
     let Some(debian) = debian_deb() else { return };
     let p = Project::new();
-    let text = recipe_with_source(&format!("local = \"{}\"", debian.display()))
-        .replace("05159cd3ce6c5c3914c46a1cafd2be4d288b9ae5e7cda87de1beaff3c0c00542", &"ab".repeat(32));
+    let text = recipe_with_source(&format!("local = \"{}\"", debian.display())).replace(
+        "05159cd3ce6c5c3914c46a1cafd2be4d288b9ae5e7cda87de1beaff3c0c00542",
+        &"ab".repeat(32),
+    );
     p.recipe(RECIPE, &text);
     p.xtask_with(&["build", RECIPE], EPOCH)
         .fails_with(1)

@@ -196,7 +196,10 @@ fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
         .iter()
         .map(|e| {
             let image = e["image"].as_str().unwrap();
-            assert!(image.starts_with("debian:"), "{image}: apt must reach Debian's archive");
+            assert!(
+                image.starts_with("debian:"),
+                "{image}: apt must reach Debian's archive"
+            );
             e["recipe"].as_str().unwrap().to_owned()
         })
         .collect();
@@ -217,5 +220,7 @@ fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
         .iter()
         .filter_map(|s| s["run"].as_str())
         .collect();
-    assert!(runs.contains(&"cargo xtask build ${{ matrix.recipe }} --out dist/${{ matrix.recipe }}"));
+    assert!(
+        runs.contains(&"cargo xtask build ${{ matrix.recipe }} --out dist/${{ matrix.recipe }}")
+    );
 }
