@@ -136,6 +136,26 @@ impl Data {
     }
 }
 
+/// Installed-Size as dpkg-gencontrol counts the package build folder after
+/// dh_installdeb: KiB per file rounded up, 1 per directory and symlink, the
+/// folder itself and `DEBIAN/` with its `control_members` included.
+pub(super) fn installed_size<'a>(
+    tree: &FileTree,
+    control_members: impl Iterator<Item = &'a [u8]>,
+) -> u64 {
+    let files: u64 = tree
+        .entries()
+        .map(|e| match e.kind {
+            Kind::File(_) => e.size.div_ceil(1024),
+            _ => 1,
+        })
+        .sum();
+    let control: u64 = control_members
+        .map(|bytes| (bytes.len() as u64).div_ceil(1024))
+        .sum();
+    files + 2 + control
+}
+
 /// A `control.tar` of `members` (name without `./`, mode, bytes), sorted.
 pub(super) fn control_members_tar(
     mut members: Vec<(String, u32, Vec<u8>)>,
@@ -208,21 +228,8 @@ pub fn control_for(
     tree: &FileTree,
     scripts: &Scripts,
 ) -> String {
-    // Installed-Size as dpkg-gencontrol counts the package build folder
-    // after dh_installdeb: KiB per file rounded up, 1 per directory and
-    // symlink, the folder itself and DEBIAN/ with its scripts included.
-    let files: u64 = tree
-        .entries()
-        .map(|e| match e.kind {
-            Kind::File(_) => e.size.div_ceil(1024),
-            _ => 1,
-        })
-        .sum();
-    let control: u64 = control_area(tree, scripts)
-        .iter()
-        .map(|(_, _, bytes)| (bytes.len() as u64).div_ceil(1024))
-        .sum();
-    let kib = files + 2 + control;
+    let control = control_area(tree, scripts);
+    let kib = installed_size(tree, control.iter().map(|(_, _, bytes)| bytes.as_slice()));
     let mut c = format!("Package: {}\n", meta.name);
     if let Some(source) = meta.source.as_ref().filter(|s| **s != meta.name) {
         c.push_str(&format!("Source: {source}\n"));

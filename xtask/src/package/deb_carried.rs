@@ -12,7 +12,7 @@ use anyhow::{bail, Result};
 
 use super::compress::Packing;
 use super::deb::{control_members_tar, Data};
-use super::tree::{FileTree, Kind};
+use super::tree::FileTree;
 use super::{names, Artifact, Format, Package};
 
 /// The control members of the upstream package, other than `md5sums`.
@@ -46,22 +46,9 @@ pub fn write(pkg: &Package, carried: &Carried, out_dir: &Path) -> Result<Artifac
     data.into_deb(out_dir, &file_name, epoch, &control_tar)
 }
 
-/// Installed-Size as dpkg-gencontrol counts it: KiB per file rounded up,
-/// 1 per folder and symlink, the root and `DEBIAN/` with its members.
+/// Installed-Size of the tree with the upstream control members.
 fn installed_size(tree: &FileTree, carried: &Carried) -> u64 {
-    let files: u64 = tree
-        .entries()
-        .map(|e| match e.kind {
-            Kind::File(_) => e.size.div_ceil(1024),
-            _ => 1,
-        })
-        .sum();
-    let control: u64 = carried
-        .members
-        .iter()
-        .map(|(_, _, b)| (b.len() as u64).div_ceil(1024))
-        .sum();
-    files + 2 + control
+    super::deb::installed_size(tree, carried.members.iter().map(|(_, _, b)| b.as_slice()))
 }
 
 /// The paragraph the description gains, saying what changed.
