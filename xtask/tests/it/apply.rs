@@ -10,7 +10,7 @@ use xtask::fetch::FetchedSource;
 use xtask::recipe::Recipe;
 use xtask::report::Reporter;
 
-use crate::patch_support::{self as ps, TarEntry as E};
+use crate::support::patch::{self as ps, TarEntry as E};
 use crate::support::upstream::Upstream;
 use crate::support::Project;
 

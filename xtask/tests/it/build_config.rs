@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_dkms::EPOCH;
+use crate::support::demo::EPOCH;
 use crate::support::tools::{self, stdout};
 use crate::support::{have_tool, is_root, system_lock, Project, Run};
 

@@ -2,48 +2,11 @@
 //! checked by the tool its users run, byte-for-byte reproducibility, atomic
 //! publication under kill -9, and the no-op re-run.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
+use crate::support::demo::{build, demo_project, dist, EPOCH};
 use crate::support::tools::{self, stdout_and_stderr};
-use crate::support::{have_tool, snapshot, Project, Run};
-
-pub const EPOCH: &str = "1767225600";
-
-/// A scratch project holding the demo recipe, its module and the templates.
-pub fn demo_project() -> Project {
-    let p = Project::new();
-    p.copy_from_repo(&[
-        "recipes/demo-hello.toml",
-        "patches/demo-hello",
-        "examples/demo-hello",
-        "templates",
-    ]);
-    p
-}
-
-/// `build-dkms demo-hello` for Debian 12's kernel at [`EPOCH`], `extra`
-/// appended: to run in the background or with more environment.
-pub fn build_command(p: &Project, extra: &[&str]) -> Command {
-    let mut args = vec![
-        "build-dkms",
-        "demo-hello",
-        "--kernel",
-        "6.12.117+deb12-amd64",
-    ];
-    args.extend_from_slice(extra);
-    let mut cmd = p.command(&args);
-    cmd.env("SOURCE_DATE_EPOCH", EPOCH);
-    cmd
-}
-
-pub fn build(p: &Project, extra: &[&str]) -> Run {
-    Run::of(build_command(p, extra).output().expect("running xtask"))
-}
-
-pub fn dist(p: &Project) -> PathBuf {
-    p.root().join("dist/demo-hello")
-}
+use crate::support::{have_tool, snapshot, Run};
 
 const DEB: &str = "patchkit-hello-dkms_0.1.0-1_all.deb";
 const RPM: &str = "patchkit-hello-dkms-0.1.0-1.noarch.rpm";

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use crate::build_dkms::{build, demo_project, dist};
+use crate::support::demo::{build, demo_project, dist};
 use crate::support::Project;
 
 /// The demo module with the line after `patchkit_hello_init` changed, so
@@ -157,7 +157,7 @@ fn build_dispatches_on_the_kind_and_runs_the_same_line() {
     let run = |args: &[&str]| {
         crate::support::Run::of(
             p.command(args)
-                .env("SOURCE_DATE_EPOCH", crate::build_dkms::EPOCH)
+                .env("SOURCE_DATE_EPOCH", crate::support::demo::EPOCH)
                 .output()
                 .unwrap(),
         )

@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_dkms::{build, demo_project, dist};
-use crate::support::{have_tool, Project};
+use crate::support::demo::{build, demo_project, dist};
+use crate::support::{have_tool, snapshot, Project};
 
 /// `count` generated C-like sources of `kib` KiB each, different in every
 /// file, repetitive as register headers are.
@@ -39,24 +39,7 @@ fn chunks_dir(p: &Project) -> PathBuf {
 
 /// Every published file (path relative to the dist folder) and its bytes.
 fn published(dir: &Path) -> BTreeMap<String, Vec<u8>> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for e in std::fs::read_dir(&d).unwrap() {
-            let path = e.unwrap().path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(rel, std::fs::read(&path).unwrap());
-            }
-        }
-    }
-    out
+    snapshot(dir).into_iter().collect()
 }
 
 /// Builds into a fresh dist folder and returns what it published.

@@ -8,7 +8,7 @@ use std::process::Command;
 
 use xtask::package::{self, dkms, FileTree, PackageMeta, Relations};
 
-use crate::package_support::{meta, write_module, EPOCH};
+use crate::support::package::{meta, write_module, EPOCH};
 use crate::support::tools::{pacman_info, run};
 use crate::support::{ci, have_tool};
 

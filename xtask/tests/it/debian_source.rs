@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::support::{have_tool, Project};
+use crate::support::{ci, have_tool, Project};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
 const AMDKFD: &str = "drivers/gpu/drm/amd/amdkfd";
@@ -20,7 +20,7 @@ fn have_debian_source() -> bool {
     if Path::new(TARBALL).is_file() {
         return true;
     }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
+    if ci() {
         panic!("{TARBALL} is missing and CI=true: .ci/setup installs linux-source-6.12");
     }
     eprintln!("skipping: {TARBALL} is missing (apt-get install linux-source-6.12)");

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_dkms::{build, demo_project, dist};
+use crate::support::demo::{build, demo_project, dist};
 use crate::support::tools::run;
 use crate::support::{have_tool, is_root, system_lock};
 

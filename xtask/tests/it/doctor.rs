@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::doctor_support::{fault, next, FakeMachine};
+use crate::support::doctor::{fault, next, FakeMachine};
 use crate::support::repo_root;
 
 /// Recipes the knowledge file names that are still being written; each

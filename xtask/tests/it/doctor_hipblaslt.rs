@@ -5,32 +5,13 @@
 //! machine roots; and kernel files the tests assemble (a venv linked to our
 //! patched build, truncated and corrupt files).
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use crate::doctor_support::{fault, next, FakeMachine};
 use crate::support::codeobj;
+use crate::support::doctor::{fault, next, FakeMachine};
+use crate::support::inplace::debian;
 
 const TRIPLET_LIB: &str = "usr/lib/x86_64-linux-gnu";
-
-/// Debian's unpacked libhipblaslt1 of `suite` (`sid`, `experimental`), as
-/// `.ci/setup` leaves it; `None` (a skip) only outside CI.
-fn debian(suite: &str) -> Option<PathBuf> {
-    let base = std::env::var_os("PATCHKIT_DEBIAN_HIPBLASLT")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/rocm-patchkit/debian-hipblaslt"));
-    let dir = base.join(suite);
-    if dir.join("VERSION").is_file() {
-        return Some(dir);
-    }
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!(
-            "{} is missing and CI=true: .ci/setup must bring Debian's libhipblaslt1",
-            dir.display()
-        );
-    }
-    eprintln!("skipping: {} is missing (run .ci/setup)", dir.display());
-    None
-}
 
 /// Hard-links (or copies) `from` to `to`.
 fn link(from: &Path, to: &Path) {

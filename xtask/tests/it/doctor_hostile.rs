@@ -11,8 +11,8 @@ use std::path::Path;
 
 use xtask::doctor::module;
 
-use crate::doctor_support::FakeMachine;
 use crate::support::bounded::{self, Bounded};
+use crate::support::doctor::FakeMachine;
 
 const RELEASE: &str = "6.14.0-36-generic";
 const MODULES: &str = "lib/modules/6.14.0-36-generic";

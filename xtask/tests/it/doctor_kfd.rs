@@ -11,7 +11,7 @@ use std::process::Command;
 use xtask::doctor::module::{self, TrapHandler};
 
 use crate::doctor_module::rdna4_614_with;
-use crate::doctor_support::fault;
+use crate::support::doctor::fault;
 use crate::support::{have_tool, Run};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";

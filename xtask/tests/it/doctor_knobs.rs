@@ -2,18 +2,8 @@
 //! kernel command line, amdgpu parameters) and of comgr's cache fault, on
 //! fake machines; and the links of the knowledge files.
 
-use crate::doctor_support::{fault, FakeMachine};
+use crate::support::doctor::{fault, knob, FakeMachine};
 use crate::support::repo_root;
-
-/// The judged knob `name` of a `--json` report.
-fn knob<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
-    report["knobs"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|k| k["name"] == name)
-        .unwrap_or_else(|| panic!("knob {name} in {:#}", report["knobs"]))
-}
 
 /// A gfx1201 machine on an unfixed kernel with ROCm 7.2 (hipBLASLt 1.2).
 fn rdna4() -> FakeMachine {
@@ -192,7 +182,7 @@ fn debian_comgr_7_0_2_is_flagged_with_the_cache_workaround_and_7_2_4_is_not() {
         .as_str()
         .unwrap()
         .contains("libamd-comgr3 7.0.2+dfsg-3"));
-    let steps = crate::doctor_support::next(comgr);
+    let steps = crate::support::doctor::next(comgr);
     assert!(steps.contains("AMD_COMGR_CACHE=0"), "{steps}");
     assert!(steps.contains("rm -rf ~/.cache/comgr"), "{steps}");
     m.env("AMD_COMGR_CACHE", "0");

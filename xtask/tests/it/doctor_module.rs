@@ -10,7 +10,7 @@ use std::process::Command;
 
 use xtask::doctor::module::{self, TrapHandler};
 
-use crate::doctor_support::{fault, FakeMachine};
+use crate::support::doctor::{fault, FakeMachine};
 use crate::support::{ci, have_tool, Run};
 
 /// Where `.ci/setup` keeps the 6.1 linux-image .deb (downloaded, not installed).

@@ -122,15 +122,7 @@ fn doctor_pid_judges_the_hipblaslt_a_running_program_mapped_and_its_knobs() {
         libraries[0]
     );
     assert_eq!(report["machine"]["hipblaslt_version"], "1.1");
-    let knob = |name: &str| {
-        report["knobs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|k| k["name"] == name)
-            .unwrap_or_else(|| panic!("knob {name} in {:#}", report["knobs"]))
-            .clone()
-    };
+    let knob = |name: &str| crate::support::doctor::knob(&report, name).clone();
     assert_eq!(knob("HSA_OVERRIDE_GFX_VERSION")["judgement"], "harmful");
     assert_eq!(knob("AMD_SERIALIZE_KERNEL")["judgement"], "diagnosis");
     assert_eq!(knob("HSA_FOO")["judgement"], "no-known-effect");

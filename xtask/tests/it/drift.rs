@@ -1,7 +1,7 @@
 //! `cargo xtask drift`: the series against newer upstreams given as a git
 //! commit, an archive and a folder, with the three verdicts and exit status.
 
-use crate::patch_support as ps;
+use crate::support::patch as ps;
 use crate::verify::project_with_series;
 
 #[test]

@@ -2,91 +2,10 @@
 //! `git daemon`) and a real HTTP server on 127.0.0.1; every failure is
 //! checked for its message and for a cache that holds nothing unverified.
 
-use std::path::Path;
-use std::process::Command;
-
-use sha2::{Digest, Sha256};
-
+use crate::support::fetch::{assert_cache_clean, blobs, sha, tarball_recipe, HEAD};
 use crate::support::http::{Reply, Server};
 use crate::support::upstream::Upstream;
 use crate::support::{Project, Run};
-
-/// The parts of a recipe that fetch does not look at.
-pub const HEAD: &str = r#"[package]
-name = "demo"
-version = "1.0"
-summary = "a test recipe"
-description = "a test recipe"
-license = "GPL-2.0-only"
-maintainer = "Test <test@example.invalid>"
-
-[target]
-kind = "dkms"
-kernel = ">=6.1"
-
-[dkms]
-[[dkms.module]]
-name = "demo"
-"#;
-
-pub fn sha(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-/// The xtask command for `p`, with fast HTTP limits for tests.
-pub fn xtask_cmd(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Command {
-    let mut cmd = p.command(args);
-    cmd.env("PATCHKIT_HTTP_RETRY_BASE_MS", "10")
-        .env("PATCHKIT_HTTP_READ_TIMEOUT_MS", "10000");
-    for var in [
-        "http_proxy",
-        "https_proxy",
-        "HTTP_PROXY",
-        "HTTPS_PROXY",
-        "ALL_PROXY",
-        "all_proxy",
-    ] {
-        cmd.env_remove(var);
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd
-}
-
-pub fn xtask(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
-    Run::of(xtask_cmd(p, args, env).output().expect("running xtask"))
-}
-
-/// Nothing unverified in the cache: every blob is named by its sha256 and
-/// `tmp/` is empty.
-#[track_caller]
-pub fn assert_cache_clean(cache: &Path) {
-    if let Ok(blobs) = std::fs::read_dir(cache.join("sha256")) {
-        for blob in blobs {
-            let path = blob.unwrap().path();
-            let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            assert_eq!(
-                name,
-                sha(&std::fs::read(&path).unwrap()),
-                "{}",
-                path.display()
-            );
-        }
-    }
-    if let Ok(tmp) = std::fs::read_dir(cache.join("tmp")) {
-        let left: Vec<_> = tmp.map(|e| e.unwrap().path()).collect();
-        assert!(left.is_empty(), "left in tmp/: {left:?}");
-    }
-}
-
-pub fn blobs(cache: &Path) -> usize {
-    std::fs::read_dir(cache.join("sha256")).map_or(0, |d| d.count())
-}
-
-pub fn tarball_recipe(url: &str, sha256: &str) -> String {
-    format!("{HEAD}\n[source]\ntarball = \"{url}\"\nsha256 = \"{sha256}\"\n")
-}
 
 fn git_recipe(url: &str, commit: &str, reference: Option<&str>) -> String {
     let reference = reference
@@ -111,16 +30,16 @@ fn git_source_by_path_then_cached() {
     // What a killed run leaves in tmp/ is cleaned by the next one.
     p.file("cache/tmp/download-killed", "partial");
     p.file("cache/tmp/clone-killed.git/HEAD", "ref: refs/heads/main\n");
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .success()
         .stderr_has(&format!("@ {first}: fetched"))
         .stderr_has("fetched r:");
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .success()
         .stderr_has(&format!("@ {first}: cached"));
     let file_url = Project::new();
     file_url.recipe("r", &git_recipe(&up.file_url(), &first, None));
-    xtask(&file_url, &["fetch", "r"], &[]).success();
+    file_url.xtask(&["fetch", "r"]).success();
     assert_cache_clean(&p.cache());
 }
 
@@ -132,7 +51,7 @@ fn fetch_from_daemon(allow_sha1_in_want: bool) -> (Project, Run) {
     let daemon = up.daemon();
     let p = Project::new();
     p.recipe("r", &git_recipe(&daemon.url(), &first, None));
-    let run = xtask(&p, &["fetch", "r"], &[]);
+    let run = p.xtask(&["fetch", "r"]);
     run.success().stderr_has(&format!("@ {first}: fetched"));
     (p, run)
 }
@@ -170,7 +89,7 @@ fn git_commit_missing_upstream_is_an_error() {
     let p = Project::new();
     let bogus = "0123456789abcdef0123456789abcdef01234567";
     p.recipe("r", &git_recipe(&up.url(), bogus, None));
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .fails_with(1)
         .stderr_has(&format!("commit {bogus} is not in {}", up.url()));
     assert_no_mirror(&p);
@@ -193,11 +112,9 @@ fn git_daemon_unreachable_is_an_error() {
     let p = Project::new();
     let commit = "0123456789abcdef0123456789abcdef01234567";
     p.recipe("r", &git_recipe(&url, commit, None));
-    xtask(&p, &["fetch", "r"], &[])
-        .fails_with(1)
-        .stderr_has(&format!(
-            "cannot fetch commit {commit} from {url}: check the URL"
-        ));
+    p.xtask(&["fetch", "r"]).fails_with(1).stderr_has(&format!(
+        "cannot fetch commit {commit} from {url}: check the URL"
+    ));
     assert_no_mirror(&p);
 }
 
@@ -207,7 +124,7 @@ fn ref_moved_away_from_the_pin_warns_and_uses_the_pin() {
     let third = up.file("b.c", "int b;\n").commit("third");
     let p = Project::new();
     p.recipe("r", &git_recipe(&up.url(), &first, Some("main")));
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .success()
         .stderr_has(&format!(
             "now points at {third}, not at the pinned commit {first}"
@@ -231,7 +148,7 @@ fn git_commit_patch_is_a_deterministic_normalised_diff() {
     let p = Project::new();
     p.file("src/a.c", "int a;\n");
     p.recipe("r", &git_patch_recipe(&up, &second, None));
-    xtask(&p, &["fetch", "r", "--allow-unpinned"], &[])
+    p.xtask(&["fetch", "r", "--allow-unpinned"])
         .success()
         .stderr_has("patch 0001-second.patch is unpinned");
     let taken = std::fs::read_to_string(p.cache().join("taken-pins/r.toml")).unwrap();
@@ -248,7 +165,8 @@ fn git_commit_patch_is_a_deterministic_normalised_diff() {
     again.file("src/a.c", "int a;\n");
     let recipe = git_patch_recipe(&up, &second, None) + &format!("diff_sha256 = \"{pin}\"\n");
     again.recipe("r", &recipe);
-    xtask(&again, &["fetch", "r"], &[])
+    again
+        .xtask(&["fetch", "r"])
         .success()
         .stderr_has("diff made by git, normalised, verified");
     assert!(again.cache().join("sha256").join(&pin).is_file());
@@ -262,7 +180,7 @@ fn git_commit_patch_mismatch_caches_nothing() {
     p.file("src/a.c", "int a;\n");
     let wrong = "ab".repeat(32);
     p.recipe("r", &git_patch_recipe(&up, &second, Some(&wrong)));
-    let run = xtask(&p, &["fetch", "r"], &[]);
+    let run = p.xtask(&["fetch", "r"]);
     run.fails_with(1)
         .stderr_has(&format!("git {} commit {second}", up.url()))
         .stderr_has(&format!("expected {wrong}, got "));
@@ -300,7 +218,7 @@ fn offline_with_an_empty_cache_lists_every_missing_input() {
     let (recipe, _) = four_inputs(&server, &up, &second);
     let p = Project::new();
     p.recipe("r", &recipe);
-    let run = xtask(&p, &["fetch", "r", "--offline", "--allow-unpinned"], &[]);
+    let run = p.xtask(&["fetch", "r", "--offline", "--allow-unpinned"]);
     run.fails_with(1)
         .stderr_has("--offline: 4 input(s) of `r` are not in the cache")
         .stderr_has(&format!("source: {}", server.url("/s.tar")))
@@ -321,10 +239,10 @@ fn offline_after_a_fetch_succeeds_without_requests() {
     let (recipe, _) = four_inputs(&server, &up, &second);
     let p = Project::new();
     p.recipe("r", &recipe);
-    xtask(&p, &["fetch", "r", "--allow-unpinned"], &[]).success();
+    p.xtask(&["fetch", "r", "--allow-unpinned"]).success();
     let hits = server.total_hits();
     assert_eq!(hits, 3);
-    xtask(&p, &["fetch", "r", "--offline", "--allow-unpinned"], &[])
+    p.xtask(&["fetch", "r", "--offline", "--allow-unpinned"])
         .success()
         .stderr_has("4 cached");
     assert_eq!(server.total_hits(), hits);
@@ -345,14 +263,14 @@ fn unpinned_inputs_are_refused_unless_allowed_and_then_recorded() {
             server.url("/u.patch")
         ),
     );
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .fails_with(1)
         .stderr_has(&format!("source (git {} has no `commit`)", up.url()))
         .stderr_has("patch 0001-u.patch (url")
         .stderr_has("run `cargo xtask lock r`")
         .stderr_has("--allow-unpinned");
     assert_eq!(server.total_hits(), 0);
-    xtask(&p, &["fetch", "r", "--allow-unpinned"], &[])
+    p.xtask(&["fetch", "r", "--allow-unpinned"])
         .success()
         .stderr_has(&format!(
             "warning: source is unpinned; fetched it at commit = \"{second}\""
@@ -384,7 +302,7 @@ fn two_concurrent_fetches_share_the_cache() {
     );
     let children: Vec<_> = (0..2)
         .map(|_| {
-            xtask_cmd(&p, &["fetch", "r", "--allow-unpinned"], &[])
+            p.command(&["fetch", "r", "--allow-unpinned"])
                 .stdout(std::process::Stdio::piped())
                 .stderr(std::process::Stdio::piped())
                 .spawn()
@@ -412,7 +330,7 @@ fn local_archive_and_folder_are_verified_in_place() {
         "a",
         &format!("{HEAD}\n[source]\nlocal = \"up/src.tar\"\nsha256 = \"{wrong}\"\n"),
     );
-    xtask(&p, &["fetch", "a"], &[])
+    p.xtask(&["fetch", "a"])
         .fails_with(1)
         .stderr_has(&format!(
             "local source {}",
@@ -428,11 +346,11 @@ fn local_archive_and_folder_are_verified_in_place() {
     );
     // The failed fetch read it in full: its hash is remembered, which is
     // not called a verification (the bytes are checked when extracted).
-    xtask(&p, &["fetch", "a"], &[])
+    p.xtask(&["fetch", "a"])
         .success()
         .stderr_has("src.tar: unchanged since hashed");
     std::fs::remove_dir_all(p.cache().join("local-sha256")).unwrap();
-    xtask(&p, &["fetch", "a"], &[])
+    p.xtask(&["fetch", "a"])
         .success()
         .stderr_has("src.tar: verified");
     assert_eq!(blobs(&p.cache()), 0, "a local archive is not copied");
@@ -443,16 +361,16 @@ fn local_archive_and_folder_are_verified_in_place() {
         "d",
         &format!("{HEAD}\n[source]\nlocal = \"tree\"\nsha256 = \"{wrong}\"\n"),
     );
-    let run = xtask(&p, &["fetch", "d"], &[]);
+    let run = p.xtask(&["fetch", "d"]);
     run.fails_with(1).stderr_has("tree sha256 mismatch");
     let actual = run.stderr.split("got ").nth(1).unwrap()[..64].to_owned();
     p.recipe(
         "d",
         &format!("{HEAD}\n[source]\nlocal = \"tree\"\nsha256 = \"{actual}\"\n"),
     );
-    xtask(&p, &["fetch", "d"], &[]).success();
+    p.xtask(&["fetch", "d"]).success();
     p.file("tree/sub/b.c", "int b = 2;\n");
-    xtask(&p, &["fetch", "d"], &[])
+    p.xtask(&["fetch", "d"])
         .fails_with(1)
         .stderr_has(&format!("local source {}", p.root().join("tree").display()));
     assert_cache_clean(&p.cache());
@@ -467,7 +385,8 @@ fn a_fetch_waits_for_the_cache_lock_and_says_so() {
     std::fs::create_dir_all(p.cache()).unwrap();
     let held = std::fs::File::create(p.cache().join("lock")).unwrap();
     held.lock().unwrap();
-    let mut child = xtask_cmd(&p, &["fetch", "r"], &[])
+    let mut child = p
+        .command(&["fetch", "r"])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

@@ -2,7 +2,7 @@
 //! fails, truncates, stalls and redirects on request; each failure is
 //! checked for its message, its retry count and a cache left clean.
 
-use crate::fetch::{assert_cache_clean, blobs, sha, tarball_recipe, xtask, HEAD};
+use crate::support::fetch::{assert_cache_clean, blobs, sha, tarball_recipe, HEAD};
 use crate::support::http::{Reply, Server};
 use crate::support::{Project, Run};
 
@@ -16,12 +16,10 @@ fn http_tarball_downloaded_then_cached() {
         "r",
         &tarball_recipe(&server.url("/src.tar.gz"), &sha(&body)),
     );
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .success()
         .stderr_has(&format!("downloaded {} B, verified", body.len()));
-    xtask(&p, &["fetch", "r"], &[])
-        .success()
-        .stderr_has(": cached");
+    p.xtask(&["fetch", "r"]).success().stderr_has(": cached");
     assert_eq!(server.hits("/src.tar.gz"), 1);
     assert!(p.cache().join("sha256").join(sha(&body)).is_file());
     assert_cache_clean(&p.cache());
@@ -40,7 +38,7 @@ fn http_500_is_retried_until_it_succeeds() {
     );
     let p = Project::new();
     p.recipe("r", &tarball_recipe(&server.url("/f.tar"), &sha(&body)));
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .success()
         .stderr_has("500 Internal Server Error; retrying");
     assert_eq!(server.hits("/f.tar"), 3);
@@ -64,7 +62,7 @@ fn fetch_fails(
     let p = Project::new();
     let url = server.url(path);
     p.recipe("r", &tarball_recipe(&url, pin));
-    let run = xtask(&p, &["fetch", "r"], env);
+    let run = p.xtask_with(&["fetch", "r"], env);
     run.fails_with(1);
     for needle in needles {
         run.stderr_has(&needle.replace("{url}", &url));
@@ -126,7 +124,7 @@ fn http_redirect_is_followed() {
         .route("/new.tar", Reply::Bytes(body.clone()));
     let p = Project::new();
     p.recipe("r", &tarball_recipe(&server.url("/old.tar"), &sha(&body)));
-    xtask(&p, &["fetch", "r"], &[]).success();
+    p.xtask(&["fetch", "r"]).success();
     assert_eq!((server.hits("/old.tar"), server.hits("/new.tar")), (1, 1));
     assert_cache_clean(&p.cache());
 }
@@ -165,7 +163,7 @@ fn http_sha256_mismatch_names_url_expected_and_actual() {
         ),
     );
     p.file("src/a.c", "int a;\n");
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .fails_with(1)
         .stderr_has(&format!("downloading {url}: sha256 mismatch"))
         .stderr_has(&format!("expected {expected}, got {}", sha(&body)))
@@ -182,7 +180,7 @@ fn http_size_cap_holds_while_streaming_without_a_length() {
     let needle = "above the limit of 1000 bytes";
     let reply = Reply::Unsized(body.clone());
     let (_server, p, _) = fetch_fails("/unsized.tar", reply, &sha(&body), &cap, 1, &[needle]);
-    xtask(&p, &["fetch", "r"], &[]).success();
+    p.xtask(&["fetch", "r"]).success();
 }
 
 #[test]
@@ -191,7 +189,7 @@ fn http_connection_refused_is_retried_then_reported() {
     let url = format!("http://127.0.0.1:{port}/closed.tar");
     let p = Project::new();
     p.recipe("r", &tarball_recipe(&url, &"0".repeat(64)));
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .fails_with(1)
         .stderr_has(&format!("downloading {url} failed after 4 attempts"))
         .stderr_has("Check the URL and the network");

@@ -4,7 +4,7 @@
 //! will not hand out one commit stops a fetch of its whole history at the
 //! size cap, leaving nothing half-fetched in the cache.
 
-use crate::fetch::{assert_cache_clean, blobs, sha, xtask, HEAD};
+use crate::support::fetch::{assert_cache_clean, blobs, sha, HEAD};
 use crate::support::http::{Reply, Server};
 use crate::support::upstream::Upstream;
 use crate::support::Project;
@@ -82,7 +82,7 @@ fn one_fix_in_two_renderings_passes_its_pins() {
         &[server.url("/one.patch")],
         &produces(&up, &fix),
     );
-    xtask(&a, &["apply", "r", "--into", "out"], &[])
+    a.xtask(&["apply", "r", "--into", "out"])
         .success()
         .stderr_has("normalised, verified");
     assert_eq!(
@@ -98,7 +98,7 @@ fn one_fix_in_two_renderings_passes_its_pins() {
     // normalised diff: the same bytes land in the cache.
     let pins = format!("{}diff_sha256 = \"{diff}\"\n", produces(&up, &fix));
     let b = project(&up, &base, &fix, &[server.url("/two.patch")], &pins);
-    xtask(&b, &["apply", "r", "--into", "out"], &[]).success();
+    b.xtask(&["apply", "r", "--into", "out"]).success();
     let cached = std::fs::read(b.cache().join("sha256").join(diff)).unwrap();
     assert_eq!(sha(&cached), diff);
     assert!(!String::from_utf8_lossy(&cached).contains("index "));
@@ -106,7 +106,7 @@ fn one_fix_in_two_renderings_passes_its_pins() {
     assert_eq!(server.hits("/two.patch"), 1);
 
     // Offline, from the cache alone.
-    xtask(&b, &["fetch", "r", "--offline"], &[]).success();
+    b.xtask(&["fetch", "r", "--offline"]).success();
 }
 
 #[test]
@@ -126,7 +126,7 @@ fn a_changed_hunk_fails_naming_the_file_and_the_hunk() {
         &[server.url("/bad.patch")],
         &produces(&up, &fix),
     );
-    xtask(&p, &["apply", "r", "--into", "out"], &[])
+    p.xtask(&["apply", "r", "--into", "out"])
         .fails_with(1)
         .stderr_has("`b.c` came out as blob ")
         .stderr_has(&format!("not the blob {}", blob(&up, &fix, "b.c")))
@@ -143,11 +143,11 @@ fn a_changed_hunk_fails_naming_the_file_and_the_hunk() {
         &[server.url("/good.patch")],
         &produces(&up, &fix),
     );
-    xtask(&q, &["fetch", "r"], &[]).success();
+    q.xtask(&["fetch", "r"]).success();
     let good_diff = std::fs::read_to_string(q.cache().join("commit-diffs").join(&fix)).unwrap();
     let pins = format!("diff_sha256 = \"{}\"\n", good_diff.trim());
     let p = project(&up, &base, &fix, &[server.url("/bad.patch")], &pins);
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .fails_with(1)
         .stderr_has("not the pinned `diff_sha256`")
         .stderr_has("the pins came from: the test's own upstream");
@@ -185,7 +185,7 @@ fn a_git_daemon_without_fetch_by_id_stops_at_the_cap() {
     );
     p.recipe("r", &recipe);
     let cap = [("PATCHKIT_GIT_MAX_BYTES", "1000000")];
-    xtask(&p, &["fetch", "r"], &cap)
+    p.xtask_with(&["fetch", "r"], &cap)
         .fails_with(1)
         .stderr_has("does not hand out commit")
         .stderr_has("stopped at the cap of")
@@ -202,7 +202,7 @@ fn a_git_daemon_without_fetch_by_id_stops_at_the_cap() {
     assert_cache_clean(&p.cache());
 
     // Asked for, the whole repository is fetched and the fix checked.
-    xtask(&p, &["fetch", "r", "--allow-full-fetch"], &cap)
+    p.xtask_with(&["fetch", "r", "--allow-full-fetch"], &cap)
         .success()
         .stderr_has("fetching every branch and tag");
     assert_cache_clean(&p.cache());

@@ -7,11 +7,11 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::hipblaslt_support::{
+use crate::support::hipblaslt::{
     fake_rocm, have_build_tools, run, tar_names, tar_text, Monorepo, FIXED,
 };
 use crate::support::tools::stdout;
-use crate::support::{have_tool, repo_root, Project, Run};
+use crate::support::{have_tool, repo_recipes_of_kind, repo_root, Project, Run};
 
 fn manifest(dist: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap()
@@ -324,7 +324,7 @@ fn refuses_recipes_of_another_kind_and_bad_gpu_targets() {
         "dk",
         &format!(
             "{}\n[source]\ngit = \"https://example.invalid/x.git\"\nref = \"main\"\n",
-            crate::fetch::HEAD
+            crate::support::fetch::HEAD
         ),
     );
     run(&p, &["build-hipblaslt", "dk", "--build", "never"], &[])
@@ -382,14 +382,7 @@ fn the_workflow_parses_and_names_only_existing_xtask_commands() {
         .map(|e| e["recipe"].as_str().unwrap().to_owned())
         .collect();
     matrix.sort();
-    let recipes: Vec<String> = xtask::recipe::list(&repo_root())
-        .unwrap()
-        .into_iter()
-        .filter(|name| {
-            xtask::recipe::Recipe::load(&repo_root(), name)
-                .is_ok_and(|r| r.target.kind == xtask::recipe::Kind::Hipblaslt)
-        })
-        .collect();
+    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::Kind::Hipblaslt);
     assert_eq!(matrix, recipes);
 }
 

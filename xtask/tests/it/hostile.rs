@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::build_dkms::{build, demo_project, dist, EPOCH};
+use crate::support::demo::{build, demo_project, dist, EPOCH};
 use crate::support::{have_tool, line_of, Project};
 
 /// The demo recipe with `from` replaced by `to` (the replacement must happen).

@@ -7,21 +7,11 @@
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use crate::build_dkms::{build, demo_project, dist};
-use crate::fetch::{assert_cache_clean, sha, tarball_recipe, xtask};
+use crate::support::demo::{build, demo_project, dist};
+use crate::support::fetch::{assert_cache_clean, sha, tarball_recipe};
 use crate::support::http::{Reply, Server};
+use crate::support::tools::sh;
 use crate::support::Project;
-
-/// `sh -c script` in `dir`, which must succeed.
-fn sh(dir: &Path, script: &str) {
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(status.success(), "{script}");
-}
 
 /// Points the demo recipe at `local` (with `extra` lines after it).
 fn demo_source(p: &Project, local: &str, extra: &str) {
@@ -31,6 +21,20 @@ fn demo_source(p: &Project, local: &str, extra: &str) {
         &format!("local = \"{local}\"\n{extra}"),
     );
     std::fs::write(&path, text).unwrap();
+}
+
+/// After a refused `apply`: no work tree was left, `build` fails too saying
+/// `why`, and nothing is left staged.
+#[track_caller]
+fn assert_left_no_trace(p: &Project, why: &str) {
+    assert!(!p
+        .root()
+        .join("target/patchkit/work/demo-hello/tree")
+        .exists());
+    build(p, &["--formats", "tar"])
+        .fails_with(1)
+        .stderr_has(why);
+    assert_eq!(staging_left(p), Vec::<String>::new());
 }
 
 /// The `pristine.staging-*` and `tree.staging-*` folders in the demo's work folder.
@@ -85,14 +89,7 @@ fn a_local_archive_whose_gzip_crc_zstd_checksum_or_xz_index_is_wrong_is_refused(
             .fails_with(1)
             .stderr_has("the archive is truncated or corrupt (after its last entry")
             .stderr_has(&format!("`source.local` = {archive}"));
-        assert!(!p
-            .root()
-            .join("target/patchkit/work/demo-hello/tree")
-            .exists());
-        build(&p, &["--formats", "tar"])
-            .fails_with(1)
-            .stderr_has("truncated or corrupt");
-        assert_eq!(staging_left(&p), Vec::<String>::new());
+        assert_left_no_trace(&p, "truncated or corrupt");
         assert!(!dist(&p).exists(), "nothing published");
         // Put the recipe back for the next archive.
         let recipe = p.root().join("recipes/demo-hello.toml");
@@ -118,14 +115,7 @@ fn a_control_character_in_a_folder_source_name_is_refused_with_the_name_escaped(
             .stderr_has(&format!("`sub/{}` is refused", name.escape_debug()))
             .stderr_has("control character U+00");
         assert!(!run.stderr.contains(name), "the name is printed raw");
-        assert!(!p
-            .root()
-            .join("target/patchkit/work/demo-hello/tree")
-            .exists());
-        build(&p, &["--formats", "tar"])
-            .fails_with(1)
-            .stderr_has("is refused");
-        assert_eq!(staging_left(&p), Vec::<String>::new());
+        assert_left_no_trace(&p, "is refused");
     }
 }
 
@@ -139,7 +129,7 @@ fn refused_archives_bombs_and_folder_sources_leave_no_staging_in_work() {
     );
     demo_source(&p, "bomb.tar.gz", "strip = 1");
     let run = crate::support::Run::of(
-        crate::build_dkms::build_command(&p, &["--formats", "tar"])
+        crate::support::demo::build_command(&p, &["--formats", "tar"])
             .env("PATCHKIT_EXTRACT_MAX_BYTES", "16M")
             .output()
             .unwrap(),
@@ -231,7 +221,7 @@ fn a_trickling_download_stops_at_the_deadline_or_the_minimum_rate_and_leaves_not
         let url = server.url("/slow.tar");
         p.recipe("r", &tarball_recipe(&url, &sha(&body)));
         let start = Instant::now();
-        let run = xtask(&p, &["fetch", "r"], &env);
+        let run = p.xtask_with(&["fetch", "r"], &env);
         let took = start.elapsed();
         run.fails_with(1).stderr_has(needle).stderr_has(&url);
         assert!(
@@ -388,14 +378,7 @@ fn a_forged_local_archive_memo_cannot_vouch_for_a_swapped_archive() {
         .fails_with(1)
         .stderr_has("does not hash to its pin")
         .stderr_has(&format!("expected sha256 {pin}"));
-    assert!(!p
-        .root()
-        .join("target/patchkit/work/demo-hello/tree")
-        .exists());
-    build(&p, &["--formats", "tar"])
-        .fails_with(1)
-        .stderr_has("does not hash to its pin");
-    assert_eq!(staging_left(&p), Vec::<String>::new());
+    assert_left_no_trace(&p, "does not hash to its pin");
     assert!(!dist(&p).exists(), "nothing published");
     // Without the forged memo, the swap is a plain mismatch.
     std::fs::remove_dir_all(&memo_dir).unwrap();

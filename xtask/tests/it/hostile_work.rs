@@ -6,7 +6,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
-use crate::build_dkms::{build, build_command, demo_project, dist};
+use crate::support::demo::{build, build_command, demo_project, dist};
+use crate::support::tools::sh;
 use crate::support::Run;
 
 /// The `*.staging-*` and `*.old-*` entries of a folder.
@@ -126,7 +127,7 @@ fn demo_from_tarball(
         "/demo.tar.gz",
         crate::support::http::Reply::Bytes(body.clone()),
     );
-    let sha = crate::fetch::sha(&body);
+    let sha = crate::support::fetch::sha(&body);
     let path = p.root().join("recipes/demo-hello.toml");
     let text = std::fs::read_to_string(&path).unwrap().replace(
         "local = \"examples/demo-hello\"",
@@ -181,19 +182,11 @@ fn a_tampered_cache_blob_is_moved_aside_and_fetched_again() {
         .unwrap()
         .collect();
     assert_eq!(corrupt.len(), 1, "the tampered blob is kept aside");
-    assert_eq!(crate::fetch::sha(&std::fs::read(&blob).unwrap()), sha);
+    assert_eq!(
+        crate::support::fetch::sha(&std::fs::read(&blob).unwrap()),
+        sha
+    );
     p.xtask(&["verify", "dist/demo-hello"]).success();
-}
-
-/// `sh -c script` in `dir`, which must succeed.
-fn sh(dir: &Path, script: &str) {
-    let status = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(dir)
-        .status()
-        .unwrap();
-    assert!(status.success(), "{script}");
 }
 
 /// Points the demo recipe at the local archive `name` (one folder level stripped).
@@ -304,7 +297,7 @@ fn broken_archives_and_bad_redirects_say_what_happened_and_where() {
     let text = format!(
         "{}{}{}",
         &text[..start],
-        crate::fetch::sha(&garbage),
+        crate::support::fetch::sha(&garbage),
         &text[start + 64..]
     );
     std::fs::write(&path, text).unwrap();

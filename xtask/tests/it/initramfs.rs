@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_dkms::{build, demo_project, dist};
 use crate::dkms_install::install_for;
+use crate::support::demo::{build, demo_project, dist};
 use crate::support::tools::run;
 use crate::support::{ci, have_tool, is_root, repo_root, system_lock, Run};
 

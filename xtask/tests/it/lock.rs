@@ -1,7 +1,7 @@
 //! `cargo xtask lock`: pins written into the recipe file with its comments
 //! kept, then seen by `plan` and `fetch`; stale commit pins moved.
 
-use crate::fetch::{assert_cache_clean, sha, xtask, HEAD};
+use crate::support::fetch::{assert_cache_clean, sha, HEAD};
 use crate::support::http::{Reply, Server};
 use crate::support::upstream::Upstream;
 use crate::support::Project;
@@ -24,7 +24,7 @@ fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
         up.url()
     );
     p.recipe("r", &recipe);
-    let run = xtask(&p, &["lock", "r"], &[]);
+    let run = p.xtask(&["lock", "r"]);
     run.success()
         .stdout_has(&format!("source.commit: (none) -> {first}"))
         .stdout_has(&format!(
@@ -49,7 +49,7 @@ fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
     );
     assert!(text.starts_with(HEAD), "the untouched part moved:\n{text}");
 
-    let plan = xtask(&p, &["plan", "r", "--json"], &[]);
+    let plan = p.xtask(&["plan", "r", "--json"]);
     plan.success();
     let json: serde_json::Value = serde_json::from_str(&plan.stdout).unwrap();
     assert_eq!(json["unpinned"], serde_json::json!([]), "{}", plan.stdout);
@@ -57,9 +57,9 @@ fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
 
     // lock cached what it downloaded: an offline fetch of the pinned recipe works.
     let hits = server.total_hits();
-    xtask(&p, &["fetch", "r", "--offline"], &[]).success();
+    p.xtask(&["fetch", "r", "--offline"]).success();
     assert_eq!(server.total_hits(), hits);
-    xtask(&p, &["lock", "r"], &[])
+    p.xtask(&["lock", "r"])
         .success()
         .stdout_has("every pin is current");
     assert_cache_clean(&p.cache());
@@ -80,7 +80,7 @@ fn lock_moves_a_stale_commit_pin_to_where_ref_points() {
             daemon.url()
         ),
     );
-    xtask(&p, &["lock", "r"], &[])
+    p.xtask(&["lock", "r"])
         .success()
         .stdout_has(&format!("source.commit: {first} -> {second}"))
         .stdout_has("`ref = \"main\"` now points at a new commit; the pin moves with it");
@@ -95,7 +95,7 @@ fn lock_moves_a_stale_commit_pin_to_where_ref_points() {
 fn lock_refuses_offline_and_says_why() {
     let p = Project::new();
     p.recipe("r", &format!("{HEAD}\n[source]\nlocal = \"src\"\n"));
-    xtask(&p, &["lock", "r", "--offline"], &[])
+    p.xtask(&["lock", "r", "--offline"])
         .fails_with(2)
         .stderr_has("error: `lock --offline` is not supported: lock asks upstream");
 }
@@ -109,7 +109,7 @@ fn lock_reports_a_missing_ref() {
         "r",
         &format!("{HEAD}\n[source]\ngit = \"{}\"\nref = \"nope\"\n", up.url()),
     );
-    xtask(&p, &["lock", "r"], &[])
+    p.xtask(&["lock", "r"])
         .fails_with(1)
         .stderr_has(&format!("{} has no branch or tag `nope`", up.url()));
     assert_cache_clean(&p.cache());
@@ -129,14 +129,14 @@ fn a_pin_that_does_not_match_names_its_records_and_what_lock_would_do() {
             server.url("/linux.tar")
         ),
     );
-    xtask(&p, &["fetch", "r"], &[])
+    p.xtask(&["fetch", "r"])
         .fails_with(1)
         .stderr_has("the pinned `source.sha256` of recipes/r.toml does not match what was served")
         .stderr_has("it came from buildroot linux/linux.hash at 118f5eb360; siderolabs/pkgs Pkgfile at 3f85dc8")
         .stderr_has("`cargo xtask lock r` keeps a pin that is set")
         .stderr_has(&format!("expected {pinned}"));
     // And lock indeed keeps it.
-    xtask(&p, &["lock", "r"], &[])
+    p.xtask(&["lock", "r"])
         .success()
         .stdout_has("every pin is current");
 }
@@ -162,16 +162,14 @@ fn lock_adds_the_diff_sha256_of_a_fix_pinned_by_what_it_produces() {
     );
     let normalised =
         "diff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -1,1 +1,1 @@\n-int a;\n+int a = 1;\n";
-    xtask(&p, &["lock", "r"], &[])
-        .success()
-        .stdout_has(&format!(
-            "patch[0].diff_sha256 (0001-fix.patch): (none) -> {}",
-            sha(normalised.as_bytes())
-        ));
+    p.xtask(&["lock", "r"]).success().stdout_has(&format!(
+        "patch[0].diff_sha256 (0001-fix.patch): (none) -> {}",
+        sha(normalised.as_bytes())
+    ));
     let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
     assert!(text.contains("# from the test's tree"), "{text}");
     assert!(text.contains(&format!("diff_sha256 = \"{}\"", sha(normalised.as_bytes()))));
-    xtask(&p, &["lock", "r"], &[])
+    p.xtask(&["lock", "r"])
         .success()
         .stdout_has("every pin is current");
     assert_cache_clean(&p.cache());

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::package_support::{self as fx, EPOCH, MODULE, VERSION};
+use crate::support::package::{self as fx, EPOCH, MODULE, VERSION};
 use crate::support::tools::{self, run, tool};
 use crate::support::{have_tool, have_tools};
 

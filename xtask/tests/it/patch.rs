@@ -7,7 +7,7 @@ use xtask::patch::apply::{check, series};
 use xtask::patch::tree::Tree;
 use xtask::patch::{PatchInput, Tolerance, Verdict};
 
-use crate::patch_support as ps;
+use crate::support::patch as ps;
 
 #[test]
 fn patch_format_patch_series_gives_the_committed_tree() {

@@ -3,7 +3,7 @@
 //! hipBLASLt tree, and a standalone patch applied under the monorepo's
 //! folder; small trees written by the test, a real git upstream.
 
-use crate::fetch::{xtask, HEAD};
+use crate::support::fetch::HEAD;
 use crate::support::upstream::Upstream;
 use crate::support::Project;
 
@@ -38,8 +38,8 @@ fn a_monorepo_commit_applies_to_a_standalone_tree_with_strip() {
 
     // as written for the monorepo, the patch names files this tree lacks
     p.recipe("plain", &recipe("standalone", &entry));
-    xtask(&p, &["lock", "plain"], &[]).success();
-    xtask(&p, &["apply", "plain", "--into", "out-plain"], &[])
+    p.xtask(&["lock", "plain"]).success();
+    p.xtask(&["apply", "plain", "--into", "out-plain"])
         .fails_with(1)
         .stderr_has("0001-fix.patch");
     assert!(!p.root().join("out-plain").exists(), "nothing half-applied");
@@ -48,21 +48,23 @@ fn a_monorepo_commit_applies_to_a_standalone_tree_with_strip() {
         "stripped",
         &recipe("standalone", &format!("{entry}strip = 2\n")),
     );
-    xtask(&p, &["lock", "stripped"], &[]).success();
-    xtask(&p, &["apply", "stripped", "--into", "out"], &[]).success();
+    p.xtask(&["lock", "stripped"]).success();
+    p.xtask(&["apply", "stripped", "--into", "out"]).success();
     let caps = std::fs::read_to_string(p.root().join("out/library/src/caps.hpp")).unwrap();
     assert_eq!(caps, FIXED);
     // drift places the patch the same way
-    xtask(&p, &["drift", "stripped", "--against", "standalone"], &[]).success();
-    xtask(&p, &["drift", "plain", "--against", "standalone"], &[]).fails_with(1);
+    p.xtask(&["drift", "stripped", "--against", "standalone"])
+        .success();
+    p.xtask(&["drift", "plain", "--against", "standalone"])
+        .fails_with(1);
 
     // dropping more folders than a path has is refused, naming the patch
     p.recipe(
         "deep",
         &recipe("standalone", &format!("{entry}strip = 5\n")),
     );
-    xtask(&p, &["lock", "deep"], &[]).success();
-    xtask(&p, &["apply", "deep", "--into", "out-deep"], &[])
+    p.xtask(&["lock", "deep"]).success();
+    p.xtask(&["apply", "deep", "--into", "out-deep"])
         .fails_with(1)
         .stderr_has("patch 0001-fix.patch: `projects/hipblaslt/library/src/caps.hpp` has no more than 5 leading folders to drop");
 }
@@ -84,7 +86,7 @@ fn a_standalone_patch_applies_under_a_directory_of_the_monorepo() {
             "file = \"0001-standalone.patch\"\ndirectory = \"projects/hipblaslt\"\n",
         ),
     );
-    xtask(&p, &["apply", "under", "--into", "out"], &[]).success();
+    p.xtask(&["apply", "under", "--into", "out"]).success();
     let root = p.root().join("out/projects");
     assert_eq!(
         std::fs::read_to_string(root.join("hipblaslt/library/src/caps.hpp")).unwrap(),
@@ -112,7 +114,7 @@ fn bad_strip_and_directory_values_are_refused_with_their_place() {
             "file = \"0001-a.patch\"\nstrip = -1\ndirectory = \"../outside\"\n",
         ),
     );
-    xtask(&p, &["plan", "bad"], &[])
+    p.xtask(&["plan", "bad"])
         .fails_with(2)
         .stderr_has("`patch[0].strip`: -1 is not a number of leading folders to drop")
         .stderr_has("`patch[0].directory`: `../outside` is not a folder inside the tree");

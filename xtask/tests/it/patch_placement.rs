@@ -7,7 +7,7 @@ use xtask::patch::apply::{check, series, Verdict};
 use xtask::patch::tree::Tree;
 use xtask::patch::{PatchInput, Tolerance};
 
-use crate::patch_support as ps;
+use crate::support::patch as ps;
 
 /// 0001 of the fixture series, as the engine takes it.
 fn first_patch(s: &ps::Series) -> Vec<PatchInput> {
@@ -161,16 +161,16 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
 
 #[test]
 fn patch_placement_an_offset_is_reported_and_goes_into_the_build_manifest() {
-    let p = crate::build_dkms::demo_project();
+    let p = crate::support::demo::demo_project();
     // Two lines on top of the demo module: both hunks of its patch land two
     // lines lower than they say.
     let c = p.root().join("examples/demo-hello/patchkit_hello.c");
     let text = std::fs::read_to_string(&c).unwrap();
     std::fs::write(&c, format!("/* one */\n/* two */\n{text}")).unwrap();
-    crate::build_dkms::build(&p, &["--formats", "tar"])
+    crate::support::demo::build(&p, &["--formats", "tar"])
         .success()
         .stderr_has("hunk #1 at line 10 (offset +2)");
-    let dist = crate::build_dkms::dist(&p);
+    let dist = crate::support::demo::dist(&p);
     let manifest: serde_json::Value =
         serde_json::from_slice(&std::fs::read(dist.join("manifest.json")).unwrap()).unwrap();
     let placement = &manifest["patches"][0]["placement"];

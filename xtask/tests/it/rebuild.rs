@@ -10,12 +10,12 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_dkms::{build, demo_project, dist};
+use crate::support::demo::{build, demo_project, dist};
 pub(crate) use crate::support::tools::stdout_and_stderr as run;
 use crate::support::tools::{bsdtar_unpack, pacman_info};
 use crate::support::{have_tools, Project};
 
-const EPOCH: &str = crate::build_dkms::EPOCH;
+const EPOCH: &str = crate::support::demo::EPOCH;
 const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
 const SOURCE_DIR: &str = "patchkit-hello-0.1.0";
 const PKGNAME: &str = "patchkit-hello-dkms";

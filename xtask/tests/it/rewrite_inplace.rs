@@ -9,8 +9,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::doctor_support::{fault, next, FakeMachine};
 use crate::support::codeobj;
+use crate::support::doctor::{fault, next, FakeMachine};
 use crate::support::inplace::{
     comgr_entry, command, debian, digests, kernel_digests, place, rewrite,
 };

@@ -3,7 +3,7 @@
 //! machine's osrelease (`doctor_hostile.rs`) is shown escaped by the one
 //! function the output goes through (`report::safe`).
 
-use crate::patch_support::{self as ps, TarEntry as E};
+use crate::support::patch::{self as ps, TarEntry as E};
 use crate::support::{Project, Run};
 
 /// An OSC title change, a bell, a screen clear and a C1 CSI.

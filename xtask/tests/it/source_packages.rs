@@ -11,11 +11,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_dkms::EPOCH;
 use crate::rebuild::{
     assert_same_arch_package, assert_same_package, assert_same_tree, assignments, copy_into,
     demo_built, dpkg_buildpackage_beside_ours, rpm_queryformat, rpm_scripts, rpm_sources, run,
 };
+use crate::support::demo::EPOCH;
 use crate::support::is_root;
 use crate::support::tools::{bsdtar_list, bsdtar_unpack};
 

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use xtask::fetch::FetchedSource;
 use xtask::recipe::Recipe;
 
-use crate::patch_support as ps;
+use crate::support::patch as ps;
 use crate::support::Project;
 
 /// A project whose recipe `fix` carries the fixture series as curated files.

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use crate::support::{repo_root, Project};
+use crate::support::{repo_recipes_of_kind, repo_root, Project};
 
 fn workflow(name: &str) -> Value {
     let path = repo_root().join(".github/workflows").join(name);
@@ -204,14 +204,7 @@ fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
         })
         .collect();
     matrix.sort();
-    let recipes: Vec<String> = xtask::recipe::list(&repo_root())
-        .unwrap()
-        .into_iter()
-        .filter(|name| {
-            xtask::recipe::Recipe::load(&repo_root(), name)
-                .is_ok_and(|r| r.target.kind == xtask::recipe::Kind::Rewrite)
-        })
-        .collect();
+    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::Kind::Rewrite);
     assert!(!recipes.is_empty());
     assert_eq!(matrix, recipes);
     let runs: Vec<&str> = job["steps"]

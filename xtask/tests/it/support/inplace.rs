@@ -9,8 +9,8 @@ use std::process::Command;
 
 use super::{repo_root, Run};
 
-/// Debian's unpacked libhipblaslt1 of `suite` (`sid`); `None` (a skip) only
-/// outside CI.
+/// Debian's unpacked libhipblaslt1 of `suite` (`sid`, `experimental`), as
+/// `.ci/setup` leaves it; `None` (a skip) only outside CI.
 pub fn debian(suite: &str) -> Option<PathBuf> {
     let base = std::env::var_os("PATCHKIT_DEBIAN_HIPBLASLT")
         .map(PathBuf::from)
@@ -68,24 +68,10 @@ pub fn place(debian: &Path, lib_dir: &Path, lib_name: &str) {
 
 /// sha256 of every file below `dir` by relative path, `.patchkit/` included.
 pub fn digests(dir: &Path) -> BTreeMap<String, String> {
-    let mut out = BTreeMap::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        for entry in std::fs::read_dir(&d).unwrap().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                let rel = path
-                    .strip_prefix(dir)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned();
-                out.insert(rel, xtask::hash::sha256_hex(&std::fs::read(&path).unwrap()));
-            }
-        }
-    }
-    out
+    crate::support::snapshot(dir)
+        .into_iter()
+        .map(|(rel, bytes)| (rel, xtask::hash::sha256_hex(&bytes)))
+        .collect()
 }
 
 /// `digests` without our `.patchkit/` folder.

@@ -5,8 +5,14 @@
 
 pub mod bounded;
 pub mod codeobj;
+pub mod demo;
+pub mod doctor;
+pub mod fetch;
+pub mod hipblaslt;
 pub mod http;
 pub mod inplace;
+pub mod package;
+pub mod patch;
 pub mod tools;
 pub mod upstream;
 
@@ -62,7 +68,9 @@ impl Project {
     }
 
     /// The command behind [`Project::xtask`], to add environment or run it
-    /// in the background.
+    /// in the background: the one way every test runs the binary. HTTP
+    /// retries are fast (10 ms base, 10 s read timeout) and no proxy from
+    /// the caller's environment is used (every server is on 127.0.0.1).
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.args(args)
@@ -70,7 +78,19 @@ impl Project {
             .env("PATCHKIT_ROOT", self.root())
             .env("PATCHKIT_CACHE_DIR", self.cache())
             .env("CI", "true")
+            .env("PATCHKIT_HTTP_RETRY_BASE_MS", "10")
+            .env("PATCHKIT_HTTP_READ_TIMEOUT_MS", "10000")
             .env_remove("SOURCE_DATE_EPOCH");
+        for proxy in [
+            "http_proxy",
+            "https_proxy",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env_remove(proxy);
+        }
         cmd
     }
 
@@ -199,6 +219,18 @@ pub fn repo_root() -> PathBuf {
         .parent()
         .unwrap()
         .to_path_buf()
+}
+
+/// The names of this repository's recipes of one kind, sorted (those that
+/// do not load are left out: `recipes.rs` checks that every one loads).
+pub fn repo_recipes_of_kind(kind: xtask::recipe::Kind) -> Vec<String> {
+    xtask::recipe::list(&repo_root())
+        .unwrap()
+        .into_iter()
+        .filter(|name| {
+            xtask::recipe::Recipe::load(&repo_root(), name).is_ok_and(|r| r.target.kind == kind)
+        })
+        .collect()
 }
 
 /// Whether this run is CI's (`CI=true`): there a missing tool or a missing

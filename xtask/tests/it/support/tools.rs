@@ -7,6 +7,17 @@ use std::process::Command;
 
 use super::Run;
 
+/// `sh -c script` in `dir`, which must succeed.
+pub fn sh(dir: &Path, script: &str) {
+    let status = Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(dir)
+        .status()
+        .unwrap();
+    assert!(status.success(), "{script}");
+}
+
 /// Runs `cmd` and returns what it did, whatever its exit status.
 pub fn run(cmd: &mut Command) -> Run {
     Run::of(

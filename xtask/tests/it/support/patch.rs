@@ -3,8 +3,6 @@
 //! `git format-patch` and `diff -urN`, and tar archives (including crafted,
 //! hostile ones).
 
-#![allow(dead_code)]
-
 use std::path::{Path, PathBuf};
 
 use xtask::fetch::{Fetched, FetchedPatch, FetchedSource};

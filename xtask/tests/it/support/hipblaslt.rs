@@ -7,7 +7,6 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::fetch::xtask;
 use crate::support::upstream::Upstream;
 use crate::support::{Project, Run};
 
@@ -211,7 +210,7 @@ pub fn run(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
     let nowhere = nowhere.to_str().unwrap();
     let mut all = vec![("SOURCE_DATE_EPOCH", EPOCH), ("ROCM_PATH", nowhere)];
     all.extend_from_slice(env);
-    xtask(p, args, &all)
+    p.xtask_with(args, &all)
 }
 
 /// Whether the tools a real build needs are here (skips elsewhere, fails in CI).

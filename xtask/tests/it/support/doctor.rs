@@ -2,8 +2,6 @@
 //! /var/lib/dkms files doctor reads, written by the test, and the real
 //! binary run against them with the repository's knowledge file.
 
-#![allow(dead_code)]
-
 use std::path::Path;
 use std::process::Command;
 
@@ -210,4 +208,14 @@ pub fn next(fault: &serde_json::Value) -> String {
         .map(|s| s.as_str().unwrap())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// The judged knob `name` of a `--json` report.
+pub fn knob<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    report["knobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|k| k["name"] == name)
+        .unwrap_or_else(|| panic!("knob {name} in {:#}", report["knobs"]))
 }
