@@ -1,5 +1,6 @@
 //! The patch engine through the library: every patch format against a real
-//! git-made tree, placement rules, and every path trick.
+//! git-made tree, the failure that names patch, hunk and line, every path
+//! trick refused, and the three verdicts of `check`.
 
 use std::path::Path;
 
