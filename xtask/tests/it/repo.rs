@@ -1,10 +1,10 @@
 //! Rules of this repository, checked as tests: every recipe parses and
 //! plans, every patch folder belongs to a recipe, every module says what it
-//! is for.
+//! is for, no import cycle between modules, no function over 80 lines.
 
-use std::path::Path;
-
+use crate::support::module_graph::{self, Graph};
 use crate::support::repo_root;
+use crate::support::rust_text::{blank_comments_and_literals, functions, rust_files};
 
 #[test]
 fn every_recipe_parses_and_plans() {
@@ -37,25 +37,69 @@ fn every_patch_folder_belongs_to_a_recipe() {
 
 #[test]
 fn every_module_opens_with_a_doc_line() {
-    fn walk(dir: &Path, missing: &mut Vec<String>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, missing);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                let text = std::fs::read_to_string(&path).unwrap();
-                if !text.trim_start().starts_with("//!") {
-                    missing.push(path.display().to_string());
-                }
+    let mut missing = Vec::new();
+    for dir in ["xtask/src", "xtask/tests"] {
+        for path in rust_files(&repo_root().join(dir)) {
+            let text = std::fs::read_to_string(&path).unwrap();
+            if !text.trim_start().starts_with("//!") {
+                missing.push(path.display().to_string());
             }
         }
     }
-    let mut missing = Vec::new();
-    walk(&repo_root().join("xtask/src"), &mut missing);
-    walk(&repo_root().join("xtask/tests"), &mut missing);
     assert!(
         missing.is_empty(),
         "modules without a `//!` line: {missing:?}"
+    );
+}
+
+/// Dependencies point one way: no cycle between the crate's top-level
+/// modules, nor between the sibling files of a directory module. A cycle
+/// is named with every edge in it and the first `use` or path that makes
+/// that edge.
+#[test]
+fn no_import_cycles() {
+    let graphs = module_graph::read_crate(&repo_root().join("xtask/src"), "xtask/src");
+    let mut found = graphs.top.describe_cycles("between top-level modules");
+    for (dir, siblings) in &graphs.siblings {
+        found.extend(siblings.describe_cycles(&format!("between the files of {dir}/")));
+    }
+    assert!(
+        found.is_empty(),
+        "import cycles in xtask/src (move the shared type below both, or \
+         pass it in):\n{}",
+        found.join("\n")
+    );
+}
+
+/// The longest a function in `xtask/src` may be, from its `fn` line to its
+/// closing brace.
+const MAX_FN_LINES: usize = 80;
+
+/// Every function fits in a head: none in `xtask/src` spans more than
+/// [`MAX_FN_LINES`] lines (tests included).
+#[test]
+fn functions_stay_short() {
+    let src = repo_root().join("xtask/src");
+    let mut long = Vec::new();
+    for path in rust_files(&src) {
+        let rel = path.strip_prefix(&src).unwrap().display().to_string();
+        let blanked = blank_comments_and_literals(&std::fs::read_to_string(&path).unwrap());
+        for f in functions(&blanked) {
+            if f.lines > MAX_FN_LINES {
+                long.push((f.lines, format!("xtask/src/{rel}:{} {}", f.line, f.name)));
+            }
+        }
+    }
+    long.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let shown: Vec<String> = long
+        .iter()
+        .map(|(lines, place)| format!("{lines:5} lines  {place}"))
+        .collect();
+    assert!(
+        long.is_empty(),
+        "{} functions over {MAX_FN_LINES} lines (split each by meaning):\n{}",
+        long.len(),
+        shown.join("\n")
     );
 }
 
@@ -97,4 +141,208 @@ fn the_xtask_alias_runs_the_dependency_free_launcher() {
         source.contains(r#""--package", "xtask", "--bin", "xtask""#),
         "the launcher must build the xtask binary it runs"
     );
+}
+
+/// The pieces the two tests above stand on, on small sources whose answer
+/// is known.
+mod scanner {
+    use super::*;
+    use crate::support::module_graph::{referenced_modules, resolve};
+    use crate::support::rust_text::{line_at, matching_brace};
+
+    /// `src` with each of `parts` replaced by as many spaces.
+    fn spaced(src: &str, parts: &[&str]) -> String {
+        parts.iter().fold(src.to_owned(), |text, part| {
+            text.replacen(part, &" ".repeat(part.len()), 1)
+        })
+    }
+
+    #[test]
+    fn comments_and_strings_become_spaces_of_the_same_length() {
+        let src = "let a = \"x { \\\" }\"; // { not code\nlet b = 1; /* a { /* nested } */ still */ let c = 2;\n";
+        assert_eq!(
+            blank_comments_and_literals(src),
+            spaced(
+                src,
+                &[
+                    "\"x { \\\" }\"",
+                    "// { not code",
+                    "/* a { /* nested } */ still */"
+                ]
+            )
+        );
+    }
+
+    #[test]
+    fn raw_strings_chars_and_byte_literals_are_blanked_lifetimes_kept() {
+        let src = "r#\"a \" { b\"#; br\"}\"; b'{'; '\\''; '}'; '\u{e9}'; fn f<'a>(x: &'a str) {}";
+        let literals = [
+            "r#\"a \" { b\"#",
+            "br\"}\"",
+            "b'{'",
+            "'\\''",
+            "'}'",
+            "'\u{e9}'",
+        ];
+        assert_eq!(blank_comments_and_literals(src), spaced(src, &literals));
+        let escaped = "let r#type = 1; let cr = '\\u{7B}';";
+        assert_eq!(
+            blank_comments_and_literals(escaped),
+            spaced(escaped, &["'\\u{7B}'"])
+        );
+    }
+
+    #[test]
+    fn braces_match_across_lines_and_nesting() {
+        let text = "fn f() {\n    if x { y() }\n}\n";
+        let open = text.find('{').unwrap();
+        assert_eq!(matching_brace(text, open), Some(text.rfind('}').unwrap()));
+        assert_eq!(line_at(text, text.rfind('}').unwrap()), 3);
+    }
+
+    #[test]
+    fn functions_span_from_their_fn_line_to_their_closing_brace() {
+        let src = "\
+trait T {
+    fn declared(&self);
+}
+fn outer(a: [u8; 4]) -> u8 {
+    fn inner() {}
+    let s = \"}\";
+    a[0]
+}
+";
+        let found = functions(&blank_comments_and_literals(src));
+        let spans: Vec<(&str, usize, usize)> = found
+            .iter()
+            .map(|f| (f.name.as_str(), f.line, f.lines))
+            .collect();
+        assert_eq!(spans, [("outer", 4, 5), ("inner", 5, 1)]);
+    }
+
+    fn path(p: &str) -> Vec<String> {
+        p.split("::").map(str::to_owned).collect()
+    }
+
+    #[test]
+    fn paths_resolve_from_the_module_and_its_inline_modules() {
+        let module = path("doctor::verdict");
+        assert_eq!(
+            resolve(&module, &path("super::probe::Gpu")),
+            Some(path("doctor::probe::Gpu"))
+        );
+        assert_eq!(
+            resolve(&module, &path("crate::recipe::Kind")),
+            Some(path("recipe::Kind"))
+        );
+        assert_eq!(resolve(&module, &path("super::super::super::x")), None);
+        assert_eq!(resolve(&module, &path("std::fs")), None);
+        // `super` in `mod tests` is the file itself; `super::super` its siblings.
+        let src = "\
+use crate::{fetch::{self, Fetched}, patch as p};
+fn f() { crate::verify::scan(); } // crate::commented::out
+#[cfg(test)]
+mod tests {
+    use super::{assess, *};
+    use super::super::testing::elf;
+}
+";
+        let found: Vec<(usize, String)> =
+            referenced_modules(&blank_comments_and_literals(src), &module)
+                .into_iter()
+                .map(|(offset, target)| (line_at(src, offset), target.join("::")))
+                .collect();
+        let expected = [
+            (1, "fetch"),
+            (1, "fetch::Fetched"),
+            (1, "patch"),
+            (1, ""),
+            (2, "verify::scan"),
+            (5, "doctor::verdict::assess"),
+            (5, "doctor::verdict"),
+            (6, "doctor::testing::elf"),
+        ];
+        let mut found = found;
+        found.sort();
+        let mut expected: Vec<(usize, String)> =
+            expected.iter().map(|&(l, t)| (l, t.to_owned())).collect();
+        expected.sort();
+        found.dedup();
+        assert_eq!(found, expected);
+    }
+
+    #[test]
+    fn a_tiny_cycle_is_found_with_its_edges_and_a_tail_is_not_in_it() {
+        let mut graph = Graph::default();
+        for node in ["a", "b", "c", "d"] {
+            graph.nodes.insert(node.to_owned());
+        }
+        graph.add("a", "b", "a.rs:1".into());
+        graph.add("b", "a", "b.rs:2".into());
+        graph.add("b", "a", "b.rs:9".into());
+        graph.add("c", "a", "c.rs:3".into());
+        graph.add("b", "d", "b.rs:4".into());
+        assert_eq!(
+            graph.describe_cycles("between test modules"),
+            [
+                "cycle between test modules: a, b",
+                "    a -> b  (a.rs:1)",
+                "    b -> a  (b.rs:2)"
+            ]
+        );
+        graph.add("d", "c", "d.rs:5".into());
+        let cycles = graph.cycles();
+        assert_eq!(cycles.len(), 1);
+        assert_eq!(cycles[0].len(), 4, "{cycles:?}");
+    }
+
+    /// Both levels, a file brought in by `#[path]` counted as its
+    /// declaring module's, and paths through a parent's imports followed.
+    #[test]
+    fn a_crate_on_disk_gives_both_levels() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            (
+                "lib.rs",
+                "pub mod a;\npub mod b;\npub mod c;\npub use c::C;\n",
+            ),
+            (
+                "a/mod.rs",
+                "//! a\nmod x;\nmod y;\nuse crate::b::B;\npub use y::Y;\n",
+            ),
+            (
+                "a/x.rs",
+                "//! x\nuse super::Y;\nfn f() -> crate::C { todo!() }\n",
+            ),
+            ("a/y.rs", "//! y\n#[path = \"y_tests.rs\"]\nmod tests;\n"),
+            ("a/y_tests.rs", "//! y's tests\nuse crate::a::x::X;\n"),
+            ("b.rs", "//! b\npub fn f() { crate::a::x::g() }\n"),
+            ("c.rs", "//! c\nuse crate::a::Y;\n"),
+            ("main.rs", "//! the binary\nuse crate::b;\n"),
+        ];
+        for (rel, text) in files {
+            let path = dir.path().join(rel);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let graphs = module_graph::read_crate(dir.path(), "src");
+        assert_eq!(
+            graphs.top.describe_cycles("top"),
+            [
+                "cycle top: a, b, c",
+                "    a -> b  (src/a/mod.rs:4)",
+                "    a -> c  (src/a/x.rs:3)",
+                "    b -> a  (src/b.rs:2)",
+                "    c -> a  (src/c.rs:2)"
+            ]
+        );
+        assert_eq!(
+            graphs.siblings["a"].describe_cycles("in a/"),
+            [
+                "cycle in a/: x, y",
+                "    x -> y  (src/a/x.rs:2)",
+                "    y -> x  (src/a/y_tests.rs:2)"
+            ]
+        );
+    }
 }

@@ -11,8 +11,10 @@ pub mod fetch;
 pub mod hipblaslt;
 pub mod http;
 pub mod inplace;
+pub mod module_graph;
 pub mod package;
 pub mod patch;
+pub mod rust_text;
 pub mod tools;
 pub mod upstream;
 
