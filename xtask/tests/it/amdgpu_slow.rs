@@ -9,34 +9,12 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::dkms_install::{built_module, install_for};
+use crate::support::dkms::{built_module, install_for};
+use crate::support::kernels::{debian_612_headers, debian_612_releases};
 use crate::support::{have_tool, is_root, system_lock, Project, Run};
 
 fn enabled() -> bool {
     crate::support::slow_tests_enabled("the amdgpu build")
-}
-
-/// The installed kernel releases of the 6.12 series that have headers,
-/// oldest first.
-fn debian_612_releases() -> Vec<String> {
-    let mut releases: Vec<(xtask::recipe::KernelVersion, String)> =
-        std::fs::read_dir("/lib/modules")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|r| {
-                r.starts_with("6.12.") && Path::new("/lib/modules").join(r).join("build").is_dir()
-            })
-            .filter_map(|r| Some((xtask::recipe::KernelVersion::from_release(&r)?, r)))
-            .collect();
-    releases.sort();
-    releases.into_iter().map(|(_, r)| r).collect()
-}
-
-/// The newest installed kernel release of the 6.12 series that has headers.
-pub fn debian_612_headers() -> Option<String> {
-    debian_612_releases().pop()
 }
 
 #[test]
@@ -86,7 +64,8 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
     // package must put its own build there, and purge the kernel's back.
     let initramfs =
         have_tool("lsinitramfs") && Path::new(&format!("/boot/initrd.img-{kernel}")).is_file();
-    let _modules = initramfs.then(|| crate::initramfs::ListedForInitramfs::add("amdgpu", &kernel));
+    let _modules =
+        initramfs.then(|| crate::support::initramfs::ListedForInitramfs::add("amdgpu", &kernel));
     let install = Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap());
     install.success();
     let status = install_for("amdgpu-debian", "6.12.0.1", &kernel);
@@ -108,7 +87,7 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
             )
             .success();
         }
-        let listing = crate::initramfs::lsinitramfs(&kernel);
+        let listing = crate::support::initramfs::lsinitramfs(&kernel);
         assert!(
             listing.lines().any(|l| l.contains(&ours)),
             "the initramfs of {kernel} lacks {ours}:\n{}",
@@ -138,10 +117,10 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
     // The running-kernel proof: Debian's 6.12 kernel boots under qemu with
     // the amdgpu modprobe now resolves (ours), loads it, and reports our
     // version with no symbol left unresolved.
-    if crate::boot::can_boot(&kernel) {
-        let installed = crate::boot::installed_amdgpu(&kernel);
+    if crate::support::qemu::can_boot(&kernel) {
+        let installed = crate::support::qemu::installed_amdgpu(&kernel);
         assert_eq!(installed, module, "modprobe would not load ours");
-        let boot = crate::boot::boot_amdgpu(&kernel, &installed, &p.root().join("boot"));
+        let boot = crate::support::qemu::boot_amdgpu(&kernel, &installed, &p.root().join("boot"));
         boot.assert_loaded();
         assert_eq!(
             boot.version.as_deref(),
@@ -166,7 +145,7 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
             && xtask::recipe::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
     });
     let older = older.as_ref();
-    if std::env::var("CI").is_ok_and(|v| v == "true") {
+    if crate::support::ci() {
         assert!(
             older.is_some(),
             "CI must install an older 6.12 point release's headers inside `{}` (.ci/setup does)",
@@ -215,7 +194,7 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         assert!(!built.exists(), "purge left {}", built.display());
     }
     if initramfs {
-        let listing = crate::initramfs::lsinitramfs(&kernel);
+        let listing = crate::support::initramfs::lsinitramfs(&kernel);
         assert!(
             !listing.lines().any(|l| l.contains(&ours))
                 && listing.lines().any(|l| l.contains(&own)),

@@ -3,44 +3,18 @@
 //! read it (dpkg-deb, lintian, rpm, bsdtar, pacman), a reproducible no-op
 //! re-run, refusals, and `dpkg -i` / `dpkg --purge` for real as root.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
+use crate::support::cwsr_off::{build, dist, project, the_conf};
 use crate::support::demo::EPOCH;
 use crate::support::tools::{self, stdout};
-use crate::support::{have_tool, is_root, system_lock, Project, Run};
+use crate::support::{have_tool, is_root, system_lock};
 
 const DEB: &str = "amdgpu-cwsr-off_1.0-1_all.deb";
 const RPM: &str = "amdgpu-cwsr-off-1.0-1.noarch.rpm";
 const ARCH: &str = "amdgpu-cwsr-off-1.0-1-any.pkg.tar.zst";
 const CONF: &str = "/etc/modprobe.d/amdgpu-cwsr-off.conf";
-
-pub(crate) fn project() -> Project {
-    let p = Project::new();
-    p.copy_from_repo(&[
-        "recipes/amdgpu-cwsr-off.toml",
-        "examples/amdgpu-cwsr-off",
-        "templates",
-    ]);
-    p
-}
-
-pub(crate) fn build(p: &Project, extra: &[&str]) -> Run {
-    let mut args = vec!["build-config", "amdgpu-cwsr-off"];
-    args.extend_from_slice(extra);
-    p.xtask_with(&args, &[("SOURCE_DATE_EPOCH", EPOCH)])
-}
-
-pub(crate) fn dist(p: &Project) -> PathBuf {
-    p.root().join("dist/amdgpu-cwsr-off")
-}
-
-pub(crate) fn the_conf() -> String {
-    std::fs::read_to_string(
-        crate::support::repo_root().join("examples/amdgpu-cwsr-off/amdgpu-cwsr-off.conf"),
-    )
-    .unwrap()
-}
 
 #[test]
 fn the_conf_file_says_the_option_and_its_cost() {
@@ -265,7 +239,7 @@ impl Drop for Purge {
 fn the_deb_installs_the_modprobe_file_and_purge_removes_it() {
     if !is_root() {
         assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
+            !crate::support::ci(),
             "CI must run the install tests as root"
         );
         eprintln!("skipping: dpkg -i needs root");

@@ -153,7 +153,7 @@ fn build_line_runs_exactly_the_planned_steps_in_order() {
 
 #[test]
 fn build_dispatches_on_the_kind_and_runs_the_same_line() {
-    let p = crate::build_config::project();
+    let p = crate::support::cwsr_off::project();
     let run = |args: &[&str]| {
         crate::support::Run::of(
             p.command(args)

@@ -3,10 +3,11 @@
 //! `modinfo` shows our version, purge removes it; `dkms ldtarball` loads
 //! the DKMS tarball. Needs root; CI runs it.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use crate::support::demo::{build, demo_project, dist};
+use crate::support::dkms::{built_module, install_for};
 use crate::support::tools::run;
 use crate::support::{have_tool, is_root, system_lock};
 
@@ -20,7 +21,7 @@ fn headers_kernel() -> Option<String> {
 fn can_change_the_system() -> bool {
     if !is_root() {
         assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
+            !crate::support::ci(),
             "CI must run the dkms install tests as root"
         );
         eprintln!("skipping: changing the system needs root");
@@ -43,44 +44,13 @@ impl Drop for Cleanup {
     }
 }
 
-/// `dkms status` for one module and kernel, after installing it for that
-/// kernel when the package's own postinst did not (it builds for the
-/// running kernel, which need not have headers).
-pub fn install_for(module: &str, version: &str, kernel: &str) -> String {
-    let status =
-        run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel]))
-            .stdout;
-    if !status.contains("installed") {
-        run(Command::new("dkms").args(["install", "-m", module, "-v", version, "-k", kernel]))
-            .success();
-    }
-    run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout
-}
-
-/// The built module under `/lib/modules/<kernel>/updates/dkms/`, compressed or not.
-pub fn built_module(kernel: &str, name: &str) -> PathBuf {
-    let dir = Path::new("/lib/modules").join(kernel).join("updates/dkms");
-    std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| {
-            p.file_name()
-                .is_some_and(|n| n.to_string_lossy().starts_with(&format!("{name}.ko")))
-        })
-        .unwrap_or_else(|| panic!("no {name}.ko* in {}", dir.display()))
-}
-
 #[test]
 fn the_demo_deb_installs_builds_for_the_headers_kernel_and_purges() {
     if !can_change_the_system() {
         return;
     }
     let Some(kernel) = headers_kernel() else {
-        assert!(
-            std::env::var("CI").map_or(true, |v| v != "true"),
-            "CI must install kernel headers"
-        );
+        assert!(!crate::support::ci(), "CI must install kernel headers");
         return;
     };
     let _system = system_lock();

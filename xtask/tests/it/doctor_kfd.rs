@@ -10,8 +10,8 @@ use std::process::Command;
 
 use xtask::doctor::module::{self, TrapHandler};
 
-use crate::doctor_module::rdna4_614_with;
 use crate::support::doctor::fault;
+use crate::support::doctor::rdna4_614_with;
 use crate::support::{have_tool, Run};
 
 const TARBALL: &str = "/usr/src/linux-source-6.12.tar.xz";
@@ -118,7 +118,7 @@ fn a_kbuild_compiled_kfd_object_is_fixed_as_shipped_and_unfixed_with_the_old_wor
     if !enabled() {
         return;
     }
-    let Some(kernel) = crate::amdgpu_slow::debian_612_headers() else {
+    let Some(kernel) = crate::support::kernels::debian_612_headers() else {
         panic!("no 6.12 kernel headers under /lib/modules: .ci/setup installs them");
     };
     assert!(

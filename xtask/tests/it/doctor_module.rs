@@ -10,7 +10,7 @@ use std::process::Command;
 
 use xtask::doctor::module::{self, TrapHandler};
 
-use crate::support::doctor::{fault, FakeMachine};
+use crate::support::doctor::{fault, rdna4_614_with, FakeMachine};
 use crate::support::{ci, have_tool, Run};
 
 /// Where `.ci/setup` keeps the 6.1 linux-image .deb (downloaded, not installed).
@@ -18,11 +18,11 @@ const IMAGE_CACHE: &str = "/var/cache/rocm-patchkit/linux-image";
 
 /// Debian's own amdgpu of the installed 6.12 kernel.
 fn debian_612_amdgpu() -> Option<PathBuf> {
-    let kernel = crate::amdgpu_slow::debian_612_headers()?;
+    let kernel = crate::support::kernels::debian_612_headers()?;
     Path::new("/lib/modules")
         .join(&kernel)
         .is_dir()
-        .then(|| crate::boot::kernels_own_amdgpu(&kernel))
+        .then(|| crate::support::qemu::kernels_own_amdgpu(&kernel))
 }
 
 /// Debian's own amdgpu of 6.1, unpacked from the cached linux-image .deb into `dir`.
@@ -180,20 +180,6 @@ fn broken_modules_cannot_tell_and_say_why() {
         assert_eq!(file.trap_handler, TrapHandler::CannotTell);
         assert!(file.why.contains("does not decompress as xz"), "{file:?}");
     }
-}
-
-/// An RDNA4 machine on Ubuntu's 6.14.0-36 (in the affected range by
-/// version) whose amdgpu modprobe would load is `module`.
-pub fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
-    let m = FakeMachine::new();
-    m.gpu(1, 120001, 0x7551)
-        .kernel("6.14.0-36-generic")
-        .cmdline("BOOT_IMAGE=/vmlinuz ro quiet")
-        .rocm("7.1.1-53", "1.1.0");
-    let dest = m.root().join("lib/modules/6.14.0-36-generic").join(rel);
-    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
-    std::fs::copy(module, dest).unwrap();
-    m
 }
 
 #[test]

@@ -2,7 +2,7 @@
 //! commit, an archive and a folder, with the three verdicts and exit status.
 
 use crate::support::patch as ps;
-use crate::verify::project_with_series;
+use crate::support::patch::project_with_series;
 
 #[test]
 fn drift_against_git_archive_and_folder() {

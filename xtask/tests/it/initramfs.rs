@@ -8,61 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::dkms_install::install_for;
 use crate::support::demo::{build, demo_project, dist};
+use crate::support::dkms::install_for;
+use crate::support::initramfs::{lsinitramfs, put_back_modules, MODULES};
+use crate::support::scripts::rendered;
 use crate::support::tools::run;
-use crate::support::{ci, have_tool, is_root, repo_root, system_lock, Run};
-
-const MODULES: &str = "/etc/initramfs-tools/modules";
-
-pub fn lsinitramfs(kernel: &str) -> String {
-    run(Command::new("lsinitramfs").arg(format!("/boot/initrd.img-{kernel}")))
-        .success()
-        .stdout
-        .clone()
-}
-
-/// A module added to /etc/initramfs-tools/modules for the life of this
-/// value; the file and the initramfs of `kernel` are put back on drop.
-pub struct ListedForInitramfs {
-    before: Option<String>,
-    kernel: String,
-}
-
-impl ListedForInitramfs {
-    pub fn add(module: &str, kernel: &str) -> ListedForInitramfs {
-        let before = std::fs::read_to_string(MODULES).ok();
-        let mut listed = before.clone().unwrap_or_default();
-        listed.push_str(&format!("{module}\n"));
-        std::fs::write(MODULES, listed).unwrap();
-        ListedForInitramfs {
-            before,
-            kernel: kernel.to_owned(),
-        }
-    }
-}
-
-impl Drop for ListedForInitramfs {
-    fn drop(&mut self) {
-        put_back_modules(&self.before, &self.kernel);
-    }
-}
-
-/// Writes /etc/initramfs-tools/modules back as it was (`None`: absent) and
-/// rebuilds the initramfs of `kernel`; errors ignored, as in a drop.
-fn put_back_modules(before: &Option<String>, kernel: &str) {
-    match before {
-        Some(text) => {
-            let _ = std::fs::write(MODULES, text);
-        }
-        None => {
-            let _ = std::fs::remove_file(MODULES);
-        }
-    }
-    let _ = Command::new("update-initramfs")
-        .args(["-u", "-k", kernel])
-        .output();
-}
+use crate::support::{ci, have_tool, is_root, system_lock, Run};
 
 /// Puts /etc/initramfs-tools/modules back, purges the demo and rebuilds
 /// the initramfs, even when the test fails.
@@ -94,7 +45,7 @@ fn dpkg_i_puts_the_dkms_module_into_the_initramfs_and_purge_takes_it_out() {
         assert!(!ci(), "CI must have {tools:?}");
         return;
     }
-    let Some(kernel) = crate::amdgpu_slow::debian_612_headers() else {
+    let Some(kernel) = crate::support::kernels::debian_612_headers() else {
         assert!(!ci(), "CI must install the 6.12 headers and image");
         return;
     };
@@ -173,16 +124,6 @@ fn recorders(dir: &Path, tools: &[&str], listing: &str, fail: bool) -> PathBuf {
         run(Command::new("chmod").arg("755").arg(&path));
     }
     bin
-}
-
-pub fn rendered(script: &str) -> String {
-    let renderer = xtask::render::Renderer::new(&repo_root().join("templates")).unwrap();
-    let values = serde_json::json!({
-        "name": "amdgpu-debian",
-        "pkgname": "amdgpu-debian-dkms",
-        "version": "6.12.0.1",
-    });
-    renderer.render(script, &values).unwrap()
 }
 
 /// Runs `body` after sourcing `script` in `sh`, with only `bin` on PATH.

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::initramfs::rendered;
+use crate::support::scripts::rendered;
 use crate::support::tools::run;
 use crate::support::{ci, have_tool, is_root, system_lock};
 
@@ -132,7 +132,7 @@ fn the_rpm_post_dracut_branch_runs_real_dracut_and_the_image_carries_the_module(
         );
         return;
     }
-    let Some(kernel) = crate::amdgpu_slow::debian_612_headers() else {
+    let Some(kernel) = crate::support::kernels::debian_612_headers() else {
         assert!(!ci(), "CI must install the 6.12 headers and image");
         return;
     };

@@ -11,15 +11,16 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::build_config::{build, dist, project, the_conf};
-use crate::rebuild::{
-    assert_same_package, assert_same_tree, copy_into, dpkg_buildpackage_deb_beside_ours,
-    pacman_fields, rpm_queryformat, rpm_scripts, run, PACMAN_FIELDS,
-};
-use crate::source_packages::{
+use crate::support::build_farm::{
     assert_dsc_as_dpkg_source_writes, assert_listed, assert_source_rpm_header,
     assert_srpm_as_rpmbuild_bs, dpkg_source_unpacks, rpmbuild_rebuilds, ArchFarm, DebSource,
 };
+use crate::support::cwsr_off::{build, dist, project, the_conf};
+use crate::support::rebuild::{
+    assert_same_package, assert_same_tree, copy_into, dpkg_buildpackage_deb_beside_ours,
+    pacman_fields, rpm_queryformat, rpm_scripts, PACMAN_FIELDS,
+};
+use crate::support::tools::stdout_and_stderr as run;
 use crate::support::{have_tools, Project};
 
 const NAME: &str = "amdgpu-cwsr-off";

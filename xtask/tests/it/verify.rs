@@ -10,29 +10,6 @@ use xtask::recipe::Recipe;
 use crate::support::patch as ps;
 use crate::support::Project;
 
-/// A project whose recipe `fix` carries the fixture series as curated files.
-pub fn project_with_series() -> (Project, ps::Series) {
-    let project = Project::new();
-    let s = ps::series(project.root());
-    let mut series = String::new();
-    let mut entries = String::new();
-    for (name, bytes) in &s.patches {
-        project.file(&format!("patches/fix/{name}"), bytes);
-        series.push_str(&format!("{name}\n"));
-        entries.push_str(&format!("[[patch]]\nfile = \"{name}\"\n\n"));
-    }
-    project.file("patches/fix/series", series);
-    project.recipe(
-        "fix",
-        &ps::recipe_text(
-            "fix",
-            "0.1.0",
-            &format!("[source]\nlocal = \"upstream\"\n\n{entries}"),
-        ),
-    );
-    (project, s)
-}
-
 /// The series applied through the library into `<root>/tree`.
 fn applied_tree(project: &Project, s: &ps::Series) -> PathBuf {
     let recipe = Recipe::load(project.root(), "fix").unwrap();
@@ -50,7 +27,7 @@ fn applied_tree(project: &Project, s: &ps::Series) -> PathBuf {
 
 #[test]
 fn verify_a_tree_exactly_as_recorded() {
-    let (project, s) = project_with_series();
+    let (project, s) = ps::project_with_series();
     let tree = applied_tree(&project, &s);
     let run = project.xtask(&["verify", tree.to_str().unwrap()]);
     run.success()
@@ -69,7 +46,7 @@ fn verify_a_tree_exactly_as_recorded() {
 
 #[test]
 fn verify_reports_changed_not_applied_and_extra_changes() {
-    let (project, s) = project_with_series();
+    let (project, s) = ps::project_with_series();
     let tree = applied_tree(&project, &s);
     let amd = tree.join("drivers/amd");
     std::fs::write(amd.join("a.c"), "edited by hand\n").unwrap();
@@ -112,7 +89,7 @@ fn verify_reports_changed_not_applied_and_extra_changes() {
 
 #[test]
 fn verify_a_tree_without_record_against_the_recipe() {
-    let (project, s) = project_with_series();
+    let (project, s) = ps::project_with_series();
     let tree = project.root().join("kernel");
     std::fs::create_dir_all(&tree).unwrap();
     s.repo.git(&[

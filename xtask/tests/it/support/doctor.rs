@@ -219,3 +219,17 @@ pub fn knob<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Va
         .find(|k| k["name"] == name)
         .unwrap_or_else(|| panic!("knob {name} in {:#}", report["knobs"]))
 }
+
+/// An RDNA4 machine on Ubuntu's 6.14.0-36 (in the affected range by
+/// version) whose amdgpu modprobe would load is `module`.
+pub fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
+    let m = FakeMachine::new();
+    m.gpu(1, 120001, 0x7551)
+        .kernel("6.14.0-36-generic")
+        .cmdline("BOOT_IMAGE=/vmlinuz ro quiet")
+        .rocm("7.1.1-53", "1.1.0");
+    let dest = m.root().join("lib/modules/6.14.0-36-generic").join(rel);
+    std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
+    std::fs::copy(module, dest).unwrap();
+    m
+}

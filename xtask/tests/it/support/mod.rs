@@ -4,17 +4,25 @@
 #![allow(dead_code)]
 
 pub mod bounded;
+pub mod build_farm;
 pub mod codeobj;
+pub mod cwsr_off;
 pub mod demo;
+pub mod dkms;
 pub mod doctor;
 pub mod fetch;
 pub mod hipblaslt;
 pub mod http;
+pub mod initramfs;
 pub mod inplace;
+pub mod kernels;
 pub mod module_graph;
 pub mod package;
 pub mod patch;
+pub mod qemu;
+pub mod rebuild;
 pub mod rust_text;
+pub mod scripts;
 pub mod tools;
 pub mod upstream;
 

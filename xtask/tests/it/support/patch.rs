@@ -12,6 +12,7 @@ use xtask::recipe::Recipe;
 use xtask::report::Reporter;
 
 use crate::support::upstream::Upstream;
+use crate::support::Project;
 
 /// A test recipe: its `[package]` table, then `source` (the `[source]`
 /// table and any `[[patch]]`) as given, then a `[target]` for DKMS on
@@ -271,4 +272,27 @@ pub fn entries(dir: &Path) -> Vec<String> {
         .unwrap_or_default();
     v.sort();
     v
+}
+
+/// A project whose recipe `fix` carries the fixture series as curated files.
+pub fn project_with_series() -> (Project, Series) {
+    let project = Project::new();
+    let s = series(project.root());
+    let mut series = String::new();
+    let mut entries = String::new();
+    for (name, bytes) in &s.patches {
+        project.file(&format!("patches/fix/{name}"), bytes);
+        series.push_str(&format!("{name}\n"));
+        entries.push_str(&format!("[[patch]]\nfile = \"{name}\"\n\n"));
+    }
+    project.file("patches/fix/series", series);
+    project.recipe(
+        "fix",
+        &recipe_text(
+            "fix",
+            "0.1.0",
+            &format!("[source]\nlocal = \"upstream\"\n\n{entries}"),
+        ),
+    );
+    (project, s)
 }
