@@ -15,7 +15,7 @@ use super::http::Http;
 use crate::cache::Cache;
 use crate::hash::sha256_hex;
 use crate::patch::parse::{self, FilePatch};
-use crate::patch::Placement;
+use crate::placement::Placement;
 use crate::recipe::PatchPin;
 use crate::report::Reporter;
 

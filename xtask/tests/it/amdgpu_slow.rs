@@ -19,7 +19,7 @@ fn enabled() -> bool {
 /// The installed kernel releases of the 6.12 series that have headers,
 /// oldest first.
 fn debian_612_releases() -> Vec<String> {
-    let mut releases: Vec<(xtask::recipe::KernelVersion, String)> =
+    let mut releases: Vec<(xtask::kernel::KernelVersion, String)> =
         std::fs::read_dir("/lib/modules")
             .into_iter()
             .flatten()
@@ -28,7 +28,7 @@ fn debian_612_releases() -> Vec<String> {
             .filter(|r| {
                 r.starts_with("6.12.") && Path::new("/lib/modules").join(r).join("build").is_dir()
             })
-            .filter_map(|r| Some((xtask::recipe::KernelVersion::from_release(&r)?, r)))
+            .filter_map(|r| Some((xtask::kernel::KernelVersion::from_release(&r)?, r)))
             .collect();
     releases.sort();
     releases.into_iter().map(|(_, r)| r).collect()
@@ -163,7 +163,7 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         .expect("amdgpu-debian-6.12 has a kernel range");
     let older = debian_612_releases().into_iter().find(|r| {
         *r != kernel
-            && xtask::recipe::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
+            && xtask::kernel::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
     });
     let older = older.as_ref();
     if std::env::var("CI").is_ok_and(|v| v == "true") {
