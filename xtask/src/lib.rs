@@ -9,6 +9,7 @@ pub mod cache;
 pub mod codeobj;
 pub mod commands;
 pub mod diag;
+pub mod diff;
 pub mod dist;
 pub mod doctor;
 pub mod drift;

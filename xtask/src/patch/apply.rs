@@ -11,9 +11,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::hunk::{self, HunkFailure, HunkNote, Tolerance};
-use super::parse::{self, FilePatch};
 use super::tree::{self, Entry, Tree};
 use super::PatchInput;
+use crate::diff::{self, FilePatch};
 use crate::hash::sha256_hex;
 use crate::state::{FileChange, HunkRecord, PatchRecord};
 
@@ -378,5 +378,5 @@ pub fn check(root: &std::path::Path, patches: &[PatchInput], tol: Tolerance) -> 
 /// Parses a patch, naming it in the error.
 pub(super) fn parse_named(name: &str, bytes: &[u8]) -> Result<Vec<FilePatch>> {
     use anyhow::Context;
-    parse::parse(bytes).with_context(|| format!("parsing patch {name}"))
+    diff::parse(bytes).with_context(|| format!("parsing patch {name}"))
 }

@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::parse::{Hunk, HunkLine};
+use crate::diff::{Hunk, HunkLine};
 
 /// How far a hunk's context may differ from the file: exact context at any
 /// offset always, plus opt-in fuzz.
@@ -323,7 +323,7 @@ fn failure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::parse::parse;
+    use crate::diff::parse;
 
     fn hunks(patch: &str) -> Vec<Hunk> {
         parse(patch.as_bytes()).unwrap().remove(0).hunks

@@ -1,12 +1,12 @@
-//! The patch engine: parses patches ([`parse`]), places hunks ([`hunk`]) on
+//! The patch engine: reads patches (parsed by [`crate::diff`]), places hunks ([`hunk`]) on
 //! a confined [`tree::Tree`], applies a series all or nothing ([`apply`]) and
 //! builds a patched tree in a staging folder before moving it into place
 //! ([`stage`]). Apply reads and writes only the files the patches name.
 
 pub mod apply;
 pub mod hunk;
-pub mod parse;
 pub mod pristine;
+pub mod scan;
 pub mod stage;
 pub mod tree;
 
@@ -83,7 +83,7 @@ impl PatchInput {
     }
 
     /// The file changes the patch makes, at the paths its placement gives.
-    pub fn parse(&self) -> Result<Vec<parse::FilePatch>> {
+    pub fn parse(&self) -> Result<Vec<crate::diff::FilePatch>> {
         let mut files = apply::parse_named(&self.name, &self.bytes)?;
         if self.place == Placement::default() {
             return Ok(files);

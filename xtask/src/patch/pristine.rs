@@ -87,7 +87,7 @@ fn kept(dir: &Path, listing: &Path, reporter: &Reporter) -> Result<Option<Manife
     let Ok(manifest) = state::manifest_from_text(&text) else {
         return Ok(None);
     };
-    let now = crate::verify::scan(dir, reporter)?;
+    let now = super::scan::scan(dir, reporter)?;
     Ok((now == manifest).then_some(manifest))
 }
 
