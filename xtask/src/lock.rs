@@ -10,7 +10,8 @@ use toml_edit::{DocumentMut, TableLike};
 
 use crate::cache::Cache;
 use crate::fetch::git;
-use crate::fetch::inputs::{fixed, Net};
+use crate::fetch::inputs::fixed;
+use crate::fetch::net::Net;
 use crate::recipe::{PatchOrigin, Recipe, Source};
 use crate::workspace::Workspace;
 

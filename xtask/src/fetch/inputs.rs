@@ -5,92 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use super::http::{Http, HttpConfig};
+use super::net::Net;
+use super::tally::Tally;
 use super::{git, local, FetchOptions, Fetched, FetchedPatch, FetchedSource};
 use crate::cache::Cache;
 use crate::hash::{sha256_file, sha256_hex};
 use crate::recipe::{Patch, PatchOrigin, Recipe, Source};
 use crate::report::{human_size, Reporter};
 use crate::workspace::Workspace;
-
-/// The network, brought up on first use so that a run that finds everything
-/// in the cache (and every `--offline` run) opens no socket.
-pub struct Net {
-    offline: bool,
-    http: Option<Http>,
-    /// The cap on a git fetch of every branch and tag (`None`: none).
-    pub full_fetch_cap: Option<u64>,
-}
-
-impl Net {
-    pub fn new(offline: bool) -> Net {
-        Net {
-            offline,
-            http: None,
-            full_fetch_cap: git::full_fetch_cap(false),
-        }
-    }
-
-    pub fn http(&mut self) -> Result<&Http> {
-        anyhow::ensure!(
-            !self.offline,
-            "the network is needed but --offline was given"
-        );
-        if self.http.is_none() {
-            self.http = Some(Http::new(HttpConfig::from_env())?);
-        }
-        Ok(self.http.as_ref().expect("built above"))
-    }
-
-    /// apt, which `fetch/deb.rs` runs as a process: refused offline and
-    /// where there is none.
-    pub fn apt(&self) -> Result<()> {
-        anyhow::ensure!(
-            !self.offline,
-            "the network is needed but --offline was given"
-        );
-        anyhow::ensure!(
-            super::deb::apt_available(),
-            "apt-get is not on this machine"
-        );
-        Ok(())
-    }
-
-    pub fn git(&self) -> Result<()> {
-        anyhow::ensure!(
-            !self.offline,
-            "the network is needed but --offline was given"
-        );
-        Ok(())
-    }
-
-    /// The commit `reference` (HEAD when none) of the git repository at
-    /// `url` names now: what both `fetch --allow-unpinned` and `lock` take.
-    pub fn resolve_ref(
-        &self,
-        url: &str,
-        reference: Option<&str>,
-        reporter: &Reporter,
-    ) -> Result<String> {
-        self.git()?;
-        reporter.step(format!(
-            "source: resolving `{}` of {url}",
-            reference.unwrap_or("HEAD")
-        ));
-        git::resolve_ref(url, reference)
-    }
-}
-
-/// What fetching one input took.
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) cached: usize,
-    pub(super) downloaded: usize,
-    pub(super) bytes: u64,
-    pub(super) local: usize,
-    /// `(input, key, value)` of every pin taken by `--allow-unpinned`.
-    taken: Vec<(String, String, String)>,
-}
 
 pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
     let unpinned = recipe.unpinned();
