@@ -3,8 +3,9 @@
 
 use anyhow::Result;
 
-use super::git;
+use super::git::{self, GitFetched};
 use super::http::{Http, HttpConfig};
+use crate::cache::Cache;
 use crate::report::Reporter;
 
 /// The network, brought up on first use so that a run that finds everything
@@ -69,6 +70,43 @@ impl Net {
             reference.unwrap_or("HEAD")
         ));
         git::resolve_ref(url, reference)
+    }
+
+    /// A git source matched to a commit, and that commit brought into the
+    /// cache: the pinned `commit`, or where `reference` (HEAD when none)
+    /// points now when there is no pin, or (`follow_ref`, as `lock` does)
+    /// whenever a `ref` is named.
+    pub fn git_source(
+        &self,
+        cache: &Cache,
+        url: &str,
+        commit: Option<&str>,
+        reference: Option<&str>,
+        follow_ref: bool,
+        reporter: &Reporter,
+    ) -> Result<(String, GitFetched)> {
+        let commit = match commit {
+            Some(c) if !(follow_ref && reference.is_some()) => c.to_owned(),
+            _ => self.resolve_ref(url, reference, reporter)?,
+        };
+        let got = self.ensure_commit(cache, url, &commit, 1, reporter)?;
+        Ok((commit, got))
+    }
+
+    /// [`git::ensure_commit`] within this run's full-fetch cap; the network
+    /// asked for only when the cache lacks the commit.
+    pub fn ensure_commit(
+        &self,
+        cache: &Cache,
+        url: &str,
+        commit: &str,
+        depth: i32,
+        reporter: &Reporter,
+    ) -> Result<GitFetched> {
+        if !git::has_commit(cache, url, commit) {
+            self.git()?;
+        }
+        git::ensure_commit(cache, url, commit, depth, self.full_fetch_cap, reporter)
     }
 }
 
