@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use toml_edit::{DocumentMut, TableLike};
 
 use crate::cache::Cache;
-use crate::fetch::git;
-use crate::fetch::inputs::{fixed, Net};
+use crate::fetch::inputs::fixed;
+use crate::fetch::net::Net;
 use crate::recipe::{PatchOrigin, Recipe, Source};
 use crate::workspace::Workspace;
 
@@ -34,49 +34,7 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
     let cache = Cache::new(&ws.cache_dir);
     let _lock = cache.lock(reporter)?;
     let mut net = Net::new(false);
-    let mut changes = Vec::new();
-    match &recipe.source {
-        Source::Git {
-            url,
-            commit,
-            reference,
-            ..
-        } => {
-            let resolved = match (commit, reference) {
-                (Some(c), None) => c.clone(),
-                (_, reference) => net.resolve_ref(url, reference.as_deref(), reporter)?,
-            };
-            git::ensure_commit(&cache, url, &resolved, 1, net.full_fetch_cap, reporter)?;
-            if commit.as_deref() != Some(resolved.as_str()) {
-                let note = commit.as_ref().map(|_| {
-                    format!(
-                        "`ref = \"{}\"` now points at a new commit; the pin moves with it",
-                        reference.as_deref().unwrap_or("HEAD")
-                    )
-                });
-                changes.push(Change {
-                    key: "source.commit".into(),
-                    patch: None,
-                    old: commit.clone(),
-                    new: resolved,
-                    note,
-                });
-            }
-        }
-        Source::Tarball {
-            url, sha256: None, ..
-        } => {
-            let got = net.http()?.download(&cache, url, None, reporter)?;
-            changes.push(Change {
-                key: "source.sha256".into(),
-                patch: None,
-                old: None,
-                new: got.sha256,
-                note: None,
-            });
-        }
-        Source::Tarball { .. } | Source::Local { .. } | Source::Deb(_) => {}
-    }
+    let mut changes = source_changes(&cache, &mut net, reporter, &recipe.source)?;
     for (i, patch) in recipe.patches.iter().enumerate() {
         if patch.pin.diff_sha256.is_some() {
             // A fix pinned by its normalised diff stays as it is.
@@ -115,6 +73,62 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
     }
     if !changes.is_empty() {
         write_pins(&recipe.path, &changes)?;
+    }
+    Ok(changes)
+}
+
+/// The pins a source gains or moves: a git source's commit (where its
+/// `ref` points now), an unpinned tarball's sha256.
+fn source_changes(
+    cache: &Cache,
+    net: &mut Net,
+    reporter: &crate::report::Reporter,
+    source: &Source,
+) -> Result<Vec<Change>> {
+    let mut changes = Vec::new();
+    if let Source::Git {
+        url,
+        commit,
+        reference,
+        ..
+    } = source
+    {
+        let (resolved, _) = net.git_source(
+            cache,
+            url,
+            commit.as_deref(),
+            reference.as_deref(),
+            true,
+            reporter,
+        )?;
+        if commit.as_deref() != Some(resolved.as_str()) {
+            let note = commit.as_ref().map(|_| {
+                format!(
+                    "`ref = \"{}\"` now points at a new commit; the pin moves with it",
+                    reference.as_deref().unwrap_or("HEAD")
+                )
+            });
+            changes.push(Change {
+                key: "source.commit".into(),
+                patch: None,
+                old: commit.clone(),
+                new: resolved,
+                note,
+            });
+        }
+    }
+    if let Source::Tarball {
+        url, sha256: None, ..
+    } = source
+    {
+        let got = net.http()?.download(cache, url, None, reporter)?;
+        changes.push(Change {
+            key: "source.sha256".into(),
+            patch: None,
+            old: None,
+            new: got.sha256,
+            note: None,
+        });
     }
     Ok(changes)
 }

@@ -6,7 +6,8 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use crate::diag::UsageError;
-use crate::recipe::{KernelVersion, Recipe};
+use crate::kernel::KernelVersion;
+use crate::recipe::Recipe;
 
 /// The kernel release to build for: `--kernel`, else the newest release
 /// with headers under `<modules>/*/build`, else the running kernel.

@@ -98,6 +98,18 @@ fn leftover_pid(name: &str) -> Option<u32> {
         .ok()
 }
 
+/// Removes a folder when dropped, unless disarmed (its path taken): a
+/// staging folder that a refusal must not leave behind.
+pub struct RemoveOnDrop(pub Option<PathBuf>);
+
+impl Drop for RemoveOnDrop {
+    fn drop(&mut self) {
+        if let Some(dir) = self.0.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
 /// Removes the `<name>.staging-<pid>` and `<name>.old-<pid>` leftovers in
 /// `parent` of processes that are gone: the staging folders of an `apply
 /// --into` killed mid-way.

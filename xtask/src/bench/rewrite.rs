@@ -14,9 +14,10 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
+use crate::codeobj::bundle::ZSTD_LEVEL;
 use crate::codeobj::bundle::{self, Scratch};
 use crate::codeobj::llvm;
-use crate::codeobj::rewrite::{self, Rewrite, ZSTD_LEVEL, ZSTD_WINDOW_LOG};
+use crate::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
 
 /// What `bench rewrite` reads and how.
 #[derive(Debug, Clone)]

@@ -187,7 +187,7 @@ pub fn ensure_applied(cx: &mut Cx) -> Result<()> {
 /// Whether `recorded` is the record [`apply`] would write: the same recipe
 /// and version, the same pinned source, no patches, this transform, this tool.
 pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched) -> bool {
-    let pin = crate::patch::stage::source_pin(&fetched.source, &Default::default());
+    let pin = crate::extract::source_pin(&fetched.source, &Default::default());
     recorded.format == state::FORMAT
         && recorded.recipe.name == recipe.name
         && recorded.recipe.version == recipe.package.version
@@ -237,7 +237,7 @@ pub fn apply(
                 files,
                 transform: TRANSFORM.to_owned(),
             }],
-            source: crate::patch::stage::source_pin(&fetched.source, &Default::default()),
+            source: crate::extract::source_pin(&fetched.source, &Default::default()),
             tolerance: state::ToleranceRecord { fuzz: 0 },
             tool: state::ToolRef::current(),
         };

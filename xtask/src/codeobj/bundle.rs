@@ -18,6 +18,8 @@ pub const ZSTD: u16 = 1;
 /// The most bytes a bundle may decompress to, whatever its header says: the
 /// largest of Debian's hipBLASLt 7.1.1 is 171 MB.
 pub const MAX_UNCOMPRESSED: u64 = 1 << 30;
+/// The zstd level the rewritten frames are made at ([`Scratch::compress`]).
+pub const ZSTD_LEVEL: i32 = 9;
 
 /// What decompressing reuses from file to file: the output buffer and the
 /// zstd context (its window buffers), so a library costs no fresh memory per file.
@@ -49,7 +51,7 @@ impl Scratch {
         cctx.reset(ResetDirective::SessionAndParameters)
             .map_err(err)?;
         for p in [
-            CParameter::CompressionLevel(super::rewrite::ZSTD_LEVEL),
+            CParameter::CompressionLevel(ZSTD_LEVEL),
             CParameter::WindowLog(window_log.max(10)),
             CParameter::EnableLongDistanceMatching(true),
             CParameter::ContentSizeFlag(true),

@@ -68,79 +68,22 @@ const STT_FUNC: u8 = 2;
 /// function symbols in it. Every offset and length is checked against the
 /// file: a section outside it is an error, never a panic.
 pub fn parse(bytes: &[u8]) -> Result<CodeObject<'_>, String> {
-    let at = |off: u64, len: u64| -> Result<&[u8], String> {
-        let end = off.checked_add(len);
-        usize::try_from(off)
-            .ok()
-            .zip(end.and_then(|e| usize::try_from(e).ok()))
-            .and_then(|(o, e)| bytes.get(o..e))
-            .ok_or_else(|| {
-                format!(
-                    "ELF truncated: {len} bytes at {off} lie past the end ({} bytes)",
-                    bytes.len()
-                )
-            })
-    };
-    let u16_at = |off: u64| at(off, 2).map(|b| u16::from_le_bytes([b[0], b[1]]));
-    let u32_at = |off: u64| at(off, 4).map(|b| u32::from_le_bytes(b.try_into().expect("4")));
-    let u64_at = |off: u64| at(off, 8).map(|b| u64::from_le_bytes(b.try_into().expect("8")));
-    if at(0, 4)? != b"\x7fELF" {
-        return Err("not an ELF file".to_owned());
-    }
-    if at(4, 2)? != [2, 1] {
-        return Err("not a 64-bit little-endian ELF".to_owned());
-    }
-    let machine = u16_at(18)?;
-    if machine != EM_AMDGPU {
-        return Err(format!("ELF machine {machine} is not AMDGPU ({EM_AMDGPU})"));
-    }
-    let mach = u32_at(48)? & MACH_MASK;
-    let shoff = u64_at(40)?;
-    let shentsize = u64::from(u16_at(58)?);
-    let shnum = u64::from(u16_at(60)?);
-    let shstrndx = u64::from(u16_at(62)?);
-    if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
-        return Err(format!(
-            "ELF section table is not usable (entry size {shentsize}, {shnum} sections, names in {shstrndx})"
-        ));
-    }
-    // shnum and shentsize are u16: the product cannot overflow; the sum can.
-    at(shoff, shnum * shentsize).map_err(|_| {
-        format!(
-            "ELF section headers ({shnum} of {shentsize} bytes at {shoff}) lie outside the file ({} bytes)",
-            bytes.len()
-        )
-    })?;
-    struct Section {
-        name: u32,
-        kind: u32,
-        addr: u64,
-        offset: u64,
-        size: u64,
-        link: u32,
-        entsize: u64,
-    }
-    let section = |i: u64| -> Result<Section, String> {
-        let base = shoff + i * shentsize;
-        Ok(Section {
-            name: u32_at(base)?,
-            kind: u32_at(base + 4)?,
-            addr: u64_at(base + 16)?,
-            offset: u64_at(base + 24)?,
-            size: u64_at(base + 32)?,
-            link: u32_at(base + 40)?,
-            entsize: u64_at(base + 56)?,
-        })
-    };
-    let names = section(shstrndx)?;
-    let names = at(names.offset, names.size).map_err(|e| format!("section names: {e}"))?;
+    let elf = Elf(bytes);
+    let mach = header(elf)?;
+    let table = SectionTable::read(elf)?;
+    let names = table.section(elf, table.names)?;
+    let names = elf
+        .at(names.offset, names.size)
+        .map_err(|e| format!("section names: {e}"))?;
     let mut text = None;
     let mut symtab = None;
-    for i in 0..shnum {
-        let s = section(i)?;
+    for i in 0..table.count {
+        let s = table.section(elf, i)?;
         let name = names.get(s.name as usize..).unwrap_or_default();
         if name.starts_with(b".text\0") && text.is_none() {
-            let bytes = at(s.offset, s.size).map_err(|e| format!(".text: {e}"))?;
+            let bytes = elf
+                .at(s.offset, s.size)
+                .map_err(|e| format!(".text: {e}"))?;
             text = Some((i, bytes, s.offset as usize, s.addr));
         } else if s.kind == SHT_SYMTAB && symtab.is_none() {
             symtab = Some(s);
@@ -149,37 +92,10 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject<'_>, String> {
     let Some((text_index, text, text_offset, text_addr)) = text else {
         return Err("ELF has no .text section".to_owned());
     };
-    let mut functions = Vec::new();
-    if let Some(sym) = symtab {
-        if sym.entsize < 24 {
-            return Err(format!(
-                "ELF .symtab entry size {} is below 24",
-                sym.entsize
-            ));
-        }
-        let table = at(sym.offset, sym.size).map_err(|e| format!(".symtab: {e}"))?;
-        if u64::from(sym.link) >= shnum {
-            return Err(format!(".symtab links to section {}, of {shnum}", sym.link));
-        }
-        for entry in table.chunks_exact(sym.entsize as usize) {
-            let info = entry[4];
-            let shndx = u64::from(u16::from_le_bytes([entry[6], entry[7]]));
-            let value = u64::from_le_bytes(entry[8..16].try_into().expect("8"));
-            if info & 0xf != STT_FUNC || shndx != text_index {
-                continue;
-            }
-            let offset = value
-                .checked_sub(text_addr)
-                .filter(|o| *o <= text.len() as u64)
-                .ok_or_else(|| {
-                    format!(
-                        "ELF function symbol at 0x{value:x} lies outside .text (0x{text_addr:x}, {} bytes)",
-                        text.len()
-                    )
-                })?;
-            functions.push(offset as usize);
-        }
-    }
+    let mut functions = match symtab {
+        Some(sym) => function_offsets(elf, &sym, table.count, (text_index, text, text_addr))?,
+        None => Vec::new(),
+    };
     functions.sort_unstable();
     functions.dedup();
     Ok(CodeObject {
@@ -189,6 +105,157 @@ pub fn parse(bytes: &[u8]) -> Result<CodeObject<'_>, String> {
         text_addr,
         functions,
     })
+}
+
+/// The file's bytes, read only within bounds.
+#[derive(Clone, Copy)]
+struct Elf<'a>(&'a [u8]);
+
+impl<'a> Elf<'a> {
+    fn at(self, off: u64, len: u64) -> Result<&'a [u8], String> {
+        let end = off.checked_add(len);
+        usize::try_from(off)
+            .ok()
+            .zip(end.and_then(|e| usize::try_from(e).ok()))
+            .and_then(|(o, e)| self.0.get(o..e))
+            .ok_or_else(|| {
+                format!(
+                    "ELF truncated: {len} bytes at {off} lie past the end ({} bytes)",
+                    self.0.len()
+                )
+            })
+    }
+
+    fn u16_at(self, off: u64) -> Result<u16, String> {
+        self.at(off, 2).map(|b| u16::from_le_bytes([b[0], b[1]]))
+    }
+
+    fn u32_at(self, off: u64) -> Result<u32, String> {
+        self.at(off, 4)
+            .map(|b| u32::from_le_bytes(b.try_into().expect("4")))
+    }
+
+    fn u64_at(self, off: u64) -> Result<u64, String> {
+        self.at(off, 8)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("8")))
+    }
+}
+
+/// The ELF header checked (64-bit little-endian AMDGPU); the mach value of
+/// its `e_flags`.
+fn header(elf: Elf<'_>) -> Result<u32, String> {
+    if elf.at(0, 4)? != b"\x7fELF" {
+        return Err("not an ELF file".to_owned());
+    }
+    if elf.at(4, 2)? != [2, 1] {
+        return Err("not a 64-bit little-endian ELF".to_owned());
+    }
+    let machine = elf.u16_at(18)?;
+    if machine != EM_AMDGPU {
+        return Err(format!("ELF machine {machine} is not AMDGPU ({EM_AMDGPU})"));
+    }
+    Ok(elf.u32_at(48)? & MACH_MASK)
+}
+
+/// The section header table: where it is, its entry size and count, and
+/// the index of the section that holds the section names.
+struct SectionTable {
+    offset: u64,
+    entry_size: u64,
+    count: u64,
+    names: u64,
+}
+
+struct Section {
+    name: u32,
+    kind: u32,
+    addr: u64,
+    offset: u64,
+    size: u64,
+    link: u32,
+    entsize: u64,
+}
+
+impl SectionTable {
+    fn read(elf: Elf<'_>) -> Result<SectionTable, String> {
+        let shoff = elf.u64_at(40)?;
+        let shentsize = u64::from(elf.u16_at(58)?);
+        let shnum = u64::from(elf.u16_at(60)?);
+        let shstrndx = u64::from(elf.u16_at(62)?);
+        if shentsize < 64 || shnum == 0 || shstrndx >= shnum {
+            return Err(format!(
+                "ELF section table is not usable (entry size {shentsize}, {shnum} sections, names in {shstrndx})"
+            ));
+        }
+        // shnum and shentsize are u16: the product cannot overflow; the sum can.
+        elf.at(shoff, shnum * shentsize).map_err(|_| {
+            format!(
+                "ELF section headers ({shnum} of {shentsize} bytes at {shoff}) lie outside the file ({} bytes)",
+                elf.0.len()
+            )
+        })?;
+        Ok(SectionTable {
+            offset: shoff,
+            entry_size: shentsize,
+            count: shnum,
+            names: shstrndx,
+        })
+    }
+
+    fn section(&self, elf: Elf<'_>, i: u64) -> Result<Section, String> {
+        let base = self.offset + i * self.entry_size;
+        Ok(Section {
+            name: elf.u32_at(base)?,
+            kind: elf.u32_at(base + 4)?,
+            addr: elf.u64_at(base + 16)?,
+            offset: elf.u64_at(base + 24)?,
+            size: elf.u64_at(base + 32)?,
+            link: elf.u32_at(base + 40)?,
+            entsize: elf.u64_at(base + 56)?,
+        })
+    }
+}
+
+/// The offsets in `.text` of the `STT_FUNC` symbols of `sym` that lie in
+/// it (section `text_index`, at address `text_addr`), in symbol order.
+fn function_offsets(
+    elf: Elf<'_>,
+    sym: &Section,
+    shnum: u64,
+    (text_index, text, text_addr): (u64, &[u8], u64),
+) -> Result<Vec<usize>, String> {
+    if sym.entsize < 24 {
+        return Err(format!(
+            "ELF .symtab entry size {} is below 24",
+            sym.entsize
+        ));
+    }
+    let table = elf
+        .at(sym.offset, sym.size)
+        .map_err(|e| format!(".symtab: {e}"))?;
+    if u64::from(sym.link) >= shnum {
+        return Err(format!(".symtab links to section {}, of {shnum}", sym.link));
+    }
+    let mut functions = Vec::new();
+    for entry in table.chunks_exact(sym.entsize as usize) {
+        let info = entry[4];
+        let shndx = u64::from(u16::from_le_bytes([entry[6], entry[7]]));
+        let value = u64::from_le_bytes(entry[8..16].try_into().expect("8"));
+        if info & 0xf != STT_FUNC || shndx != text_index {
+            continue;
+        }
+        let offset = value
+            .checked_sub(text_addr)
+            .filter(|o| *o <= text.len() as u64)
+            .ok_or_else(|| {
+                format!(
+                    "ELF function symbol at 0x{value:x} lies outside .text (0x{text_addr:x}, {} bytes)",
+                    text.len()
+                )
+            })?;
+        functions.push(offset as usize);
+    }
+    Ok(functions)
 }
 
 #[cfg(test)]

@@ -47,49 +47,14 @@ const SDWA: u32 = 249;
 /// whose next dword is `w1` (0 when there is none: every encoding that
 /// reads it is at least 2 dwords long, so the caller's bounds check names
 /// the stream that ends there); 0 for an encoding gfx12 does not have
-/// ([`unknown`] says which). Plain arithmetic, no calls: it runs once per
-/// instruction of 4 GB of code, in test builds too.
+/// ([`unknown`] says which). Plain arithmetic, its helpers inlined: it
+/// runs once per instruction of 4 GB of code, in test builds too.
 pub fn length(w0: u32, w1: u32) -> usize {
-    // SALU
     if w0 >> 30 == 0b10 {
-        let ssrc0 = w0 & 0xff;
-        let ssrc1 = (w0 >> 8) & 0xff;
-        let op = w0 >> 23;
-        if op == 0x17d {
-            return 1 + (ssrc0 == LITERAL) as usize; // SOP1
-        }
-        if op == 0x17e {
-            return 1 + (ssrc0 == LITERAL || ssrc1 == LITERAL) as usize; // SOPC
-        }
-        if op == 0x17f {
-            return 1; // SOPP
-        }
-        if w0 >> 28 == 0b1011 {
-            // SOPK: only s_setreg_imm32_b32 carries a literal
-            return 1 + ((w0 >> 23) & 0x1f == 0x13) as usize;
-        }
-        // SOP2; s_fmaak_f32 (0x45) and s_fmamk_f32 (0x46) always carry one
-        let op = (w0 >> 23) & 0x7f;
-        return 1 + (ssrc0 == LITERAL || ssrc1 == LITERAL || op == 0x45 || op == 0x46) as usize;
+        return salu_length(w0);
     }
-    // VOP1, VOPC, VOP2
     if w0 >> 31 == 0 {
-        let src0 = w0 & 0x1ff;
-        if src0 == SDWA {
-            return 0;
-        }
-        let op = w0 >> 25;
-        // VOP2 v_fmamk_f32 0x2c, v_fmaak_f32 0x2d, v_fmamk_f16 0x37,
-        // v_fmaak_f16 0x38 carry their constant as the one literal
-        let extra = src0 == LITERAL
-            || src0 == DPP16
-            || src0 == DPP8
-            || src0 == DPP8_FI
-            || op == 0x2c
-            || op == 0x2d
-            || op == 0x37
-            || op == 0x38;
-        return 1 + extra as usize;
+        return vop_length(w0);
     }
     let top = w0 >> 26;
     // VOP3, VOP3SD; VOP3P (0xcc)
@@ -129,6 +94,51 @@ pub fn length(w0: u32, w1: u32) -> usize {
         return 3;
     }
     0
+}
+
+/// [`length`] of a SALU instruction (SOP1, SOPC, SOPP, SOPK, SOP2).
+#[inline(always)]
+fn salu_length(w0: u32) -> usize {
+    let ssrc0 = w0 & 0xff;
+    let ssrc1 = (w0 >> 8) & 0xff;
+    let op = w0 >> 23;
+    if op == 0x17d {
+        return 1 + (ssrc0 == LITERAL) as usize; // SOP1
+    }
+    if op == 0x17e {
+        return 1 + (ssrc0 == LITERAL || ssrc1 == LITERAL) as usize; // SOPC
+    }
+    if op == 0x17f {
+        return 1; // SOPP
+    }
+    if w0 >> 28 == 0b1011 {
+        // SOPK: only s_setreg_imm32_b32 carries a literal
+        return 1 + ((w0 >> 23) & 0x1f == 0x13) as usize;
+    }
+    // SOP2; s_fmaak_f32 (0x45) and s_fmamk_f32 (0x46) always carry one
+    let op = (w0 >> 23) & 0x7f;
+    1 + (ssrc0 == LITERAL || ssrc1 == LITERAL || op == 0x45 || op == 0x46) as usize
+}
+
+/// [`length`] of a VOP1, VOPC or VOP2 instruction (0 for SDWA).
+#[inline(always)]
+fn vop_length(w0: u32) -> usize {
+    let src0 = w0 & 0x1ff;
+    if src0 == SDWA {
+        return 0;
+    }
+    let op = w0 >> 25;
+    // VOP2 v_fmamk_f32 0x2c, v_fmaak_f32 0x2d, v_fmamk_f16 0x37,
+    // v_fmaak_f16 0x38 carry their constant as the one literal
+    let extra = src0 == LITERAL
+        || src0 == DPP16
+        || src0 == DPP8
+        || src0 == DPP8_FI
+        || op == 0x2c
+        || op == 0x2d
+        || op == 0x37
+        || op == 0x38;
+    1 + extra as usize
 }
 
 /// Why [`length`] knows no instruction that starts with `w0`.

@@ -168,6 +168,57 @@ impl Drop for Listing {
 const SITE_ON: &str = "s_setreg_imm32_b32 hwreg(26, 0, 2), 2";
 const SITE_OFF: &str = "s_setreg_imm32_b32 hwreg(26, 0, 2), 0";
 
+/// `bytes` in a temporary `<name>*.o` file in `dir`, removed when dropped.
+fn write_object(dir: &Path, name: &str, bytes: &[u8]) -> Result<tempfile::TempPath, String> {
+    let mut file = tempfile::Builder::new()
+        .prefix(name)
+        .suffix(".o")
+        .tempfile_in(dir)
+        .map_err(|e| format!("creating a temporary file in {}: {e}", dir.display()))?;
+    std::io::Write::write_all(&mut file, bytes)
+        .map_err(|e| format!("writing {}: {e}", file.path().display()))?;
+    Ok(file.into_temp_path())
+}
+
+/// One instruction of the listings, `b` before and `a` after, checked
+/// against the walker's (`at`, `len`): the same address and length, the
+/// same text but at a site, where `SITE_ON` became `SITE_OFF`. Whether it
+/// is a site.
+fn compare_line(
+    code: &elf::CodeObject<'_>,
+    (at, len): (usize, usize),
+    b: &Line,
+    a: &Line,
+) -> Result<bool, String> {
+    let offset = b.addr.checked_sub(code.text_addr);
+    if offset != Some(at as u64) || b.words * 4 != len || a.addr != b.addr {
+        return Err(format!(
+            "llvm-objdump's instruction at 0x{:x} ({} words: {}) is not the walker's (.text+0x{at:x}, {} bytes)",
+            b.addr,
+            b.words,
+            b.text,
+            len
+        ));
+    }
+    let is_site = len == 8
+        && code.text[at..at + 4] == elf::SETREG_SCHED_MODE.to_le_bytes()
+        && code.text[at + 4..at + 8] == elf::EXPERT_SCHED_ON.to_le_bytes();
+    if is_site {
+        if b.text != SITE_ON || a.text != SITE_OFF {
+            return Err(format!(
+                "at 0x{:x} the site reads `{}` before and `{}` after",
+                b.addr, b.text, a.text
+            ));
+        }
+    } else if a.text != b.text {
+        return Err(format!(
+            "at 0x{:x} the listings differ outside a site: `{}` became `{}`",
+            b.addr, b.text, a.text
+        ));
+    }
+    Ok(is_site)
+}
+
 /// Disassembles the code objects `original` and `rewritten` (ELF bytes)
 /// with `objdump`, both at once, reading their listings side by side:
 /// every line must be the same but at the sites our walker finds in
@@ -185,18 +236,8 @@ pub fn compare_disassembly(
         return Err("the rewritten code object's .text differs in size".to_owned());
     }
     let mcpu = code.gfx();
-    let write = |name: &str, bytes: &[u8]| -> Result<tempfile::TempPath, String> {
-        let mut file = tempfile::Builder::new()
-            .prefix(name)
-            .suffix(".o")
-            .tempfile_in(dir)
-            .map_err(|e| format!("creating a temporary file in {}: {e}", dir.display()))?;
-        std::io::Write::write_all(&mut file, bytes)
-            .map_err(|e| format!("writing {}: {e}", file.path().display()))?;
-        Ok(file.into_temp_path())
-    };
-    let before_path = write("original-", original)?;
-    let after_path = write("rewritten-", rewritten)?;
+    let before_path = write_object(dir, "original-", original)?;
+    let after_path = write_object(dir, "rewritten-", rewritten)?;
     let mut before = Listing::start(objdump, &mcpu, &before_path)?;
     let mut after = Listing::start(objdump, &mcpu, &after_path)?;
     let mut walker = isa::Instructions::of(&code);
@@ -220,33 +261,10 @@ pub fn compare_disassembly(
                 b.addr
             )
         })??;
-        let offset = b.addr.checked_sub(code.text_addr);
-        if offset != Some(at as u64) || b.words * 4 != len || a.addr != b.addr {
-            return Err(format!(
-                "llvm-objdump's instruction at 0x{:x} ({} words: {}) is not the walker's (.text+0x{at:x}, {} bytes)",
-                b.addr,
-                b.words,
-                b.text,
-                len
-            ));
-        }
+        let is_site = compare_line(&code, (at, len), &b, &a)?;
         counted.instructions += 1;
-        let is_site = len == 8
-            && code.text[at..at + 4] == elf::SETREG_SCHED_MODE.to_le_bytes()
-            && code.text[at + 4..at + 8] == elf::EXPERT_SCHED_ON.to_le_bytes();
         if is_site {
-            if b.text != SITE_ON || a.text != SITE_OFF {
-                return Err(format!(
-                    "at 0x{:x} the site reads `{}` before and `{}` after",
-                    b.addr, b.text, a.text
-                ));
-            }
             counted.sites += 1;
-        } else if a.text != b.text {
-            return Err(format!(
-                "at 0x{:x} the listings differ outside a site: `{}` became `{}`",
-                b.addr, b.text, a.text
-            ));
         }
     }
     if let Some(rest) = walker.next() {

@@ -24,8 +24,6 @@ use super::isa;
 /// hardware dependency check on.
 pub const SCHED_MODE_NORMAL: u32 = 0;
 
-/// The zstd level the rewritten frames are made at.
-pub const ZSTD_LEVEL: i32 = 9;
 /// The largest window (log2) a rewritten frame uses, and no larger than
 /// the original's: 27 is the window every zstd decoder accepts by default.
 pub const ZSTD_WINDOW_LOG: u32 = 27;

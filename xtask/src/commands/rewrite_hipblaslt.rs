@@ -163,106 +163,16 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         );
         return Ok(());
     }
-    let would = if args.check { "would be " } else { "" };
     let mut failed = Vec::new();
     let mut rewrote = false;
     for kernels in &libs {
-        if args.undo {
-            match inplace::undo(kernels, opts, &ws.reporter) {
-                Ok(u) if !u.had_record => {
-                    println!(
-                        "{}: no rewrite recorded, nothing to undo",
-                        kernels.display()
-                    )
-                }
-                Ok(u) => println!(
-                    "{}: {} kernel files {would}restored ({} already original){}",
-                    kernels.display(),
-                    u.restored.len(),
-                    u.already,
-                    if args.check {
-                        ""
-                    } else {
-                        "; record and kept originals removed"
-                    }
-                ),
-                Err(e) => failed.push(format!("{e:#}")),
-            }
-            continue;
-        }
-        let system = inplace::system_library(kernels);
-        let summary = match inplace::rewrite(kernels, opts, &ws.reporter) {
-            Ok(s) => s,
-            Err(e) => {
-                failed.push(format!("{e:#}"));
-                continue;
-            }
-        };
-        for rel in &summary.changed_since {
-            ws.reporter.warn(format!(
-                "{}: changed since it was rewritten (a package upgrade?): read again",
-                kernels.join(rel).display()
-            ));
-        }
-        if !summary.unreadable.is_empty() {
-            let names: Vec<String> = summary
-                .unreadable
-                .iter()
-                .map(|(rel, why)| format!("{}: {why}", kernels.join(rel).display()))
-                .collect();
-            failed.push(format!(
-                "{} left unchanged: {} kernel file(s) could not be read:\n  {}\n\
-                 move such a file out of the folder (and tell us), then run again",
-                kernels.display(),
-                names.len(),
-                names.join("\n  ")
-            ));
-            continue;
-        }
-        if args.check {
-            for (rel, sites) in &summary.rewritten {
-                println!(
-                    "would rewrite {} ({sites} sites)",
-                    kernels.join(rel).display()
-                );
-            }
-            if let Err(e) = inplace::ensure_writable(kernels) {
-                if !summary.rewritten.is_empty() {
-                    println!("  note: {e:#}");
-                }
-            }
-        }
-        rewrote |= !summary.rewritten.is_empty();
-        if summary.rewritten.is_empty() {
-            println!(
-                "{}: nothing to rewrite ({} kernel files rewritten before, {} without a site)",
-                kernels.display(),
-                summary.already,
-                summary.untouched
-            );
+        let done = if args.undo {
+            undo_one(ws, args, opts, kernels)
         } else {
-            println!(
-                "{}: {} kernel files {would}rewritten ({} sites: expert scheduling 2 -> 0, {} -> {}), {} rewritten before, {} without a site",
-                kernels.display(),
-                summary.rewritten.len(),
-                summary.sites(),
-                human_size(summary.bytes_before),
-                human_size(summary.bytes_after),
-                summary.already,
-                summary.untouched
-            );
-        }
-        if !args.check && !summary.rewritten.is_empty() {
-            println!(
-                "  originals and record in {} (undo: cargo xtask rewrite-hipblaslt --undo {})",
-                kernels.join(inplace::record::DIR).display(),
-                kernels.display()
-            );
-        }
-        if system && !summary.rewritten.is_empty() {
-            println!(
-                "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)"
-            );
+            rewrite_one(ws, args, opts, kernels).map(|r| rewrote |= r)
+        };
+        if let Err(why) = done {
+            failed.push(why);
         }
     }
     comgr_cache(args.check, args.undo, rewrote, &ws.reporter)?;
@@ -270,6 +180,120 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         anyhow::bail!("{}", failed.join("\n"));
     }
     Ok(())
+}
+
+/// `--undo` of one library, said; the failure's text when it fails.
+fn undo_one(
+    ws: &Workspace,
+    args: &Args,
+    opts: Options,
+    kernels: &Path,
+) -> std::result::Result<(), String> {
+    let would = if args.check { "would be " } else { "" };
+    match inplace::undo(kernels, opts, &ws.reporter) {
+        Ok(u) if !u.had_record => {
+            println!(
+                "{}: no rewrite recorded, nothing to undo",
+                kernels.display()
+            )
+        }
+        Ok(u) => println!(
+            "{}: {} kernel files {would}restored ({} already original){}",
+            kernels.display(),
+            u.restored.len(),
+            u.already,
+            if args.check {
+                ""
+            } else {
+                "; record and kept originals removed"
+            }
+        ),
+        Err(e) => return Err(format!("{e:#}")),
+    }
+    Ok(())
+}
+
+/// The rewrite (or with `--check`, its plan) of one library, said; whether
+/// it rewrote (or would rewrite) a file, or the failure's text.
+fn rewrite_one(
+    ws: &Workspace,
+    args: &Args,
+    opts: Options,
+    kernels: &Path,
+) -> std::result::Result<bool, String> {
+    let system = inplace::system_library(kernels);
+    let summary = inplace::rewrite(kernels, opts, &ws.reporter).map_err(|e| format!("{e:#}"))?;
+    for rel in &summary.changed_since {
+        ws.reporter.warn(format!(
+            "{}: changed since it was rewritten (a package upgrade?): read again",
+            kernels.join(rel).display()
+        ));
+    }
+    if !summary.unreadable.is_empty() {
+        let names: Vec<String> = summary
+            .unreadable
+            .iter()
+            .map(|(rel, why)| format!("{}: {why}", kernels.join(rel).display()))
+            .collect();
+        return Err(format!(
+            "{} left unchanged: {} kernel file(s) could not be read:\n  {}\n\
+             move such a file out of the folder (and tell us), then run again",
+            kernels.display(),
+            names.len(),
+            names.join("\n  ")
+        ));
+    }
+    if args.check {
+        for (rel, sites) in &summary.rewritten {
+            println!(
+                "would rewrite {} ({sites} sites)",
+                kernels.join(rel).display()
+            );
+        }
+        if let Err(e) = inplace::ensure_writable(kernels) {
+            if !summary.rewritten.is_empty() {
+                println!("  note: {e:#}");
+            }
+        }
+    }
+    say_rewritten(kernels, &summary, args.check, system);
+    Ok(!summary.rewritten.is_empty())
+}
+
+/// What the rewrite of one library did (or would do), and what follows.
+fn say_rewritten(kernels: &Path, summary: &inplace::Summary, check: bool, system: bool) {
+    let would = if check { "would be " } else { "" };
+    if summary.rewritten.is_empty() {
+        println!(
+            "{}: nothing to rewrite ({} kernel files rewritten before, {} without a site)",
+            kernels.display(),
+            summary.already,
+            summary.untouched
+        );
+        return;
+    }
+    println!(
+        "{}: {} kernel files {would}rewritten ({} sites: expert scheduling 2 -> 0, {} -> {}), {} rewritten before, {} without a site",
+        kernels.display(),
+        summary.rewritten.len(),
+        summary.sites(),
+        human_size(summary.bytes_before),
+        human_size(summary.bytes_after),
+        summary.already,
+        summary.untouched
+    );
+    if !check {
+        println!(
+            "  originals and record in {} (undo: cargo xtask rewrite-hipblaslt --undo {})",
+            kernels.join(inplace::record::DIR).display(),
+            kernels.display()
+        );
+    }
+    if system {
+        println!(
+            "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)"
+        );
+    }
 }
 
 /// Removes (or with `check`, lists) this user's comgr cache entries that

@@ -298,8 +298,8 @@ pub fn judge(elf: &[u8]) -> (TrapHandler, String) {
         (false, false) => {
             let before_gfx12 = release
                 .as_deref()
-                .and_then(crate::recipe::KernelVersion::from_release)
-                .is_some_and(|kv| kv < crate::recipe::KernelVersion(6, 11, 0));
+                .and_then(crate::kernel::KernelVersion::from_release)
+                .is_some_and(|kv| kv < crate::kernel::KernelVersion(6, 11, 0));
             match (before_gfx12, &release) {
                 (true, Some(r)) => (
                     TrapHandler::NoGfx12,

@@ -6,8 +6,8 @@ use serde::Serialize;
 
 use super::module::{ModuleFile, TrapHandler};
 use super::probe::Machine;
+use crate::kernel::KernelVersion;
 use crate::knowledge::{Build, Fault, Library, Severity, Version, VersionRange};
-use crate::recipe::KernelVersion;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]

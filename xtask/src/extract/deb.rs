@@ -10,7 +10,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::archive::stream;
+use super::tar_stream::stream;
 use super::Selection;
 use crate::state::Manifest;
 

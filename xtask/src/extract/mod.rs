@@ -7,12 +7,14 @@
 //!
 //! One file an idea: `limits` (how much one extraction may write), `sink`
 //! (the one writer every kind of source goes through, and where the refusals
-//! live), and one reader per kind of source: `archive` (and `deb`, the `ar`
-//! of a binary package it hands on), `dir`, `git`.
+//! live), and one reader per kind of source: `archive` (a file it hands on
+//! to `tar_stream`, the tar reader, or to `deb`, the `ar` of a binary
+//! package, whose members go through `tar_stream` too), `dir`, `git`.
 
 mod archive;
 mod deb;
 mod dir;
+mod tar_stream;
 pub(crate) use dir::sorted_entries;
 mod git;
 mod limits;
@@ -26,7 +28,7 @@ use globset::{Glob, GlobSet, GlobSetBuilder};
 use crate::fetch::FetchedSource;
 use crate::recipe::Source;
 use crate::report::Reporter;
-use crate::state::Manifest;
+use crate::state::{self, Manifest};
 
 pub use archive::{archive, archive_pinned};
 pub use deb::CONTROL_DIR;
@@ -63,6 +65,26 @@ impl Selection {
             // The whole package: its data members, and its control members under DEBIAN/.
             Source::Deb(_) => Selection::default(),
         }
+    }
+}
+
+/// How a tree records the source it was extracted from.
+pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
+    let (kind, pin) = match source {
+        FetchedSource::Archive { sha256, .. } => ("archive", Some(sha256.clone())),
+        FetchedSource::Dir { .. } => ("dir", None),
+        FetchedSource::Git { commit, .. } => ("git", Some(commit.clone())),
+    };
+    let selected = if sel.paths.is_empty() {
+        sel.include.clone()
+    } else {
+        sel.paths.clone()
+    };
+    state::SourcePin {
+        kind: kind.to_owned(),
+        pin,
+        selected,
+        strip: sel.strip,
     }
 }
 

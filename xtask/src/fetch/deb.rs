@@ -12,7 +12,8 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use super::inputs::{Net, Tally};
+use super::net::Net;
+use super::tally::Tally;
 use super::{local, FetchedSource};
 use crate::cache::Cache;
 use crate::hash::sha256_file;
@@ -107,14 +108,6 @@ fn archive(path: PathBuf, sha256: &str) -> FetchedSource {
         path,
         sha256: sha256.to_owned(),
     }
-}
-
-/// Whether apt can be run here.
-pub fn apt_available() -> bool {
-    Command::new("apt-get")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
 }
 
 /// `apt-get update` with the derived sources and private state, then

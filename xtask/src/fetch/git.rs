@@ -70,21 +70,7 @@ pub fn ensure_commit(
             advertised: Vec::new(),
         });
     }
-    let (repo, staging) = if dest.is_dir() {
-        let repo = Repository::open_bare(&dest)
-            .with_context(|| format!("opening the cached mirror {}", dest.display()))?;
-        (repo, None)
-    } else {
-        let staging = tempfile::Builder::new()
-            .prefix("clone-")
-            .suffix(".git")
-            .tempdir_in(cache.tmp_dir())
-            .with_context(|| format!("creating a folder in {}", cache.tmp_dir().display()))?;
-        let repo = Repository::init_bare(staging.path()).with_context(|| {
-            format!("creating a bare repository in {}", staging.path().display())
-        })?;
-        (repo, Some(staging))
-    };
+    let (repo, staging) = open_or_stage(cache, &dest)?;
     let keep = format!("refs/patchkit/{commit}");
     let mut remote = repo
         .remote_anonymous(url)
@@ -107,45 +93,15 @@ pub fn ensure_commit(
                 format!(" ({why})")
             }
         ));
-        let before = object_files(repo.path());
-        let all = fetch(
+        fetch_every_ref(
+            &repo,
             &mut remote,
-            &[
-                "+refs/heads/*:refs/remotes/origin/*".to_owned(),
-                "+refs/tags/*:refs/tags/*".to_owned(),
-            ],
-            None,
-            cap,
             url,
+            commit,
+            cap,
+            staging.is_none(),
             reporter,
-        );
-        if let Err(err) = all {
-            if staging.is_none() {
-                // An existing mirror keeps only what it had: every object
-                // file the stopped fetch wrote goes.
-                for path in object_files(repo.path()).difference(&before) {
-                    let _ = std::fs::remove_file(path);
-                }
-            }
-            if let Some(Capped { cap, received }) = err.downcast_ref::<Capped>() {
-                anyhow::bail!(
-                    "git {url} does not hand out commit {commit} by id, and fetching every branch \
-                     and tag of it stopped at the cap of {} ({} received): nothing of it was kept \
-                     in the cache. Give the patch its patch URL (`urls = [\"https://<host>/<repo>/\
-                     commit/{commit}.patch\"]`, or cgit's `.../patch/?id={commit}`), or run `cargo \
-                     xtask fetch <recipe> --allow-full-fetch` to fetch the whole repository \
-                     (PATCHKIT_GIT_MAX_BYTES moves the cap)",
-                    crate::report::human_size(*cap),
-                    crate::report::human_size(*received)
-                );
-            }
-            return Err(err).with_context(|| {
-                format!(
-                    "cannot fetch commit {commit} from {url}: check the URL and the network, then \
-                     run the command again"
-                )
-            });
-        }
+        )?;
     }
     let advertised = remote
         .list()
@@ -156,16 +112,7 @@ pub fn ensure_commit(
                 .collect()
         })
         .unwrap_or_default();
-    let found = repo.find_commit(oid).map_err(|_| {
-        anyhow::anyhow!(
-            "commit {commit} is not in {url}: it could not be fetched by id and no branch or tag \
-             reaches it; check the pinned `commit` (or run `cargo xtask lock <recipe>` to pin \
-             where `ref` points now)"
-        )
-    })?;
-    repo.reference(&keep, found.id(), true, "patchkit: keep the pinned commit")
-        .with_context(|| format!("writing {keep} in {}", repo.path().display()))?;
-    drop(found);
+    keep_commit(&repo, oid, &keep, url, commit)?;
     drop(remote);
     drop(repo);
     if let Some(staging) = staging {
@@ -183,6 +130,94 @@ pub fn ensure_commit(
         fetched: true,
         advertised,
     })
+}
+
+/// The cached mirror at `dest`, or a new bare repository in the cache's
+/// `tmp/` (with the folder that holds it) to be moved there once it holds
+/// the commit.
+fn open_or_stage(cache: &Cache, dest: &Path) -> Result<(Repository, Option<tempfile::TempDir>)> {
+    if dest.is_dir() {
+        let repo = Repository::open_bare(dest)
+            .with_context(|| format!("opening the cached mirror {}", dest.display()))?;
+        return Ok((repo, None));
+    }
+    let staging = tempfile::Builder::new()
+        .prefix("clone-")
+        .suffix(".git")
+        .tempdir_in(cache.tmp_dir())
+        .with_context(|| format!("creating a folder in {}", cache.tmp_dir().display()))?;
+    let repo = Repository::init_bare(staging.path())
+        .with_context(|| format!("creating a bare repository in {}", staging.path().display()))?;
+    Ok((repo, Some(staging)))
+}
+
+/// Every branch and tag of `url` fetched, up to `cap` bytes: for a server
+/// that does not hand out `commit` by id. A stopped fetch leaves an
+/// existing mirror (`existing`) with only what it had.
+fn fetch_every_ref(
+    repo: &Repository,
+    remote: &mut git2::Remote<'_>,
+    url: &str,
+    commit: &str,
+    cap: Option<u64>,
+    existing: bool,
+    reporter: &Reporter,
+) -> Result<()> {
+    let before = object_files(repo.path());
+    let all = fetch(
+        remote,
+        &[
+            "+refs/heads/*:refs/remotes/origin/*".to_owned(),
+            "+refs/tags/*:refs/tags/*".to_owned(),
+        ],
+        None,
+        cap,
+        url,
+        reporter,
+    );
+    if let Err(err) = all {
+        if existing {
+            // An existing mirror keeps only what it had: every object
+            // file the stopped fetch wrote goes.
+            for path in object_files(repo.path()).difference(&before) {
+                let _ = std::fs::remove_file(path);
+            }
+        }
+        if let Some(Capped { cap, received }) = err.downcast_ref::<Capped>() {
+            anyhow::bail!(
+                "git {url} does not hand out commit {commit} by id, and fetching every branch \
+                 and tag of it stopped at the cap of {} ({} received): nothing of it was kept \
+                 in the cache. Give the patch its patch URL (`urls = [\"https://<host>/<repo>/\
+                 commit/{commit}.patch\"]`, or cgit's `.../patch/?id={commit}`), or run `cargo \
+                 xtask fetch <recipe> --allow-full-fetch` to fetch the whole repository \
+                 (PATCHKIT_GIT_MAX_BYTES moves the cap)",
+                crate::report::human_size(*cap),
+                crate::report::human_size(*received)
+            );
+        }
+        return Err(err).with_context(|| {
+            format!(
+                "cannot fetch commit {commit} from {url}: check the URL and the network, then \
+                 run the command again"
+            )
+        });
+    }
+    Ok(())
+}
+
+/// Pins the fetched commit under `keep` so that it stays in the mirror;
+/// an error when neither the fetch by id nor any branch or tag brought it.
+fn keep_commit(repo: &Repository, oid: Oid, keep: &str, url: &str, commit: &str) -> Result<()> {
+    let found = repo.find_commit(oid).map_err(|_| {
+        anyhow::anyhow!(
+            "commit {commit} is not in {url}: it could not be fetched by id and no branch or tag \
+             reaches it; check the pinned `commit` (or run `cargo xtask lock <recipe>` to pin \
+             where `ref` points now)"
+        )
+    })?;
+    repo.reference(keep, found.id(), true, "patchkit: keep the pinned commit")
+        .with_context(|| format!("writing {keep} in {}", repo.path().display()))?;
+    Ok(())
 }
 
 /// A fetch stopped at the size cap.

@@ -193,61 +193,64 @@ impl Http {
         received: &Cell<u64>,
     ) -> Result<Downloaded, Failure> {
         let read_timeout = self.config.read_timeout;
-        let timed_out = || {
-            Failure::Retry(format!(
-                "no data for {} ms (read timeout)",
-                read_timeout.as_millis()
-            ))
-        };
         let mut response = tokio::time::timeout(read_timeout, self.client.get(url).send())
             .await
-            .map_err(|_| timed_out())?
+            .map_err(|_| timed_out(read_timeout))?
             .map_err(classify)?;
-        let status = response.status();
-        if status.is_redirection() {
-            // reqwest hands back, unfollowed, a redirect to a URL it cannot
-            // fetch (file://, data:, ...): say so rather than "client error".
-            let to = response
-                .headers()
-                .get(reqwest::header::LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .unwrap_or("")
-                .to_owned();
-            let scheme = response
-                .url()
-                .join(&to)
-                .map(|u| u.scheme().to_owned())
-                .unwrap_or_else(|_| "an invalid".to_owned());
-            return Err(Failure::Fatal(format!(
-                "redirect to a {scheme}:// URL refused ({status} to `{to}`): only http and https \
-                 redirects are followed; ask the server's owner, or point the recipe at the final \
-                 http(s) URL"
-            )));
-        }
-        if status.is_server_error() {
-            return Err(Failure::Retry(format!("the server answered {status}")));
-        }
-        if !status.is_success() {
-            return Err(Failure::Fatal(format!(
-                "the server answered {status}; check the URL (no retry for a client error)"
-            )));
-        }
+        check_status(&response)?;
         let max = self.config.max_bytes;
         let length = response.content_length();
         if let Some(len) = length.filter(|&len| len > max) {
             return Err(Failure::Fatal(too_big(len, max)));
         }
-        let fatal = |e: anyhow::Error| Failure::Fatal(format!("{e:#}"));
         let mut tmp = cache.tmp_file().map_err(fatal)?;
         let label = url.rsplit('/').find(|s| !s.is_empty()).unwrap_or(url);
         let mut progress = reporter.progress(format!("download {label}"), length, true);
+        let (total, actual) = self
+            .body(&mut response, &mut tmp, &mut progress, received)
+            .await?;
+        progress.finish();
+        if let Some(len) = length.filter(|&len| len != total) {
+            return Err(Failure::Retry(format!(
+                "the body was truncated: {total} of {len} bytes"
+            )));
+        }
+        if let Some(expected) = expected.filter(|e| *e != actual) {
+            return Err(Failure::Fatal(format!(
+                "sha256 mismatch: expected {expected}, got {actual}; nothing was cached. \
+                 If upstream changed the file on purpose, review it, then remove the old \
+                 `sha256` from the recipe and run `cargo xtask lock <recipe>`"
+            )));
+        }
+        let path = match cache.blob(&actual) {
+            Some(path) => path,
+            None => cache.admit(tmp, &actual).map_err(fatal)?,
+        };
+        Ok(Downloaded {
+            path,
+            sha256: actual,
+            bytes: total,
+        })
+    }
+
+    /// The response's body written to `tmp`, hashed as it comes, within the
+    /// read timeout, the least rate and the most bytes; returns its size
+    /// and sha256.
+    async fn body(
+        &self,
+        response: &mut reqwest::Response,
+        tmp: &mut tempfile::NamedTempFile,
+        progress: &mut crate::report::Progress,
+        received: &Cell<u64>,
+    ) -> Result<(u64, String), Failure> {
+        let (read_timeout, max) = (self.config.read_timeout, self.config.max_bytes);
         let mut hasher = crate::hash::Hasher::new();
         let mut total = 0u64;
         let mut rate = Rate::new(self.config.min_rate, read_timeout);
         loop {
             let chunk = tokio::time::timeout(read_timeout, response.chunk())
                 .await
-                .map_err(|_| timed_out())?
+                .map_err(|_| timed_out(read_timeout))?
                 .map_err(|e| {
                     Failure::Retry(format!(
                         "the connection broke after {total} bytes ({})",
@@ -267,30 +270,54 @@ impl Http {
                 .map_err(fatal)?;
             progress.inc(chunk.len() as u64);
         }
-        progress.finish();
-        if let Some(len) = length.filter(|&len| len != total) {
-            return Err(Failure::Retry(format!(
-                "the body was truncated: {total} of {len} bytes"
-            )));
-        }
-        let actual = hasher.hex();
-        if let Some(expected) = expected.filter(|e| *e != actual) {
-            return Err(Failure::Fatal(format!(
-                "sha256 mismatch: expected {expected}, got {actual}; nothing was cached. \
-                 If upstream changed the file on purpose, review it, then remove the old \
-                 `sha256` from the recipe and run `cargo xtask lock <recipe>`"
-            )));
-        }
-        let path = match cache.blob(&actual) {
-            Some(path) => path,
-            None => cache.admit(tmp, &actual).map_err(fatal)?,
-        };
-        Ok(Downloaded {
-            path,
-            sha256: actual,
-            bytes: total,
-        })
+        Ok((total, hasher.hex()))
     }
+}
+
+fn timed_out(read_timeout: Duration) -> Failure {
+    Failure::Retry(format!(
+        "no data for {} ms (read timeout)",
+        read_timeout.as_millis()
+    ))
+}
+
+fn fatal(e: anyhow::Error) -> Failure {
+    Failure::Fatal(format!("{e:#}"))
+}
+
+/// A redirect reqwest did not follow, a server error (retried) or a client
+/// error (not retried) as the attempt's failure.
+fn check_status(response: &reqwest::Response) -> Result<(), Failure> {
+    let status = response.status();
+    if status.is_redirection() {
+        // reqwest hands back, unfollowed, a redirect to a URL it cannot
+        // fetch (file://, data:, ...): say so rather than "client error".
+        let to = response
+            .headers()
+            .get(reqwest::header::LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .unwrap_or("")
+            .to_owned();
+        let scheme = response
+            .url()
+            .join(&to)
+            .map(|u| u.scheme().to_owned())
+            .unwrap_or_else(|_| "an invalid".to_owned());
+        return Err(Failure::Fatal(format!(
+            "redirect to a {scheme}:// URL refused ({status} to `{to}`): only http and https \
+             redirects are followed; ask the server's owner, or point the recipe at the final \
+             http(s) URL"
+        )));
+    }
+    if status.is_server_error() {
+        return Err(Failure::Retry(format!("the server answered {status}")));
+    }
+    if !status.is_success() {
+        return Err(Failure::Fatal(format!(
+            "the server answered {status}; check the URL (no retry for a client error)"
+        )));
+    }
+    Ok(())
 }
 
 /// The body's rate over windows of one read timeout: a window that

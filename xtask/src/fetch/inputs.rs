@@ -5,92 +5,14 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 
-use super::http::{Http, HttpConfig};
+use super::net::Net;
+use super::tally::Tally;
 use super::{git, local, FetchOptions, Fetched, FetchedPatch, FetchedSource};
 use crate::cache::Cache;
 use crate::hash::{sha256_file, sha256_hex};
 use crate::recipe::{Patch, PatchOrigin, Recipe, Source};
 use crate::report::{human_size, Reporter};
 use crate::workspace::Workspace;
-
-/// The network, brought up on first use so that a run that finds everything
-/// in the cache (and every `--offline` run) opens no socket.
-pub struct Net {
-    offline: bool,
-    http: Option<Http>,
-    /// The cap on a git fetch of every branch and tag (`None`: none).
-    pub full_fetch_cap: Option<u64>,
-}
-
-impl Net {
-    pub fn new(offline: bool) -> Net {
-        Net {
-            offline,
-            http: None,
-            full_fetch_cap: git::full_fetch_cap(false),
-        }
-    }
-
-    pub fn http(&mut self) -> Result<&Http> {
-        anyhow::ensure!(
-            !self.offline,
-            "the network is needed but --offline was given"
-        );
-        if self.http.is_none() {
-            self.http = Some(Http::new(HttpConfig::from_env())?);
-        }
-        Ok(self.http.as_ref().expect("built above"))
-    }
-
-    /// apt, which `fetch/deb.rs` runs as a process: refused offline and
-    /// where there is none.
-    pub fn apt(&self) -> Result<()> {
-        anyhow::ensure!(
-            !self.offline,
-            "the network is needed but --offline was given"
-        );
-        anyhow::ensure!(
-            super::deb::apt_available(),
-            "apt-get is not on this machine"
-        );
-        Ok(())
-    }
-
-    pub fn git(&self) -> Result<()> {
-        anyhow::ensure!(
-            !self.offline,
-            "the network is needed but --offline was given"
-        );
-        Ok(())
-    }
-
-    /// The commit `reference` (HEAD when none) of the git repository at
-    /// `url` names now: what both `fetch --allow-unpinned` and `lock` take.
-    pub fn resolve_ref(
-        &self,
-        url: &str,
-        reference: Option<&str>,
-        reporter: &Reporter,
-    ) -> Result<String> {
-        self.git()?;
-        reporter.step(format!(
-            "source: resolving `{}` of {url}",
-            reference.unwrap_or("HEAD")
-        ));
-        git::resolve_ref(url, reference)
-    }
-}
-
-/// What fetching one input took.
-#[derive(Default)]
-pub(super) struct Tally {
-    pub(super) cached: usize,
-    pub(super) downloaded: usize,
-    pub(super) bytes: u64,
-    pub(super) local: usize,
-    /// `(input, key, value)` of every pin taken by `--allow-unpinned`.
-    taken: Vec<(String, String, String)>,
-}
 
 pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
     let unpinned = recipe.unpinned();
@@ -258,20 +180,20 @@ fn fetch_source(
             reference,
             ..
         } => {
-            let commit = match commit {
-                Some(c) => c.clone(),
-                None => {
-                    let found = net.resolve_ref(url, reference.as_deref(), reporter)?;
-                    tally
-                        .taken
-                        .push(("source".into(), "commit".into(), found.clone()));
-                    found
-                }
-            };
-            if !git::has_commit(cache, url, &commit) {
-                net.git()?;
+            let commit_pinned = commit.is_some();
+            let (commit, got) = net.git_source(
+                cache,
+                url,
+                commit.as_deref(),
+                reference.as_deref(),
+                false,
+                reporter,
+            )?;
+            if !commit_pinned {
+                tally
+                    .taken
+                    .push(("source".into(), "commit".into(), commit.clone()));
             }
-            let got = git::ensure_commit(cache, url, &commit, 1, net.full_fetch_cap, reporter)?;
             if let (true, Some(reference)) = (got.fetched, reference) {
                 match git::find_ref(&got.advertised, reference) {
                     Some(now) if now != commit => reporter.warn(format!(
@@ -302,38 +224,43 @@ fn fetch_source(
         }
         Source::Deb(deb) => super::deb::fetch(cache, net, reporter, recipe, deb, tally),
         Source::Local { path, sha256, .. } => {
-            let checked = local::check(
-                path,
-                sha256.as_deref(),
-                Some(&cache.root().join("local-sha256")),
-            )?;
-            let actual = checked.sha256;
+            let fetched = local_source(cache, reporter, path, sha256.as_deref())?;
             tally.local += 1;
-            let shown = crate::diag::display_path(path);
-            if path.is_dir() {
-                let how = if sha256.is_some() {
-                    "verified"
-                } else {
-                    "tree hashed"
-                };
-                reporter.step(format!("source: folder {}: {how}", shown.display()));
-                Ok(FetchedSource::Dir { path: path.clone() })
-            } else {
-                let how = if checked.remembered {
-                    "unchanged since hashed (its bytes are checked again when extracted)"
-                } else if sha256.is_some() {
-                    "verified"
-                } else {
-                    "hashed"
-                };
-                reporter.step(format!("source: archive {}: {how}", shown.display()));
-                Ok(FetchedSource::Archive {
-                    path: path.clone(),
-                    sha256: actual,
-                })
-            }
+            Ok(fetched)
         }
     }
+}
+
+/// A local folder or archive, checked against its pin (or hashed).
+fn local_source(
+    cache: &Cache,
+    reporter: &Reporter,
+    path: &PathBuf,
+    sha256: Option<&str>,
+) -> Result<FetchedSource> {
+    let checked = local::check(path, sha256, Some(&cache.root().join("local-sha256")))?;
+    let shown = crate::diag::display_path(path);
+    if path.is_dir() {
+        let how = if sha256.is_some() {
+            "verified"
+        } else {
+            "tree hashed"
+        };
+        reporter.step(format!("source: folder {}: {how}", shown.display()));
+        return Ok(FetchedSource::Dir { path: path.clone() });
+    }
+    let how = if checked.remembered {
+        "unchanged since hashed (its bytes are checked again when extracted)"
+    } else if sha256.is_some() {
+        "verified"
+    } else {
+        "hashed"
+    };
+    reporter.step(format!("source: archive {}: {how}", shown.display()));
+    Ok(FetchedSource::Archive {
+        path: path.clone(),
+        sha256: checked.sha256,
+    })
 }
 
 /// A blob pinned by sha256 (or unpinned, with `--allow-unpinned`), from the
@@ -595,22 +522,6 @@ pub fn fixed(
         PatchOrigin::Url { url, .. } => (None, vec![url.clone()], None),
         PatchOrigin::File { .. } => anyhow::bail!("patch {} is a curated file", patch.name),
     };
-    let records = if pin.pinned_from.is_empty() {
-        "no `pinned_from` record is named in the recipe".to_owned()
-    } else {
-        format!("the pins came from: {}", pin.pinned_from.join("; "))
-    };
-    let mismatch =
-        |reasons: &[String]| {
-            anyhow::anyhow!(
-            "patch {}: what was served is not the pinned fix:\n{}\n{records}. `cargo xtask lock` \
-             leaves a pinned fix as it is; check the commit and the URLs, and only if upstream's \
-             fix itself changed remove `diff_sha256`/`produces` from the recipe and run `cargo \
-             xtask lock <recipe>` to pin what is served now",
-            patch.name,
-            reasons.iter().map(|r| format!("  - {r}")).collect::<Vec<_>>().join("\n")
-        )
-        };
     let mut reasons = Vec::new();
     if !urls.is_empty() {
         let http = net.http()?;
@@ -622,11 +533,7 @@ pub fn fixed(
                         "{} from {}, normalised, {}",
                         human_size(got.bytes),
                         got.url,
-                        if pin.is_pinned() {
-                            "verified"
-                        } else {
-                            "unpinned"
-                        }
+                        pinned_word(pin)
                     ),
                     path: got.path,
                     sha256: got.sha256,
@@ -635,7 +542,7 @@ pub fn fixed(
                 })
             }
             Err(tried) if tried.mismatch && pin.is_pinned() => {
-                return Err(mismatch(&tried.reasons))
+                return Err(not_the_pinned_fix(patch, &tried.reasons))
             }
             Err(tried) => reasons = tried.reasons,
         }
@@ -643,10 +550,31 @@ pub fn fixed(
     let (Some(commit), Some(git_url)) = (commit, git_url) else {
         anyhow::bail!("patch {}: {}", patch.name, reasons.join("; "));
     };
-    if !git::has_commit(cache, git_url, commit) {
-        net.git()?;
-    }
-    let got = git::ensure_commit(cache, git_url, commit, 2, net.full_fetch_cap, reporter)
+    fix_from_git(
+        cache,
+        net,
+        reporter,
+        patch,
+        key,
+        (git_url, commit),
+        &reasons,
+    )
+}
+
+/// The fix of `patch` as the diff git makes of `commit` of `git_url`,
+/// normalised and checked against its pins: where its patch URLs failed
+/// (for `reasons`) or it has none.
+fn fix_from_git(
+    cache: &Cache,
+    net: &mut Net,
+    reporter: &Reporter,
+    patch: &Patch,
+    key: &str,
+    (git_url, commit): (&str, &str),
+    reasons: &[String],
+) -> Result<Fix> {
+    let got = net
+        .ensure_commit(cache, git_url, commit, 2, reporter)
         .with_context(|| {
             if reasons.is_empty() {
                 format!("patch {}", patch.name)
@@ -661,23 +589,46 @@ pub fn fixed(
     let raw = git::commit_patch(&got.repo, commit)?;
     let normalised = super::patch_url::normalise(&raw)
         .with_context(|| format!("the diff of git {git_url} commit {commit}"))?;
-    super::patch_url::check(&raw, &normalised, Some(commit), pin, &patch.place)
-        .map_err(|why| mismatch(&[format!("git {git_url} @ {commit}: {why}")]))?;
+    super::patch_url::check(&raw, &normalised, Some(commit), &patch.pin, &patch.place)
+        .map_err(|why| not_the_pinned_fix(patch, &[format!("git {git_url} @ {commit}: {why}")]))?;
     let (path, sha256) = super::patch_url::admit(cache, key, &normalised)?;
     Ok(Fix {
         path,
         sha256,
         fetched: got.fetched,
         bytes: 0,
-        how: format!(
-            "diff made by git, normalised, {}",
-            if pin.is_pinned() {
-                "verified"
-            } else {
-                "unpinned"
-            }
-        ),
+        how: format!("diff made by git, normalised, {}", pinned_word(&patch.pin)),
     })
+}
+
+fn pinned_word(pin: &crate::recipe::PatchPin) -> &'static str {
+    if pin.is_pinned() {
+        "verified"
+    } else {
+        "unpinned"
+    }
+}
+
+/// What was served for a pinned fix is not it, for `reasons`.
+fn not_the_pinned_fix(patch: &Patch, reasons: &[String]) -> anyhow::Error {
+    let pin = &patch.pin;
+    let records = if pin.pinned_from.is_empty() {
+        "no `pinned_from` record is named in the recipe".to_owned()
+    } else {
+        format!("the pins came from: {}", pin.pinned_from.join("; "))
+    };
+    anyhow::anyhow!(
+        "patch {}: what was served is not the pinned fix:\n{}\n{records}. `cargo xtask lock` \
+         leaves a pinned fix as it is; check the commit and the URLs, and only if upstream's \
+         fix itself changed remove `diff_sha256`/`produces` from the recipe and run `cargo \
+         xtask lock <recipe>` to pin what is served now",
+        patch.name,
+        reasons
+            .iter()
+            .map(|r| format!("  - {r}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    )
 }
 
 /// A source pin that does not match, told with the records it came from

@@ -12,7 +12,9 @@ pub mod deb;
 pub mod git;
 pub mod http;
 pub mod local;
+pub(crate) mod net;
 pub mod patch_url;
+mod tally;
 
 use std::path::PathBuf;
 

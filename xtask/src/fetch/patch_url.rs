@@ -13,9 +13,9 @@ use anyhow::{Context, Result};
 
 use super::http::Http;
 use crate::cache::Cache;
+use crate::diff::{self, FilePatch};
 use crate::hash::sha256_hex;
-use crate::patch::parse::{self, FilePatch};
-use crate::patch::Placement;
+use crate::placement::Placement;
 use crate::recipe::PatchPin;
 use crate::report::Reporter;
 
@@ -27,7 +27,7 @@ use crate::report::Reporter;
 /// GitHub, `git format-patch` with any `--abbrev`) normalise to the same
 /// bytes; the result is itself a patch the engine applies.
 pub fn normalise(bytes: &[u8]) -> Result<Vec<u8>> {
-    let files = parse::parse(bytes)?;
+    let files = diff::parse(bytes)?;
     anyhow::ensure!(
         !files.is_empty(),
         "no file changes found: this is not a patch (an error page, or a commit without a diff?)"
@@ -146,7 +146,7 @@ pub fn check(
     if pin.produces.is_empty() {
         return Ok(());
     }
-    let files = parse::parse(raw).map_err(|e| format!("{e:#}"))?;
+    let files = diff::parse(raw).map_err(|e| format!("{e:#}"))?;
     for (path, blob) in &pin.produces {
         let fp = files
             .iter()

@@ -405,6 +405,31 @@ pub fn undo(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Undone
         ensure_writable(kernels)?;
         clean_staging(kernels)?;
     }
+    let restore = to_restore(kernels, &record, &mut done)?;
+    if opts.check {
+        done.restored = restore;
+        return Ok(done);
+    }
+    let mut progress = reporter.progress(
+        format!("restoring the kernel files of {}", kernels.display()),
+        Some(restore.len() as u64),
+        false,
+    );
+    for rel in restore {
+        restore_one(kernels, &rel, &record.files[&rel].original)?;
+        record.files.remove(&rel);
+        record.save(kernels)?;
+        done.restored.push(rel);
+        progress.inc(1);
+    }
+    forget(kernels)?;
+    Ok(done)
+}
+
+/// The recorded files still rewritten, whose kept originals are as
+/// recorded (those already back count in `done.already`); refused, with
+/// nothing changed, when some file changed since or lost its original.
+fn to_restore(kernels: &Path, record: &Record, done: &mut Undone) -> Result<Vec<String>> {
     let mut refusals = Vec::new();
     let mut restore = Vec::new();
     for (rel, entry) in &record.files {
@@ -435,35 +460,32 @@ pub fn undo(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Undone
             kernels.join(record::DIR).display()
         );
     }
-    if opts.check {
-        done.restored = restore;
-        return Ok(done);
+    Ok(restore)
+}
+
+/// Puts the kept original (`original`, relative to `kernels`) back at
+/// `rel`: hard-linked (copied where it cannot be) beside it, then renamed
+/// over it.
+fn restore_one(kernels: &Path, rel: &str, original: &str) -> Result<()> {
+    let file = kernels.join(rel);
+    let original = kernels.join(original);
+    let tmp = record::staging_of(&file, UNDO);
+    let _ = std::fs::remove_file(&tmp);
+    if std::fs::hard_link(&original, &tmp).is_err() {
+        let bytes =
+            std::fs::read(&original).with_context(|| format!("reading {}", original.display()))?;
+        let mode = {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::metadata(&file).map_or(0o644, |m| m.permissions().mode() & 0o7777)
+        };
+        record::write_synced(&tmp, &bytes, Some(mode))?;
     }
-    let mut progress = reporter.progress(
-        format!("restoring the kernel files of {}", kernels.display()),
-        Some(restore.len() as u64),
-        false,
-    );
-    for rel in restore {
-        let file = kernels.join(&rel);
-        let original = kernels.join(&record.files[&rel].original);
-        let tmp = record::staging_of(&file, UNDO);
-        let _ = std::fs::remove_file(&tmp);
-        if std::fs::hard_link(&original, &tmp).is_err() {
-            let bytes = std::fs::read(&original)
-                .with_context(|| format!("reading {}", original.display()))?;
-            let mode = {
-                use std::os::unix::fs::PermissionsExt;
-                std::fs::metadata(&file).map_or(0o644, |m| m.permissions().mode() & 0o7777)
-            };
-            record::write_synced(&tmp, &bytes, Some(mode))?;
-        }
-        record::rename_synced(&tmp, &file)?;
-        record.files.remove(&rel);
-        record.save(kernels)?;
-        done.restored.push(rel);
-        progress.inc(1);
-    }
+    record::rename_synced(&tmp, &file)
+}
+
+/// Removes the record folder once every file is restored: the kept
+/// originals, the record, the folder.
+fn forget(kernels: &Path) -> Result<()> {
     let dir = kernels.join(record::DIR);
     std::fs::remove_dir_all(dir.join("originals"))
         .or_else(|e| {
@@ -477,6 +499,5 @@ pub fn undo(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Undone
     std::fs::remove_file(record::path(kernels))
         .with_context(|| format!("removing {}", record::path(kernels).display()))?;
     std::fs::remove_dir(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    record::sync_dir(kernels)?;
-    Ok(done)
+    record::sync_dir(kernels)
 }

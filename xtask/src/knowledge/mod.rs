@@ -14,7 +14,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-use crate::recipe::KernelRange;
+use crate::kernel::KernelRange;
 pub use knobs::{Effect, Knob, KnobKind, Knobs};
 pub use parse::parse;
 pub use version::{Version, VersionRange};

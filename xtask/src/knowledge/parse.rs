@@ -12,7 +12,7 @@ use super::{
     Build, Fault, Fix, KernelFacts, Knowledge, Library, Mitigation, Severity, VersionRange,
 };
 use crate::diag::{Diag, InvalidInput};
-use crate::recipe::KernelRange;
+use crate::kernel::KernelRange;
 
 type Text = Spanned<String>;
 

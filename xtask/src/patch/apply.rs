@@ -11,9 +11,9 @@ use anyhow::Result;
 use serde::Serialize;
 
 use super::hunk::{self, HunkFailure, HunkNote, Tolerance};
-use super::parse::{self, FilePatch};
 use super::tree::{self, Entry, Tree};
 use super::PatchInput;
+use crate::diff::{self, FilePatch};
 use crate::hash::sha256_hex;
 use crate::state::{FileChange, HunkRecord, PatchRecord};
 
@@ -131,81 +131,7 @@ pub fn patch(tree: &Tree, files: &[FilePatch], tol: Tolerance) -> Result<Applied
     let mut before: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut notes = Vec::new();
     for fp in files {
-        let read = |changes: &BTreeMap<String, Option<Entry>>, rel: &str| match changes.get(rel) {
-            Some(e) => Ok(e.clone()),
-            None => tree.read(rel),
-        };
-        let fail = |problem: String| FileFailure {
-            file: fp.display_path().to_owned(),
-            problem: Some(problem),
-            blob: None,
-            hunks: Vec::new(),
-        };
-        for p in [&fp.old, &fp.new].into_iter().flatten() {
-            tree::confine(p).map_err(|e| fail(format!("{e:#}")))?;
-        }
-        let mut current = |changes: &BTreeMap<String, Option<Entry>>, rel: &str| {
-            let entry = read(changes, rel).map_err(|e| fail(format!("{e:#}")))?;
-            before
-                .entry(rel.to_owned())
-                .or_insert_with(|| entry.as_ref().map(|e| sha256_hex(&e.data)));
-            Ok::<_, FileFailure>(entry)
-        };
-        let old_entry = match &fp.old {
-            Some(old) => match current(&changes, old)? {
-                Some(e) => Some(e),
-                None => return Err(fail(format!("`{old}` does not exist in the tree"))),
-            },
-            None => None,
-        };
-        if let Some(new) = &fp.new {
-            let existing = current(&changes, new)?;
-            if existing.is_some() && fp.old.as_deref() != Some(new.as_str()) {
-                return Err(fail(format!("`{new}` already exists in the tree")));
-            }
-        }
-        if let Some(mode) = fp.new_mode.filter(|m| m & 0o170000 != 0o100000) {
-            return Err(fail(format!(
-                "mode {mode:o} (a symlink or submodule) is not supported; only regular files"
-            )));
-        }
-        let empty = Vec::new();
-        let old_data = old_entry.as_ref().map_or(&empty, |e| &e.data);
-        let (data, file_notes) =
-            hunk::apply(old_data, &fp.hunks, tol).map_err(|hunks| FileFailure {
-                file: fp.display_path().to_owned(),
-                problem: None,
-                blob: old_entry.as_ref().and_then(|e| blob_note(fp, &e.data)),
-                hunks,
-            })?;
-        notes.extend(file_notes.into_iter().map(|n: HunkNote| HunkRecord {
-            file: fp.display_path().to_owned(),
-            hunk: n.hunk,
-            line: n.line,
-            offset: n.offset,
-            fuzz: n.fuzz,
-        }));
-        match &fp.new {
-            None if !data.is_empty() => {
-                return Err(fail(
-                    "the file is to be deleted but keeps content the patch does not remove".into(),
-                ))
-            }
-            None => {}
-            Some(new) => {
-                let mode = fp
-                    .new_mode
-                    .map(|m| if m & 0o111 != 0 { 0o755 } else { 0o644 })
-                    .or(old_entry.as_ref().map(|e| e.mode))
-                    .unwrap_or(0o644);
-                changes.insert(new.clone(), Some(Entry { data, mode }));
-            }
-        }
-        if let Some(old) = &fp.old {
-            if fp.new.as_deref() != Some(old.as_str()) && !fp.copy {
-                changes.insert(old.clone(), None);
-            }
-        }
+        patch_file(tree, fp, tol, &mut changes, &mut before, &mut notes)?;
     }
     let files = changes
         .iter()
@@ -220,6 +146,113 @@ pub fn patch(tree: &Tree, files: &[FilePatch], tol: Tolerance) -> Result<Applied
         files,
         notes,
     })
+}
+
+/// The change of one file of a patch worked out onto `changes` (what the
+/// earlier files of the patch made is what it reads), with where its hunks
+/// landed in `notes`.
+fn patch_file(
+    tree: &Tree,
+    fp: &FilePatch,
+    tol: Tolerance,
+    changes: &mut BTreeMap<String, Option<Entry>>,
+    before: &mut BTreeMap<String, Option<String>>,
+    notes: &mut Vec<HunkRecord>,
+) -> Result<(), FileFailure> {
+    let fail = |problem: String| failure(fp, problem);
+    for p in [&fp.old, &fp.new].into_iter().flatten() {
+        tree::confine(p).map_err(|e| fail(format!("{e:#}")))?;
+    }
+    let old_entry = starting_entry(tree, fp, changes, before)?;
+    if let Some(mode) = fp.new_mode.filter(|m| m & 0o170000 != 0o100000) {
+        return Err(fail(format!(
+            "mode {mode:o} (a symlink or submodule) is not supported; only regular files"
+        )));
+    }
+    let empty = Vec::new();
+    let old_data = old_entry.as_ref().map_or(&empty, |e| &e.data);
+    let (data, file_notes) =
+        hunk::apply(old_data, &fp.hunks, tol).map_err(|hunks| FileFailure {
+            file: fp.display_path().to_owned(),
+            problem: None,
+            blob: old_entry.as_ref().and_then(|e| blob_note(fp, &e.data)),
+            hunks,
+        })?;
+    notes.extend(file_notes.into_iter().map(|n: HunkNote| HunkRecord {
+        file: fp.display_path().to_owned(),
+        hunk: n.hunk,
+        line: n.line,
+        offset: n.offset,
+        fuzz: n.fuzz,
+    }));
+    match &fp.new {
+        None if !data.is_empty() => {
+            return Err(fail(
+                "the file is to be deleted but keeps content the patch does not remove".into(),
+            ))
+        }
+        None => {}
+        Some(new) => {
+            let mode = fp
+                .new_mode
+                .map(|m| if m & 0o111 != 0 { 0o755 } else { 0o644 })
+                .or(old_entry.as_ref().map(|e| e.mode))
+                .unwrap_or(0o644);
+            changes.insert(new.clone(), Some(Entry { data, mode }));
+        }
+    }
+    if let Some(old) = &fp.old {
+        if fp.new.as_deref() != Some(old.as_str()) && !fp.copy {
+            changes.insert(old.clone(), None);
+        }
+    }
+    Ok(())
+}
+
+/// The file a change starts from (`None` for a new file): the old file must
+/// exist, and the new one must not unless it is the old one. What each file
+/// held first goes into `before`.
+fn starting_entry(
+    tree: &Tree,
+    fp: &FilePatch,
+    changes: &BTreeMap<String, Option<Entry>>,
+    before: &mut BTreeMap<String, Option<String>>,
+) -> Result<Option<Entry>, FileFailure> {
+    let mut current = |rel: &str| {
+        let entry = match changes.get(rel) {
+            Some(e) => Ok(e.clone()),
+            None => tree.read(rel),
+        }
+        .map_err(|e| failure(fp, format!("{e:#}")))?;
+        before
+            .entry(rel.to_owned())
+            .or_insert_with(|| entry.as_ref().map(|e| sha256_hex(&e.data)));
+        Ok::<_, FileFailure>(entry)
+    };
+    let old_entry = match &fp.old {
+        Some(old) => match current(old)? {
+            Some(e) => Some(e),
+            None => return Err(failure(fp, format!("`{old}` does not exist in the tree"))),
+        },
+        None => None,
+    };
+    if let Some(new) = &fp.new {
+        let existing = current(new)?;
+        if existing.is_some() && fp.old.as_deref() != Some(new.as_str()) {
+            return Err(failure(fp, format!("`{new}` already exists in the tree")));
+        }
+    }
+    Ok(old_entry)
+}
+
+/// A file of a patch refused for `problem`, before any hunk was tried.
+fn failure(fp: &FilePatch, problem: String) -> FileFailure {
+    FileFailure {
+        file: fp.display_path().to_owned(),
+        problem: Some(problem),
+        blob: None,
+        hunks: Vec::new(),
+    }
 }
 
 /// A patch of a series that did not apply.
@@ -378,5 +411,5 @@ pub fn check(root: &std::path::Path, patches: &[PatchInput], tol: Tolerance) -> 
 /// Parses a patch, naming it in the error.
 pub(super) fn parse_named(name: &str, bytes: &[u8]) -> Result<Vec<FilePatch>> {
     use anyhow::Context;
-    parse::parse(bytes).with_context(|| format!("parsing patch {name}"))
+    diff::parse(bytes).with_context(|| format!("parsing patch {name}"))
 }

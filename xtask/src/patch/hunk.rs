@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::parse::{Hunk, HunkLine};
+use crate::diff::{Hunk, HunkLine};
 
 /// How far a hunk's context may differ from the file: exact context at any
 /// offset always, plus opt-in fuzz.
@@ -236,7 +236,7 @@ fn push_line(out: &mut Vec<u8>, content: &[u8], line: Line) {
 
 /// A place found for a hunk: the line index of the first compared line, the
 /// context lines dropped at each end, and the fuzz.
-type Placement = (usize, usize, usize, usize);
+type HunkSite = (usize, usize, usize, usize);
 
 /// Where `old`, less `fuzz` context lines at each end, matches at or after
 /// `pos`: at `want` if it matches there, else at the one other place it
@@ -250,7 +250,7 @@ fn place(
     old: &[&HunkLine],
     (leading, trailing): (usize, usize),
     fuzz: usize,
-) -> Result<Option<Placement>, Vec<usize>> {
+) -> Result<Option<HunkSite>, Vec<usize>> {
     let lead = fuzz.min(leading);
     let trail = fuzz.min(trailing);
     if fuzz > 0 && lead + trail == 0 || lead + trail > old.len() {
@@ -323,7 +323,7 @@ fn failure(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::patch::parse::parse;
+    use crate::diff::parse;
 
     fn hunks(patch: &str) -> Vec<Hunk> {
         parse(patch.as_bytes()).unwrap().remove(0).hunks

@@ -1,12 +1,12 @@
-//! The patch engine: parses patches ([`parse`]), places hunks ([`hunk`]) on
+//! The patch engine: reads patches (parsed by [`crate::diff`]), places hunks ([`hunk`]) on
 //! a confined [`tree::Tree`], applies a series all or nothing ([`apply`]) and
 //! builds a patched tree in a staging folder before moving it into place
 //! ([`stage`]). Apply reads and writes only the files the patches name.
 
 pub mod apply;
 pub mod hunk;
-pub mod parse;
 pub mod pristine;
+pub mod scan;
 pub mod stage;
 pub mod tree;
 
@@ -19,6 +19,7 @@ pub use hunk::Tolerance;
 
 use crate::fetch::FetchedPatch;
 use crate::hash::sha256_hex;
+use crate::placement::Placement;
 use crate::recipe::{PatchOrigin, Recipe};
 
 /// One patch of a series, its bytes in memory (patches are small).
@@ -34,36 +35,6 @@ pub struct PatchInput {
     /// Tree path -> the git blob id the file must have once the patch
     /// landed (the recipe's `produces`); checked by [`apply::series`].
     pub produces: std::collections::BTreeMap<String, String>,
-}
-
-/// Where a patch's paths land in the tree: `strip` leading folders dropped
-/// (after `a/` and `b/`), then put under `directory`; as `patch -p<1+strip>`
-/// and `git am --directory` do. A monorepo commit (`projects/hipblaslt/...`)
-/// applies to a standalone tree with `strip = 2`; a standalone patch to the
-/// monorepo with `directory = "projects/hipblaslt"`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Placement {
-    pub strip: usize,
-    pub directory: Option<String>,
-}
-
-impl Placement {
-    /// `path` placed; `None` when it has no more than `strip` folders.
-    pub fn place(&self, path: &str) -> Option<String> {
-        let mut parts = path.split('/').filter(|p| !p.is_empty());
-        for _ in 0..self.strip {
-            parts.next()?;
-        }
-        let rest: Vec<&str> = parts.collect();
-        if rest.is_empty() {
-            return None;
-        }
-        let rest = rest.join("/");
-        Some(match &self.directory {
-            Some(dir) => format!("{dir}/{rest}"),
-            None => rest,
-        })
-    }
 }
 
 impl PatchInput {
@@ -112,7 +83,7 @@ impl PatchInput {
     }
 
     /// The file changes the patch makes, at the paths its placement gives.
-    pub fn parse(&self) -> Result<Vec<parse::FilePatch>> {
+    pub fn parse(&self) -> Result<Vec<crate::diff::FilePatch>> {
         let mut files = apply::parse_named(&self.name, &self.bytes)?;
         if self.place == Placement::default() {
             return Ok(files);

@@ -15,6 +15,7 @@ use crate::fetch::FetchedSource;
 use crate::recipe::Recipe;
 use crate::report::Reporter;
 use crate::state::{self, Manifest};
+use crate::workspace::RemoveOnDrop;
 
 /// A verified pristine tree and its listing.
 #[derive(Debug, Clone)]
@@ -33,7 +34,7 @@ pub fn ensure(
     reporter: &Reporter,
 ) -> Result<Pristine> {
     let selection = Selection::of(&recipe.source);
-    let pin = super::stage::source_pin(source, &selection);
+    let pin = extract::source_pin(source, &selection);
     let key = serde_json::to_string(&pin)?;
     let marker = dir.with_extension("pin");
     let listing = dir.with_extension("manifest");
@@ -64,7 +65,7 @@ pub fn ensure(
     std::fs::create_dir_all(&staging).with_context(|| format!("creating {}", staging.display()))?;
     // A refused source (a bomb, a path out of the tree, a corrupt archive)
     // takes its staging folder with it, as `apply` does.
-    let mut cleanup = super::stage::Cleanup(Some(staging.clone()));
+    let mut cleanup = RemoveOnDrop(Some(staging.clone()));
     let manifest = extract::extract(source, &selection, &staging, reporter)
         .with_context(|| format!("extracting {}", recipe.source_origin()))?;
     let text = state::manifest_to_text(&manifest);
@@ -87,7 +88,7 @@ fn kept(dir: &Path, listing: &Path, reporter: &Reporter) -> Result<Option<Manife
     let Ok(manifest) = state::manifest_from_text(&text) else {
         return Ok(None);
     };
-    let now = crate::verify::scan(dir, reporter)?;
+    let now = super::scan::scan(dir, reporter)?;
     Ok((now == manifest).then_some(manifest))
 }
 

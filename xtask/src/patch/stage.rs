@@ -11,10 +11,11 @@ use super::apply::{self, SeriesError};
 use super::tree::Tree;
 use super::{PatchInput, Tolerance};
 use crate::extract::{self, Selection};
-use crate::fetch::{Fetched, FetchedSource};
+use crate::fetch::Fetched;
 use crate::recipe::Recipe;
 use crate::report::Reporter;
 use crate::state::{self, FileId, Manifest, State};
+use crate::workspace::RemoveOnDrop;
 
 /// What `apply` did.
 #[derive(Debug, Clone)]
@@ -25,17 +26,6 @@ pub struct Report {
     pub files: usize,
 }
 
-/// Removes a folder when dropped, unless disarmed.
-pub(super) struct Cleanup(pub(super) Option<PathBuf>);
-
-impl Drop for Cleanup {
-    fn drop(&mut self) {
-        if let Some(dir) = self.0.take() {
-            let _ = std::fs::remove_dir_all(dir);
-        }
-    }
-}
-
 /// A fresh staging folder beside a tree that is to be made
 /// (`<name>.staging-<pid>`), taken only when the tree may be replaced, after
 /// the staging of killed runs is removed; removed again when dropped, so
@@ -43,7 +33,7 @@ impl Drop for Cleanup {
 /// into place.
 pub(crate) struct Staging {
     pub dir: PathBuf,
-    cleanup: Cleanup,
+    cleanup: RemoveOnDrop,
 }
 
 impl Staging {
@@ -60,7 +50,7 @@ impl Staging {
         }
         std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
         Ok(Staging {
-            cleanup: Cleanup(Some(dir.clone())),
+            cleanup: RemoveOnDrop(Some(dir.clone())),
             dir,
         })
     }
@@ -131,7 +121,7 @@ pub fn apply_recipe_from(
             version: recipe.package.version.clone(),
         },
         rewrites: Vec::new(),
-        source: source_pin(&fetched.source, &selection),
+        source: extract::source_pin(&fetched.source, &selection),
         tolerance: state::ToleranceRecord { fuzz: tol.fuzz },
         tool: state::ToolRef::current(),
     };
@@ -242,7 +232,7 @@ fn update_manifest(
 /// source and selection, the same patches in order, and the same tolerance.
 /// A tree applied with `apply --fuzz N` is not the strict tree a build makes.
 pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, tol: Tolerance) -> bool {
-    let pin = source_pin(&fetched.source, &Selection::of(&recipe.source));
+    let pin = extract::source_pin(&fetched.source, &Selection::of(&recipe.source));
     let same_patches = recorded.patches.len() == fetched.patches.len()
         && recorded
             .patches
@@ -257,26 +247,6 @@ pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, tol: Tolera
         && pin == recorded.source
         && recorded.tolerance == (state::ToleranceRecord { fuzz: tol.fuzz })
         && recorded.tool == state::ToolRef::current()
-}
-
-/// How a tree records the source it was extracted from.
-pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
-    let (kind, pin) = match source {
-        FetchedSource::Archive { sha256, .. } => ("archive", Some(sha256.clone())),
-        FetchedSource::Dir { .. } => ("dir", None),
-        FetchedSource::Git { commit, .. } => ("git", Some(commit.clone())),
-    };
-    let selected = if sel.paths.is_empty() {
-        sel.include.clone()
-    } else {
-        sel.paths.clone()
-    };
-    state::SourcePin {
-        kind: kind.to_owned(),
-        pin,
-        selected,
-        strip: sel.strip,
-    }
 }
 
 /// Refuses a destination that holds anything but a tree of ours or

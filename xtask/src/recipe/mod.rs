@@ -4,7 +4,6 @@
 
 mod config;
 mod grammar;
-mod kernel;
 mod raw;
 mod series;
 mod validate;
@@ -13,8 +12,6 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
-
-pub use kernel::{KernelRange, KernelVersion};
 
 /// A validated recipe.
 #[derive(Debug, Clone)]
@@ -192,7 +189,7 @@ pub struct Patch {
     /// means the whole context must match, at any offset).
     pub fuzz: usize,
     /// Where its paths land in the tree.
-    pub place: crate::patch::Placement,
+    pub place: crate::placement::Placement,
     /// What pins the fix itself, beside `sha256` of a rendering.
     pub pin: PatchPin,
 }
@@ -285,7 +282,7 @@ pub use crate::package::Format;
 #[derive(Debug, Clone)]
 pub struct Target {
     pub kind: Kind,
-    pub kernel: Option<KernelRange>,
+    pub kernel: Option<crate::kernel::KernelRange>,
     pub kernel_regex: Option<String>,
     pub formats: Vec<Format>,
     /// hipblaslt: what the built gfx12 kernels must show about expert

@@ -244,7 +244,7 @@ fn placement(
     c: &mut Checker,
     p: &RawPatch,
     key: &dyn Fn(&str) -> String,
-) -> crate::patch::Placement {
+) -> crate::placement::Placement {
     let strip = match &p.strip {
         None => 0,
         Some(n) if (0..=16).contains(n.get_ref()) => *n.get_ref() as usize,
@@ -278,7 +278,7 @@ fn placement(
         }
         Some(dir.to_owned())
     });
-    crate::patch::Placement { strip, directory }
+    crate::placement::Placement { strip, directory }
 }
 
 /// The `series` file must list exactly the patch files of the folder, in the

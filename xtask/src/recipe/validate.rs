@@ -13,8 +13,9 @@ use super::grammar::{
     check_sha256, check_shell_path, check_summary, check_version,
 };
 use super::raw::{self, RawRecipe, RawSource, Str, StrList};
-use super::{ExpertSched, Format, KernelRange, Kind, Package, Recipe, Source, Target};
+use super::{ExpertSched, Format, Kind, Package, Recipe, Source, Target};
 use crate::diag::{Diag, InvalidInput};
+use crate::kernel::KernelRange;
 use crate::package::Compression;
 
 pub(super) struct Checker<'a> {

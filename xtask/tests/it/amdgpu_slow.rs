@@ -142,7 +142,7 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
         .expect("amdgpu-debian-6.12 has a kernel range");
     let older = debian_612_releases().into_iter().find(|r| {
         *r != kernel
-            && xtask::recipe::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
+            && xtask::kernel::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
     });
     let older = older.as_ref();
     if crate::support::ci() {

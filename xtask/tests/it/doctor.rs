@@ -377,7 +377,7 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
             if let (Some(offered), Some(builds)) = (&fix.kernel, &recipe.target.kernel) {
                 let outside: Vec<String> = (0..=25)
                     .flat_map(|minor| (0..=300).map(move |patch| (minor, patch)))
-                    .map(|(minor, patch)| xtask::recipe::KernelVersion(6, minor, patch))
+                    .map(|(minor, patch)| xtask::kernel::KernelVersion(6, minor, patch))
                     .filter(|v| offered.matches(*v) && !builds.matches(*v))
                     .map(|v| v.to_string())
                     .collect();

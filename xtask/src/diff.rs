@@ -1,6 +1,7 @@
-//! Patch parsing: `git format-patch` mbox files, `diff --git` output and plain
-//! unified diffs (`diff -urN`, quilt) into per-file hunks. Bytes, not text:
-//! a patch may carry any encoding, and lines are compared exactly.
+//! Diff parsing, below `patch` and `fetch`: `git format-patch` mbox files,
+//! `diff --git` output and plain unified diffs (`diff -urN`, quilt) into
+//! per-file hunks. Bytes, not text: a patch may carry any encoding, and
+//! lines are compared exactly.
 
 use anyhow::{bail, Context, Result};
 

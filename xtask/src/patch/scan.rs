@@ -1,0 +1,100 @@
+//! The listing of a tree as it is on disk ([`scan`]): every file but
+//! `.patchkit/` with its mode, sha256 and size, hashed on every core. The
+//! pristine tree is checked against it before each use, and `verify`
+//! compares a patched tree's record with it.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use anyhow::{Context, Result};
+
+use crate::report::Reporter;
+use crate::state::{self, FileId, Manifest};
+
+/// Every file below `root` but `.patchkit/`, hashed on every core.
+pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
+    let mut files: Vec<(String, PathBuf)> = Vec::new();
+    let mut manifest = Manifest::new();
+    let mut stack = vec![(String::new(), root.to_path_buf())];
+    while let Some((rel_dir, dir)) = stack.pop() {
+        for entry in
+            std::fs::read_dir(&dir).with_context(|| format!("listing {}", dir.display()))?
+        {
+            let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if rel_dir.is_empty() && name == state::DIR {
+                continue;
+            }
+            let rel = if rel_dir.is_empty() {
+                name
+            } else {
+                format!("{rel_dir}/{name}")
+            };
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                stack.push((rel, entry.path()));
+            } else if kind.is_symlink() {
+                let target = std::fs::read_link(entry.path())?;
+                let target = target.to_string_lossy();
+                manifest.insert(
+                    rel,
+                    FileId {
+                        mode: 0o120000,
+                        sha256: crate::hash::sha256_hex(target.as_bytes()),
+                        size: target.len() as u64,
+                    },
+                );
+            } else if kind.is_file() {
+                files.push((rel, entry.path()));
+            } else {
+                let odd = FileId {
+                    mode: 0,
+                    sha256: String::new(),
+                    size: 0,
+                };
+                manifest.insert(rel, odd);
+            }
+        }
+    }
+    let mut progress = reporter.progress("verify: hashing", Some(files.len() as u64), false);
+    let next = AtomicUsize::new(0);
+    let found = Mutex::new(BTreeMap::new());
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+    std::thread::scope(|s| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                s.spawn(|| -> Result<()> {
+                    let mut mine = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some((rel, path)) = files.get(i) else {
+                            break;
+                        };
+                        mine.push((rel.clone(), hash_file(path)?));
+                    }
+                    found.lock().expect("hash results").extend(mine);
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .try_for_each(|w| w.join().expect("hashing thread panicked"))
+    })?;
+    progress.inc(files.len() as u64);
+    manifest.extend(found.into_inner().expect("hash results"));
+    Ok(manifest)
+}
+
+/// A file's identity, hashed unless this build already hashed it (the
+/// patched tree's files are hard links to the pristine tree's).
+fn hash_file(path: &Path) -> Result<FileId> {
+    let (digests, meta) = crate::hash::memo::of_file(path, crate::hash::memo::Want::SHA256)?;
+    Ok(FileId {
+        mode: 0o100000 | super::tree::mode_of(&meta),
+        sha256: hex::encode(digests.sha256.expect("asked for")),
+        size: meta.len(),
+    })
+}
