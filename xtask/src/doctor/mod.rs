@@ -12,6 +12,7 @@ pub mod module;
 pub mod pid;
 pub mod probe;
 pub mod secure_boot;
+pub mod steps;
 pub mod tensile;
 pub mod verdict;
 
@@ -23,6 +24,7 @@ use serde::Serialize;
 
 use crate::knowledge::{Knowledge, Severity};
 pub use probe::{Machine, Probe};
+pub use steps::Step;
 pub use verdict::{assess, Status, Verdict};
 
 /// The machine and a verdict per known fault.
@@ -69,7 +71,7 @@ pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
         .iter()
         .flat_map(|f| f.mitigation.env.keys().cloned())
         .collect();
-    names.insert(verdict::LIBRARY_PATH.to_owned());
+    names.insert(steps::LIBRARY_PATH.to_owned());
     names
 }
 
@@ -81,25 +83,17 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         .iter()
         .map(|fault| {
             let mut verdict = assess(fault, &machine);
-            let missing: Vec<&str> = fault
+            let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
+            let missing: Vec<String> = fault
                 .fixes
                 .iter()
                 .map(|f| &f.recipe)
                 .chain(fault.stopgap.iter())
-                .filter(|r| !recipes.contains(*r))
-                .filter(|r| {
-                    verdict.next.iter().any(|s| {
-                        s.split(|c: char| c.is_whitespace() || c == ',')
-                            .any(|w| w == r.as_str())
-                    })
-                })
-                .map(String::as_str)
+                .filter(|r| !recipes.contains(*r) && named.contains(r.as_str()))
+                .cloned()
                 .collect();
             if !missing.is_empty() {
-                verdict.next.push(format!(
-                    "(not in this checkout yet: {}; update rocm-patchkit)",
-                    missing.join(", ")
-                ));
+                verdict.next.push(Step::NotInCheckout(missing));
             }
             FaultReport {
                 id: fault.id.clone(),
@@ -200,7 +194,7 @@ impl Report {
         };
         line(&mut out, "hipBLASLt", hipblaslt);
         for lib in &m.hipblaslt_libraries {
-            let mut notes = vec![lib.kind.clone()];
+            let mut notes = vec![lib.kind.to_string()];
             notes.extend(lib.version.clone());
             if let Some(prefix) = &lib.ours {
                 notes.push(format!("patched: loads ours from {prefix}"));
