@@ -124,7 +124,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
         Some(pid) => {
             let (process, env) = doctor::pid::read(&root, pid)?;
             let names = doctor::env_names(&knowledge);
-            doctor::pid::apply(
+            doctor::probe::apply_process(
                 &root,
                 &process,
                 &env,
@@ -177,7 +177,10 @@ fn checkout_recipes(ws: &Workspace) -> (BTreeSet<String>, BTreeSet<String>) {
 }
 
 /// What kept a kernel library unjudged, listed with the rest unread.
-fn unjudged_library_problems(root: &Path, machine: &doctor::Machine) -> Vec<doctor::probe::Unread> {
+fn unjudged_library_problems(
+    root: &Path,
+    machine: &doctor::Machine,
+) -> Vec<doctor::fsread::Unread> {
     let kernel_libraries: BTreeSet<&str> = machine
         .hipblaslt_libraries
         .iter()

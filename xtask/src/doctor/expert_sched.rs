@@ -1,9 +1,9 @@
 //! The hipBLASLt side of the expert-scheduling fault: what the kernels of
 //! every hipBLASLt found on the machine say, folded into the fault's verdict
-//! once the kernel side is known to lack the fix. Pure, like [`super::verdict`], which it lies below.
+//! once the kernel side is known to lack the fix. Pure, like the verdicts it feeds (it lies below them).
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
-use super::probe::Machine;
+use super::machine::Machine;
 use super::steps::Step;
 use crate::codeobj::Judgement;
 

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::fsread::{self, Root};
+use super::fsread::{self, Root, Unread};
 use crate::codeobj::{self, Cache, Judgement};
 
 /// Where a library a program can load comes from.
@@ -111,13 +111,13 @@ impl Places {
 
 /// Why a `--python` folder (a path on the machine) cannot be searched:
 /// missing, a symlink loop, not a folder; `None` when it is a folder.
-pub fn unreadable_python(root: &Path, python: &Path) -> Option<super::probe::Unread> {
+pub fn unreadable_python(root: &Path, python: &Path) -> Option<Unread> {
     let why = match Root::new(root).meta(python) {
         Ok(meta) if meta.kind == fsread::Kind::Dir => return None,
         Ok(meta) => format!("is {}, not a folder", meta.kind.describe()),
         Err(u) => u.why,
     };
-    Some(super::probe::Unread {
+    Some(Unread {
         path: fsread::shown(python),
         why: format!("--python: {why}: no Python environment searched there"),
     })
@@ -389,7 +389,7 @@ fn judge_kernels(root: &Path, kernels: &Path, cache: &mut Cache, threads: usize)
 /// What keeps the kernel library at `kernels` (a machine path) from being
 /// read as the machine holds it ([`Root::host_reading_differs`]); empty when
 /// nothing does, or when there is no such folder (that is said elsewhere).
-pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<super::probe::Unread> {
+pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<Unread> {
     if !Root::new(root).is_dir(kernels) {
         return Vec::new();
     }

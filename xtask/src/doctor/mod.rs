@@ -7,7 +7,9 @@ mod dkms;
 mod expert_sched;
 pub mod fsread;
 pub mod hipblaslt;
+pub mod knob_verdicts;
 pub mod knobs;
+pub mod machine;
 pub mod module;
 pub mod pid;
 pub mod probe;
@@ -23,7 +25,8 @@ use anyhow::Result;
 use serde::Serialize;
 
 use crate::knowledge::{Knowledge, Severity};
-pub use probe::{Machine, Probe};
+pub use machine::Machine;
+pub use probe::Probe;
 pub use steps::Step;
 pub use verdict::{assess, Status, Verdict};
 
@@ -33,7 +36,7 @@ pub struct Report {
     pub machine: Machine,
     pub faults: Vec<FaultReport>,
     /// Every knob set on the machine, judged.
-    pub knobs: Vec<knobs::KnobReport>,
+    pub knobs: Vec<knob_verdicts::KnobReport>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -105,7 +108,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
             }
         })
         .collect::<Vec<_>>();
-    let knobs = knobs::judge(&knowledge.knobs, &machine, &faults);
+    let knobs = knob_verdicts::judge(&knowledge.knobs, &machine, &faults);
     Report {
         machine,
         faults,
@@ -323,7 +326,7 @@ impl Report {
                 .map_or(String::new(), |v| format!(", {v} in effect"));
             let head = format!("{}={} ({}{effect})", s.name, s.value, s.from);
             match k.judgement {
-                knobs::Judgement::NoEffect | knobs::Judgement::NoKnownEffect => {
+                knob_verdicts::Judgement::NoEffect | knob_verdicts::Judgement::NoKnownEffect => {
                     out.push_str(&format!("  {head}: {}\n", k.judgement.label()));
                 }
                 _ => {

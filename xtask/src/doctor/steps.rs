@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::Serialize;
 
-use super::probe::Machine;
+use super::machine::Machine;
 use crate::knowledge::{Build, Fault, Version};
 use crate::recipe::KernelVersion;
 

@@ -5,8 +5,8 @@
 use serde::Serialize;
 
 use super::expert_sched::{self, Settled};
+use super::machine::Machine;
 use super::module::{ModuleFile, TrapHandler};
-use super::probe::Machine;
 use super::steps::{self, Step, LIBRARY_PATH};
 use crate::knowledge::{Build, Fault, Library, Severity, Version, VersionRange};
 use crate::recipe::KernelVersion;

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use super::*;
+use crate::doctor::machine::{AmdgpuModule, DkmsPackage, Gpu};
 use crate::doctor::module::{ModuleFile, TrapHandler};
-use crate::doctor::probe::{AmdgpuModule, DkmsPackage, Gpu};
 use crate::knowledge::{self, Knowledge};
 
 fn knowledge() -> Knowledge {
