@@ -1,5 +1,6 @@
 //! Located diagnostics: `path:line:col: message`, collected so that a user
-//! sees every problem of a recipe at once, and the exit status they map to.
+//! sees every problem of a recipe at once, and the typed errors of invalid
+//! input (`crate::error` maps both to exit status 2).
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -65,8 +66,7 @@ pub fn display_path(path: &Path) -> PathBuf {
         .unwrap_or_else(|| path.to_path_buf())
 }
 
-/// Every problem found in a recipe (and the files it names). Maps to exit
-/// status 2.
+/// Every problem found in a recipe (and the files it names). Exit status 2.
 #[derive(Debug)]
 pub struct InvalidInput(pub Vec<Diag>);
 
@@ -83,19 +83,6 @@ impl fmt::Display for InvalidInput {
 }
 
 impl std::error::Error for InvalidInput {}
-
-/// Exit status for a failure: 2 for invalid input (bad recipe, bad
-/// arguments), 1 for everything else.
-pub fn exit_code(err: &anyhow::Error) -> i32 {
-    if err
-        .chain()
-        .any(|e| e.is::<InvalidInput>() || e.is::<UsageError>())
-    {
-        2
-    } else {
-        1
-    }
-}
 
 /// A command was called with arguments that cannot work (exit status 2).
 #[derive(Debug)]

@@ -1,11 +1,11 @@
-//! `cargo xtask`: parses flags and dispatches; each command lives in
-//! `commands/<name>.rs` with one `run`.
+//! `cargo xtask`: parses the flags; `run.rs` lists the commands (each in
+//! `commands/<name>.rs` with one `run`), dispatches and maps the ending to
+//! the exit status.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
-use xtask::commands;
+use clap::Parser;
 use xtask::report::{Mode, Reporter};
 use xtask::workspace::Workspace;
 
@@ -36,30 +36,7 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     #[command(subcommand)]
-    command: Command,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    Doctor(commands::doctor::Args),
-    /// List the recipes in recipes/ with their kind, version and pin state
-    List(commands::list::Args),
-    /// Show what a recipe would fetch, apply and publish (no network, no writes)
-    Plan(commands::plan::Args),
-    Fetch(commands::fetch::Args),
-    Lock(commands::lock::Args),
-    Apply(commands::apply::Args),
-    /// Check a patched tree against its record, a tree against a series, or a dist/ folder
-    Verify(commands::verify::Args),
-    /// Check whether the series still applies to a newer upstream
-    Drift(commands::drift::Args),
-    Build(commands::build::Args),
-    BuildDkms(commands::build_dkms::Args),
-    BuildConfig(commands::build_config::Args),
-    BuildHipblaslt(commands::build_hipblaslt::Args),
-    RewriteHipblaslt(commands::rewrite_hipblaslt::Args),
-    /// Benchmarks (commands, not tests) against the reference tools
-    Bench(commands::bench::Args),
+    command: xtask::run::Command,
 }
 
 fn main() -> ExitCode {
@@ -68,41 +45,5 @@ fn main() -> ExitCode {
         cli.cache_dir.clone(),
         Reporter::new(Mode::detect(cli.quiet)),
     );
-    let result = match &cli.command {
-        Command::Doctor(args) => commands::doctor::run(&ws, args),
-        Command::List(args) => commands::list::run(&ws, args),
-        Command::Plan(args) => commands::plan::run(&ws, args),
-        Command::Build(args) => commands::build::run(&ws, args),
-        Command::BuildDkms(args) => commands::build_dkms::run(&ws, args),
-        Command::Fetch(args) => commands::fetch::run(&ws, args),
-        Command::Lock(args) => commands::lock::run(&ws, args),
-        Command::Apply(args) => commands::apply::run(&ws, args),
-        Command::Verify(args) => commands::verify::run(&ws, args),
-        Command::Drift(args) => commands::drift::run(&ws, args),
-        Command::Bench(args) => commands::bench::run(&ws, args),
-        Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(&ws, args),
-        Command::BuildConfig(args) => commands::build_config::run(&ws, args),
-        Command::RewriteHipblaslt(args) => commands::rewrite_hipblaslt::run(&ws, args),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            let code = xtask::diag::exit_code(&err);
-            // text from outside (paths, entry names, recipe values) is in
-            // the messages: printed through the one escaping function
-            let safe = |text: String| xtask::report::safe(&text).into_owned();
-            if let Some(invalid) = err.downcast_ref::<xtask::diag::InvalidInput>() {
-                eprintln!("{}", safe(invalid.to_string()));
-                let outer = err.to_string();
-                if outer == invalid.to_string() {
-                    eprintln!("error: the recipe is invalid (see above)");
-                } else {
-                    eprintln!("error: {}", safe(outer));
-                }
-            } else {
-                eprintln!("error: {}", safe(format!("{err:#}")));
-            }
-            ExitCode::from(code as u8)
-        }
-    }
+    xtask::run::run(&ws, &cli.command)
 }

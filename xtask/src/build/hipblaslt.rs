@@ -9,11 +9,12 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
 use super::{plan, Assembled, Options};
 use crate::hipblaslt::{self, cmake, kernels, packages, toolchain::Toolchain, BuildMode};
+use crate::manifest::Manifest;
 use crate::recipe::{Format, Recipe};
 use crate::workspace::Workspace;
 
@@ -36,6 +37,45 @@ impl Default for Settings {
             mode: BuildMode::Auto,
             jobs: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
         }
+    }
+}
+
+/// Whether a hipBLASLt build made the library, as its manifest records it
+/// (`build.binary`: `built`, or `skipped: <why>`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Binary {
+    Built,
+    /// No usable toolchain: only the source was published, for this reason.
+    Skipped {
+        why: String,
+    },
+}
+
+impl Binary {
+    const KEY: &str = "binary";
+    const SKIPPED: &str = "skipped: ";
+
+    /// The value the manifest's `build` map holds under `binary`.
+    fn param(&self) -> String {
+        match self {
+            Binary::Built => "built".to_owned(),
+            Binary::Skipped { why } => format!("{}{why}", Binary::SKIPPED),
+        }
+    }
+
+    /// What a published hipBLASLt build's manifest records.
+    pub fn recorded(manifest: &Manifest) -> Result<Binary> {
+        let value = manifest
+            .build
+            .get(Binary::KEY)
+            .with_context(|| format!("the manifest records no `build.{}`", Binary::KEY))?;
+        Ok(match value.strip_prefix(Binary::SKIPPED) {
+            Some(why) => Binary::Skipped {
+                why: why.to_owned(),
+            },
+            None if value == "built" => Binary::Built,
+            None => bail!("the manifest's `build.{}` is `{value}`", Binary::KEY),
+        })
     }
 }
 
@@ -90,7 +130,7 @@ impl Part {
         ]);
         match &self.toolchain {
             Ok(tc) => params.extend([
-                ("binary".to_owned(), "built".to_owned()),
+                (Binary::KEY.to_owned(), Binary::Built.param()),
                 ("rocm_path".to_owned(), tc.prefix.display().to_string()),
                 (
                     "rocm_version".to_owned(),
@@ -100,7 +140,8 @@ impl Part {
                 ("install_prefix".to_owned(), self.install_prefix.clone()),
             ]),
             Err(why) => {
-                params.insert("binary".to_owned(), format!("skipped: {why}"));
+                let skipped = Binary::Skipped { why: why.clone() };
+                params.insert(Binary::KEY.to_owned(), skipped.param());
             }
         }
         params

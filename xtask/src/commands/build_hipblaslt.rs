@@ -5,9 +5,10 @@
 
 use std::path::PathBuf;
 
-use anyhow::{bail, Result};
+use anyhow::{bail, Context, Result};
 
-use crate::build::{self, hipblaslt::Settings, Options, Outcome};
+use crate::build::hipblaslt::{Binary, Settings};
+use crate::build::{self, Options, Outcome};
 use crate::diag::{display_path, UsageError};
 use crate::fetch::FetchOptions;
 use crate::hipblaslt::{self, toolchain, BuildMode};
@@ -98,18 +99,17 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     for output in outputs.keys() {
         crate::outln!("{}", display_path(&dir.join(output)).display());
     }
-    let binary = Manifest::read(dir)
-        .and_then(|m| m.build.get("binary").cloned())
-        .unwrap_or_default();
-    match binary.strip_prefix("skipped: ") {
-        None => crate::outln!(
+    let manifest = Manifest::read(dir)
+        .with_context(|| format!("reading the manifest of {}", display_path(dir).display()))?;
+    match Binary::recorded(&manifest)? {
+        Binary::Built => crate::outln!(
             "built {} for {}: {} package(s) and the source in {}",
             recipe.name,
             hipblaslt::normalize_gpu_targets(&args.gpu_targets)?,
             outputs.keys().filter(|o| is_package(o)).count(),
             display_path(dir).display()
         ),
-        Some(why) => crate::outln!(
+        Binary::Skipped { why } => crate::outln!(
             "published the source of {} in {}; binary build skipped: {why}",
             recipe.name,
             display_path(dir).display()
@@ -129,10 +129,13 @@ fn is_package(name: &str) -> bool {
 fn default_recipe(ws: &Workspace, args: &Args) -> Result<String> {
     let mut candidates = Vec::new();
     for name in recipe::list(&ws.root)? {
-        if let Ok(r) = Recipe::load(&ws.root, &name) {
-            if r.target.kind == Kind::Hipblaslt {
-                candidates.push(r);
-            }
+        match Recipe::load(&ws.root, &name) {
+            Ok(r) if r.target.kind == Kind::Hipblaslt => candidates.push(r),
+            Ok(_) => {}
+            // it may be the one meant: say why it is not a candidate
+            Err(err) => ws.reporter.warn(format!(
+                "recipe {name} could not be read, so it is not a candidate: {err:#}"
+            )),
         }
     }
     let names = || {

@@ -3,12 +3,13 @@
 
 use std::collections::BTreeSet;
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
 use crate::codeobj;
 use crate::doctor;
+use crate::error::Error;
 use crate::knowledge::Knowledge;
 use crate::recipe::{self, Kind, Recipe};
 use crate::report;
@@ -77,7 +78,25 @@ pub struct Args {
     pub pid: Option<u32>,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+/// Prints the report; a known fault affecting the machine unmitigated ends
+/// in [`Error::FaultsAffect`] (exit status 3).
+pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
+    let report = diagnose(ws, args)?;
+    if args.json {
+        report::out_json(&report.to_json()?);
+    } else {
+        report::out(&report.to_text());
+    }
+    if !report.affected().is_empty() {
+        std::io::stdout().flush().context("writing the report")?;
+        return Err(Error::FaultsAffect);
+    }
+    Ok(())
+}
+
+/// Reads the machine below `--root` (or the process of `--pid`) and judges
+/// every known fault on it.
+fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     let knowledge = Knowledge::load(&ws.root)?;
     let root = std::path::absolute(&args.root)
         .with_context(|| format!("resolving --root {}", args.root.display()))?;
@@ -88,16 +107,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             args.root.display()
         ))
     );
-    let mut recipes = BTreeSet::new();
-    let mut ours = BTreeSet::new();
-    for name in recipe::list(&ws.root).unwrap_or_default() {
-        if let Ok(r) = Recipe::load(&ws.root, &name) {
-            if r.target.kind == Kind::Dkms {
-                ours.insert(r.package.name.clone());
-            }
-        }
-        recipes.insert(name);
-    }
+    let (recipes, ours) = checkout_recipes(ws);
     let mut machine = doctor::probe(&root, &knowledge, &ours);
     let mut cache = match codeobj::default_cache_path() {
         Some(path) if !args.no_cache => codeobj::Cache::load(path),
@@ -110,11 +120,11 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     }
     let places = doctor::hipblaslt::Places::from_env(&args.python);
     machine.comgr = doctor::comgr::find(&root);
-    let env: std::collections::BTreeMap<String, String> = match args.pid {
+    let env = match args.pid {
         Some(pid) => {
             let (process, env) = doctor::pid::read(&root, pid)?;
             let names = doctor::env_names(&knowledge);
-            doctor::pid::apply(
+            doctor::probe::apply_process(
                 &root,
                 &process,
                 &env,
@@ -133,7 +143,44 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         }
     };
     machine.knob_settings = doctor::knobs::read(&root, &env, &knowledge.knobs);
-    // what kept a kernel library unjudged is listed with the rest unread
+    let problems = unjudged_library_problems(&root, &machine);
+    machine.unread.extend(problems);
+    if let Err(err) = cache.save() {
+        ws.reporter.warn(format!("{err:#}"));
+    }
+    Ok(doctor::diagnose(&knowledge, machine, &recipes))
+}
+
+/// The recipes of this checkout, and the DKMS package names they build
+/// (doctor calls those ours). A recipe it cannot read is named in a
+/// warning: its package is then not known as ours.
+fn checkout_recipes(ws: &Workspace) -> (BTreeSet<String>, BTreeSet<String>) {
+    let names = recipe::list(&ws.root).unwrap_or_else(|err| {
+        ws.reporter.warn(format!(
+            "{err:#}: every recipe a next step names is taken as not in this checkout"
+        ));
+        Vec::new()
+    });
+    let mut ours = BTreeSet::new();
+    for name in &names {
+        match Recipe::load(&ws.root, name) {
+            Ok(r) if r.target.kind == Kind::Dkms => {
+                ours.insert(r.package.name.clone());
+            }
+            Ok(_) => {}
+            Err(err) => ws.reporter.warn(format!(
+                "recipe {name} could not be read, so its package is not known as ours: {err:#}"
+            )),
+        }
+    }
+    (names.into_iter().collect(), ours)
+}
+
+/// What kept a kernel library unjudged, listed with the rest unread.
+fn unjudged_library_problems(
+    root: &Path,
+    machine: &doctor::Machine,
+) -> Vec<doctor::fsread::Unread> {
     let kernel_libraries: BTreeSet<&str> = machine
         .hipblaslt_libraries
         .iter()
@@ -141,26 +188,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .filter(|l| matches!(l.judgement, codeobj::Judgement::CannotTell { .. }))
         .map(|l| l.kernels.as_str())
         .collect();
-    let mut problems = Vec::new();
-    for kernels in kernel_libraries {
-        problems.extend(doctor::hipblaslt::kernel_library_problems(
-            &root,
-            std::path::Path::new(kernels),
-        ));
-    }
-    machine.unread.extend(problems);
-    if let Err(err) = cache.save() {
-        ws.reporter.warn(format!("{err:#}"));
-    }
-    let report = doctor::diagnose(&knowledge, machine, &recipes);
-    if args.json {
-        report::out_json(&report.to_json()?);
-    } else {
-        report::out(&report.to_text());
-    }
-    if !report.affected().is_empty() {
-        std::io::stdout().flush().context("writing the report")?;
-        std::process::exit(3);
-    }
-    Ok(())
+    kernel_libraries
+        .into_iter()
+        .flat_map(|kernels| doctor::hipblaslt::kernel_library_problems(root, Path::new(kernels)))
+        .collect()
 }

@@ -7,8 +7,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use super::fsread::Unread;
 use super::fsread::{self, Kind, Root};
-use super::probe::{AmdgpuModule, DkmsPackage, Probe, Unread};
+use super::machine::{AmdgpuModule, DkmsPackage};
+use super::probe::Probe;
 
 impl Probe<'_> {
     pub(super) fn dkms(

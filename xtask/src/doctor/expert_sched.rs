@@ -1,17 +1,25 @@
 //! The hipBLASLt side of the expert-scheduling fault: what the kernels of
 //! every hipBLASLt found on the machine say, folded into the fault's verdict
-//! once the kernel side is known to lack the fix. Pure, like [`super::verdict`].
+//! once the kernel side is known to lack the fix. Pure, like the verdicts it feeds (it lies below them).
 
-use super::hipblaslt::HipblasltLibrary;
-use super::probe::Machine;
-use super::verdict::Status;
+use super::hipblaslt::{HipblasltLibrary, LibraryKind};
+use super::machine::Machine;
+use super::steps::Step;
 use crate::codeobj::Judgement;
 
-/// `Some(status)` when the libraries settle the fault: every hipBLASLt found
+/// How the hipBLASLt found settle the fault.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    NotAffected,
+    /// One of them is ours (or rewritten).
+    Mitigated,
+}
+
+/// `Some(settled)` when the libraries settle the fault: every hipBLASLt found
 /// keeps expert scheduling off on gfx12 (not affected, or mitigated when one
 /// of them is ours). `None` keeps the fault affected; `why` says what the
 /// kernels showed either way.
-pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Status> {
+pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
     let libs = &m.hipblaslt_libraries;
     if libs.is_empty() {
         why.push(
@@ -50,7 +58,7 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Status> {
     }
     let ours: Vec<&HipblasltLibrary> = libs
         .iter()
-        .filter(|l| (l.kind == "pytorch" && l.ours.is_some()) || l.rewritten.is_some())
+        .filter(|l| (l.kind == LibraryKind::Pytorch && l.ours.is_some()) || l.rewritten.is_some())
         .collect();
     let listed: Vec<String> = libs
         .iter()
@@ -74,24 +82,22 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Status> {
         listed.join(", ")
     ));
     Some(if ours.is_empty() {
-        Status::NotAffected
+        Settled::NotAffected
     } else {
-        Status::Mitigated
+        Settled::Mitigated
     })
 }
 
 /// What keeps a mitigation by our hipBLASLt in place.
-pub fn mitigated_next(m: &Machine) -> String {
-    if m.hipblaslt_libraries.iter().any(|l| l.rewritten.is_some()) {
-        "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (README: \"Rewriting an installed hipBLASLt\"); for the kernel fix itself:".to_owned()
-    } else {
-        "keep PyTorch loading our patched hipBLASLt (README: \"Using the patched hipBLASLt\"); for the kernel fix itself:".to_owned()
+pub fn mitigated_next(m: &Machine) -> Step {
+    Step::KeepHipblaslt {
+        rewritten: m.hipblaslt_libraries.iter().any(|l| l.rewritten.is_some()),
     }
 }
 
 /// The rewrite of every hipBLASLt found that switches expert scheduling on,
 /// as commands: the hipBLASLt side fixed now, without a reboot.
-pub fn rewrite_steps(m: &Machine) -> Vec<String> {
+pub fn rewrite_steps(m: &Machine) -> Vec<Step> {
     let mut dirs: Vec<(String, bool)> = Vec::new();
     for lib in &m.hipblaslt_libraries {
         if !matches!(lib.judgement, Judgement::On { .. }) {
@@ -100,24 +106,17 @@ pub fn rewrite_steps(m: &Machine) -> Vec<String> {
         let dir = std::path::Path::new(&lib.path)
             .parent()
             .map_or(lib.path.clone(), |d| d.display().to_string());
-        let system = matches!(lib.kind.as_str(), "distribution" | "rocm");
+        let system = lib.kind.is_system();
         if !dirs.iter().any(|(d, _)| *d == dir) {
             dirs.push((dir, system));
         }
     }
-    let mut steps = Vec::new();
-    for (dir, system) in dirs {
-        let or = if steps.is_empty() {
-            "or now, the hipBLASLt side without a reboot: "
-        } else {
-            "  and: "
-        };
-        let root = if system {
-            " (as root: a package's files, which its next upgrade puts back)"
-        } else {
-            ""
-        };
-        steps.push(format!("{or}cargo xtask rewrite-hipblaslt {dir}{root}"));
-    }
-    steps
+    dirs.into_iter()
+        .enumerate()
+        .map(|(i, (dir, system))| Step::Rewrite {
+            dir,
+            first: i == 0,
+            system,
+        })
+        .collect()
 }

@@ -12,7 +12,14 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Component, Path, PathBuf};
 
-use super::probe::Unread;
+use serde::Serialize;
+
+/// Something doctor could not read, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Unread {
+    pub path: String,
+    pub why: String,
+}
 
 /// A one-line file of the kernel (`/proc/sys/kernel/osrelease`, a sysfs
 /// attribute, `/opt/rocm/.info/version`).

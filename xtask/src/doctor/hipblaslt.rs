@@ -10,16 +10,62 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::fsread::{self, Root};
+use super::fsread::{self, Root, Unread};
 use crate::codeobj::{self, Cache, Judgement};
+
+/// Where a library a program can load comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LibraryKind {
+    /// The distribution's (`/usr/lib/<triplet>`, `/usr/lib64`).
+    Distribution,
+    /// ROCm's (`/opt/rocm*/lib`).
+    Rocm,
+    /// Our patched build (`/opt/rocm-patchkit/hipblaslt-*`).
+    Ours,
+    /// A PyTorch wheel's copy (`site-packages/torch/lib`).
+    Pytorch,
+    /// The one a running program mapped (`doctor --pid`).
+    #[serde(rename = "in use")]
+    InUse,
+    /// rocBLAS, judged like hipBLASLt.
+    Rocblas,
+    /// hipSPARSELt, judged like hipBLASLt.
+    Hipsparselt,
+}
+
+impl LibraryKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LibraryKind::Distribution => "distribution",
+            LibraryKind::Rocm => "rocm",
+            LibraryKind::Ours => "ours",
+            LibraryKind::Pytorch => "pytorch",
+            LibraryKind::InUse => "in use",
+            LibraryKind::Rocblas => "rocblas",
+            LibraryKind::Hipsparselt => "hipsparselt",
+        }
+    }
+
+    /// A package's files, which only root changes (and its next upgrade
+    /// puts back).
+    pub fn is_system(self) -> bool {
+        matches!(self, LibraryKind::Distribution | LibraryKind::Rocm)
+    }
+}
+
+impl std::fmt::Display for LibraryKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
 
 /// One hipBLASLt library file and the verdict on its kernels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct HipblasltLibrary {
     /// The library file as the machine sees it (`/usr/lib/x86_64-linux-gnu/libhipblaslt.so.1.1`).
     pub path: String,
-    /// `distribution`, `rocm`, `ours` or `pytorch`.
-    pub kind: String,
+    pub kind: LibraryKind,
     /// The library's version from its file name, or the PyTorch wheel's
     /// version and the ROCm it was built for.
     pub version: Option<String>,
@@ -65,13 +111,13 @@ impl Places {
 
 /// Why a `--python` folder (a path on the machine) cannot be searched:
 /// missing, a symlink loop, not a folder; `None` when it is a folder.
-pub fn unreadable_python(root: &Path, python: &Path) -> Option<super::probe::Unread> {
+pub fn unreadable_python(root: &Path, python: &Path) -> Option<Unread> {
     let why = match Root::new(root).meta(python) {
         Ok(meta) if meta.kind == fsread::Kind::Dir => return None,
         Ok(meta) => format!("is {}, not a folder", meta.kind.describe()),
         Err(u) => u.why,
     };
-    Some(super::probe::Unread {
+    Some(Unread {
         path: fsread::shown(python),
         why: format!("--python: {why}: no Python environment searched there"),
     })
@@ -233,24 +279,24 @@ fn torch_version(root: &Path, site: &Path) -> Option<String> {
 /// Every hipBLASLt below `root`, each judged by its kernels.
 pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
     // (library folder, kind, version note)
-    let mut dirs: Vec<(PathBuf, &str, Option<String>)> = Vec::new();
+    let mut dirs: Vec<(PathBuf, LibraryKind, Option<String>)> = Vec::new();
     for rocm in subdirs(root, Path::new("/opt"), "rocm") {
         let name = rocm.file_name().unwrap_or_default().to_string_lossy();
         if name == "rocm-patchkit" {
             for ours in subdirs(root, &rocm, "hipblaslt-") {
-                dirs.push((ours.join("lib"), "ours", None));
+                dirs.push((ours.join("lib"), LibraryKind::Ours, None));
             }
         } else {
-            dirs.push((rocm.join("lib"), "rocm", None));
+            dirs.push((rocm.join("lib"), LibraryKind::Rocm, None));
         }
     }
     for triplet in subdirs(root, Path::new("/usr/lib"), "") {
         let name = triplet.file_name().unwrap_or_default().to_string_lossy();
         if name.contains("-linux-") {
-            dirs.push((triplet, "distribution", None));
+            dirs.push((triplet, LibraryKind::Distribution, None));
         }
     }
-    dirs.push((PathBuf::from("/usr/lib64"), "distribution", None));
+    dirs.push((PathBuf::from("/usr/lib64"), LibraryKind::Distribution, None));
     let mut envs: Vec<PathBuf> = places.pythons.clone();
     if let Some(home) = &places.home {
         envs.push(home.join(".local"));
@@ -260,7 +306,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
         for site in site_packages(root, env) {
             let torch_lib = site.join("torch/lib");
             if Root::new(root).is_dir(&torch_lib) {
-                dirs.push((torch_lib, "pytorch", torch_version(root, &site)));
+                dirs.push((torch_lib, LibraryKind::Pytorch, torch_version(root, &site)));
             }
         }
     }
@@ -271,7 +317,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
             let real = resolve(root, &lib);
             // one entry per real file, except that a PyTorch wheel's copy is
             // always its own entry: it is what a training job loads.
-            let key = if kind == "pytorch" {
+            let key = if kind == LibraryKind::Pytorch {
                 lib.clone()
             } else {
                 real.clone()
@@ -284,7 +330,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                 .ok()
                 .and_then(|rest| rest.components().next())
                 .map(|c| format!("/opt/rocm-patchkit/{}", c.as_os_str().to_string_lossy()))
-                .filter(|_| kind != "ours");
+                .filter(|_| kind != LibraryKind::Ours);
             let file = lib
                 .file_name()
                 .unwrap_or_default()
@@ -306,7 +352,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
             let rewritten = rewritten(root, &kernels, kind, &real);
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
-                kind: kind.to_owned(),
+                kind,
                 version,
                 kernels: kernels.display().to_string(),
                 ours,
@@ -343,7 +389,7 @@ fn judge_kernels(root: &Path, kernels: &Path, cache: &mut Cache, threads: usize)
 /// What keeps the kernel library at `kernels` (a machine path) from being
 /// read as the machine holds it ([`Root::host_reading_differs`]); empty when
 /// nothing does, or when there is no such folder (that is said elsewhere).
-pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<super::probe::Unread> {
+pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<Unread> {
     if !Root::new(root).is_dir(kernels) {
         return Vec::new();
     }
@@ -376,13 +422,13 @@ fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
 /// What says the kernels at `kernels` were rewritten by us: the in-place
 /// record of `rewrite-hipblaslt` that matches its files, or, for a
 /// distribution library, our package that owns `real`.
-fn rewritten(root: &Path, kernels: &Path, kind: &str, real: &Path) -> Option<String> {
+fn rewritten(root: &Path, kernels: &Path, kind: LibraryKind, real: &Path) -> Option<String> {
     match crate::inplace::record::status(&below(root, kernels)) {
         crate::inplace::record::Status::Rewritten { files, sites } => Some(format!(
             "expert scheduling rewritten off in place ({files} kernel files, {sites} sites; record {})",
             crate::inplace::record::path(kernels).display()
         )),
-        _ if kind == "distribution" => patchkit_package(root, real)
+        _ if kind == LibraryKind::Distribution => patchkit_package(root, real)
             .map(|p| format!("expert scheduling rewritten off by our package {p}")),
         _ => None,
     }
@@ -413,9 +459,9 @@ pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> Hi
     let file = lib.file_name().unwrap_or_default().to_string_lossy();
     HipblasltLibrary {
         path: lib.display().to_string(),
-        kind: "in use".to_owned(),
+        kind: LibraryKind::InUse,
         version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
-        rewritten: rewritten(root, &kernels, "in use", lib),
+        rewritten: rewritten(root, &kernels, LibraryKind::InUse, lib),
         kernels: kernels.display().to_string(),
         ours: None,
         judgement,

@@ -10,8 +10,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::fsread::{self, Kind, Root};
-use super::probe::Unread;
+use super::fsread::{self, Kind, Root, Unread};
 
 /// What the gfx12 CWSR trap handler of a module says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -8,10 +8,6 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::hipblaslt::Places;
-use super::Machine;
-use crate::codeobj::Cache;
-
 /// The library families doctor looks for in a process's maps.
 pub const LIBRARIES: [&str; 5] = [
     "libhipblaslt",
@@ -142,51 +138,6 @@ pub fn read(root: &Path, pid: u32) -> Result<(Process, BTreeMap<String, String>)
         return Err(Gone(pid));
     }
     Ok((p, env))
-}
-
-/// Puts what `process` uses in place of what the machine could load: the
-/// hipBLASLt it mapped (judged by the kernel folder beside it, its version
-/// from its file name), the comgr it mapped, and its environment for the
-/// workaround variables of the faults.
-pub fn apply(
-    root: &Path,
-    process: &Process,
-    env: &BTreeMap<String, String>,
-    names: &std::collections::BTreeSet<String>,
-    m: &mut Machine,
-    places: &Places,
-    cache: &mut Cache,
-) {
-    m.hipblaslt_libraries = process
-        .libraries
-        .get("libhipblaslt")
-        .into_iter()
-        .flatten()
-        .map(|path| super::hipblaslt::in_use(root, Path::new(path), places, cache))
-        .collect();
-    if let Some(path) = process
-        .libraries
-        .get("libhipblaslt")
-        .and_then(|l| l.first())
-    {
-        let file = path.rsplit('/').next().unwrap_or(path);
-        if let Some((_, version)) = file.split_once(".so.") {
-            m.hipblaslt_version = Some(version.to_owned());
-            m.hipblaslt_from = Some(format!("{path}, mapped by process {}", process.pid));
-        }
-    }
-    if let Some(path) = process
-        .libraries
-        .get("libamd_comgr")
-        .and_then(|l| l.first())
-    {
-        m.comgr = Some(super::comgr::of_mapped(root, path));
-    }
-    m.env = env
-        .iter()
-        .filter(|(k, _)| names.contains(*k))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
 }
 
 /// The ROCm library files of a maps text, by family.

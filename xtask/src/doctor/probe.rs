@@ -3,107 +3,18 @@
 //! MIOpen, the loaded amdgpu and our DKMS packages. Reads only, through
 //! [`super::fsread`] (inside the root, each file within the size expected of
 //! it); never needs root; whatever it cannot read is recorded with the reason.
+//! The gathering sits on top: it calls the readers of each part and, for
+//! `--pid`, puts what the process uses in place ([`apply_process`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::Serialize;
-
-use super::fsread::{self, Root};
-
-/// What doctor knows about a machine. `None` means "could not read": the
-/// reason is in `unread`.
-#[derive(Debug, Clone, Default, Serialize)]
-pub struct Machine {
-    pub root: PathBuf,
-    /// AMD GPUs of the KFD topology (CPU nodes left out).
-    pub gpus: Option<Vec<Gpu>>,
-    /// The running kernel release (`6.14.0-36-generic`).
-    pub kernel_release: Option<String>,
-    pub cmdline: Option<String>,
-    /// `amdgpu`'s `cwsr_enable` parameter as the loaded module reports it.
-    pub cwsr_enable: Option<i64>,
-    /// The KFD ioctl ABI (major, minor), read from /dev/kfd (root `/` only).
-    pub kfd_abi: Option<(u32, u32)>,
-    /// `/opt/rocm/.info/version` (`7.1.1-53`).
-    pub rocm_version: Option<String>,
-    pub hipblaslt_version: Option<String>,
-    /// Where the hipBLASLt version was read.
-    pub hipblaslt_from: Option<String>,
-    /// Every hipBLASLt found (ROCm, distribution, ours, PyTorch wheels), each
-    /// judged by its kernels; filled by [`super::hipblaslt::find`].
-    pub hipblaslt_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
-    /// rocBLAS and hipSPARSELt with gfx12 kernels, judged like hipBLASLt;
-    /// filled by [`super::tensile::find`].
-    pub tensile_libraries: Vec<super::hipblaslt::HipblasltLibrary>,
-    /// Patched hipBLASLt builds of ours (`/opt/rocm-patchkit/hipblaslt-7.1.1`).
-    pub patched_hipblaslt: Vec<String>,
-    /// The MIOpen library found below /opt/rocm/lib.
-    pub miopen: Option<String>,
-    pub amdgpu: Option<AmdgpuModule>,
-    /// The amdgpu module file `modprobe` would load for the running kernel,
-    /// and what its gfx12 trap handler says.
-    pub amdgpu_file: Option<super::module::ModuleFile>,
-    /// Secure Boot and whether DKMS's signing key is enrolled.
-    pub secure_boot: super::secure_boot::SecureBoot,
-    /// DKMS modules registered in /var/lib/dkms.
-    pub dkms: Vec<DkmsPackage>,
-    /// The workaround environment variables set for this process.
-    pub env: BTreeMap<String, String>,
-    /// The knobs set (environment, modprobe.d, command line, sysfs); filled
-    /// by [`super::knobs::read`]; the JSON carries them judged, in the
-    /// report's `knobs`.
-    #[serde(skip)]
-    pub knob_settings: Vec<super::knobs::Setting>,
-    /// The comgr programs load; filled by [`super::comgr::find`].
-    pub comgr: Option<super::comgr::Comgr>,
-    /// The running program judged (`doctor --pid`), if any.
-    pub process: Option<super::pid::Process>,
-    pub unread: Vec<Unread>,
-}
-
-/// One GPU node of the KFD topology.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Gpu {
-    pub node: String,
-    /// `gfx1201`.
-    pub gfx: String,
-    /// As KFD reports it: major*10000 + minor*100 + stepping.
-    pub gfx_target_version: u32,
-    pub device_id: Option<u32>,
-}
-
-/// The amdgpu kernel module, when loaded.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct AmdgpuModule {
-    /// MODULE_VERSION: set by our DKMS builds to the package version; the
-    /// in-tree module has none.
-    pub version: Option<String>,
-    pub srcversion: Option<String>,
-}
-
-/// One version of one DKMS module.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct DkmsPackage {
-    pub name: String,
-    pub version: String,
-    /// Whether it is one of rocm-patchkit's packages.
-    pub ours: bool,
-    /// Kernel releases it was built for.
-    pub built_for: Vec<String>,
-    /// Whether the loaded amdgpu is this build.
-    pub loaded: bool,
-    /// How that was told: `version` (MODULE_VERSION) or `srcversion` (the
-    /// loaded module's srcversion against the build for the running kernel).
-    pub loaded_by: Option<String>,
-}
-
-/// Something doctor could not read, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Unread {
-    pub path: String,
-    pub why: String,
-}
+use super::comgr;
+use super::fsread::{self, Root, Unread};
+use super::hipblaslt::{self, Places};
+use super::machine::{AmdgpuModule, Gpu, Machine};
+use super::pid::Process;
+use crate::codeobj::Cache;
 
 /// Where the machine is read from, and which DKMS packages are ours.
 pub struct Probe<'a> {
@@ -443,6 +354,51 @@ fn kfd_ioctl_version() -> Result<(u32, u32), String> {
         ));
     }
     Ok((args.major, args.minor))
+}
+
+/// Puts what `process` uses in place of what the machine could load: the
+/// hipBLASLt it mapped (judged by the kernel folder beside it, its version
+/// from its file name), the comgr it mapped, and its environment for the
+/// workaround variables of the faults.
+pub fn apply_process(
+    root: &Path,
+    process: &Process,
+    env: &BTreeMap<String, String>,
+    names: &std::collections::BTreeSet<String>,
+    m: &mut Machine,
+    places: &Places,
+    cache: &mut Cache,
+) {
+    m.hipblaslt_libraries = process
+        .libraries
+        .get("libhipblaslt")
+        .into_iter()
+        .flatten()
+        .map(|path| hipblaslt::in_use(root, Path::new(path), places, cache))
+        .collect();
+    if let Some(path) = process
+        .libraries
+        .get("libhipblaslt")
+        .and_then(|l| l.first())
+    {
+        let file = path.rsplit('/').next().unwrap_or(path);
+        if let Some((_, version)) = file.split_once(".so.") {
+            m.hipblaslt_version = Some(version.to_owned());
+            m.hipblaslt_from = Some(format!("{path}, mapped by process {}", process.pid));
+        }
+    }
+    if let Some(path) = process
+        .libraries
+        .get("libamd_comgr")
+        .and_then(|l| l.first())
+    {
+        m.comgr = Some(comgr::of_mapped(root, path));
+    }
+    m.env = env
+        .iter()
+        .filter(|(k, _)| names.contains(*k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
 }
 
 #[cfg(test)]

@@ -8,8 +8,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use super::fsread::{self, Root};
-use super::probe::Unread;
+use super::fsread::{self, Root, Unread};
 
 const EFIVARS: &str = "sys/firmware/efi/efivars";
 const SECURE_BOOT: &str = "SecureBoot-8be4df61-93ca-11d2-aa0d-e0800e4c9796";

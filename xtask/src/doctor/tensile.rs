@@ -6,11 +6,15 @@
 
 use std::path::{Path, PathBuf};
 
-use super::hipblaslt::{HipblasltLibrary, Places};
+use super::hipblaslt::{HipblasltLibrary, LibraryKind, Places};
 use crate::codeobj::{self, Cache, Judgement};
 
 /// (library file prefix, kernel folder name beside it)
-const FAMILIES: [(&str, &str); 2] = [("librocblas", "rocblas"), ("libhipsparselt", "hipsparselt")];
+/// Each library family: its file name, its kernel folder's name and kind.
+const FAMILIES: [(&str, &str, LibraryKind); 2] = [
+    ("librocblas", "rocblas", LibraryKind::Rocblas),
+    ("libhipsparselt", "hipsparselt", LibraryKind::Hipsparselt),
+];
 
 /// A path on the machine taken below `root`.
 fn below(root: &Path, path: &Path) -> PathBuf {
@@ -49,13 +53,12 @@ pub fn judge_in(
     root: &Path,
     lib: &Path,
     family: &str,
-    kind: &str,
     places: &Places,
     cache: &mut Cache,
 ) -> Option<HipblasltLibrary> {
     let dir = lib.parent()?;
-    let kernel_kind = FAMILIES.iter().find(|(f, _)| *f == family)?.1;
-    for kernels in kernel_dirs(root, dir, kernel_kind) {
+    let (_, folder, kind) = *FAMILIES.iter().find(|(f, _, _)| *f == family)?;
+    for kernels in kernel_dirs(root, dir, folder) {
         let judgement = codeobj::judge_library(&below(root, &kernels), cache, places.threads);
         let gfx12 = match &judgement {
             Judgement::CannotTell { why } => !why.starts_with("no gfx12 kernel files"),
@@ -68,7 +71,7 @@ pub fn judge_in(
         let file = lib.file_name()?.to_string_lossy().into_owned();
         return Some(HipblasltLibrary {
             path: lib.display().to_string(),
-            kind: kind.to_owned(),
+            kind,
             version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
             kernels: kernels.display().to_string(),
             ours: None,
@@ -102,7 +105,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
     dirs.push(PathBuf::from("/usr/lib64"));
     let mut found = Vec::new();
     for dir in dirs {
-        for (family, kind) in FAMILIES {
+        for (family, _, _) in FAMILIES {
             // the longest name is the real file (librocblas.so.5.2)
             let Some(name) = names(root, &dir, family)
                 .into_iter()
@@ -111,7 +114,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
             else {
                 continue;
             };
-            if let Some(lib) = judge_in(root, &dir.join(name), family, kind, places, cache) {
+            if let Some(lib) = judge_in(root, &dir.join(name), family, places, cache) {
                 found.push(lib);
             }
         }

@@ -4,8 +4,10 @@
 
 use serde::Serialize;
 
+use super::expert_sched::{self, Settled};
+use super::machine::Machine;
 use super::module::{ModuleFile, TrapHandler};
-use super::probe::Machine;
+use super::steps::{self, Step, LIBRARY_PATH};
 use crate::kernel::KernelVersion;
 use crate::knowledge::{Build, Fault, Library, Severity, Version, VersionRange};
 
@@ -40,10 +42,10 @@ pub struct Verdict {
     pub status: Status,
     pub why: String,
     /// What to run or do next, one step a line; empty when nothing is needed.
-    pub next: Vec<String>,
+    pub next: Vec<Step>,
 }
 
-fn verdict(status: Status, why: impl Into<String>, next: Vec<String>) -> Verdict {
+fn verdict(status: Status, why: impl Into<String>, next: Vec<Step>) -> Verdict {
     Verdict {
         status,
         why: why.into(),
@@ -95,7 +97,10 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
                 "{}, but no MIOpen under /opt/rocm/lib; a PyTorch wheel brings its own MIOpen, and then the fault applies",
                 why[0]
             ),
-            vec![format!("workaround: {}", fault.workaround)],
+            vec![Step::Workaround {
+                text: fault.workaround.clone(),
+                or: false,
+            }],
         );
     }
     if let Some(early) = libraries(fault, m, &mut why) {
@@ -119,15 +124,18 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         ));
     }
     if fault.trigger_expert_sched && other_on.is_none() {
-        if let Some(status) = super::expert_sched::judge(m, &mut why) {
-            let next = match status {
-                Status::Mitigated => vec![super::expert_sched::mitigated_next(m)]
+        match expert_sched::judge(m, &mut why) {
+            Some(Settled::NotAffected) => {
+                return verdict(Status::NotAffected, why.join("; "), Vec::new())
+            }
+            Some(Settled::Mitigated) => {
+                let next = [expert_sched::mitigated_next(m)]
                     .into_iter()
-                    .chain(fix_steps(fault, m))
-                    .collect(),
-                _ => Vec::new(),
-            };
-            return verdict(status, why.join("; "), next);
+                    .chain(steps::fixes(fault, m))
+                    .collect();
+                return verdict(Status::Mitigated, why.join("; "), next);
+            }
+            None => {}
         }
     }
     let mut lead = Vec::new();
@@ -141,17 +149,17 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
             } else {
                 Status::Fixed
             };
-            let next = vec![format!(
-                "keep LD_LIBRARY_PATH={prefix}/lib for every program that uses hipBLASLt"
-            )];
+            let next = vec![Step::KeepLibraryPath {
+                prefix: prefix.to_owned(),
+            }];
             return verdict(status, why.join("; "), next);
         }
         why.push(format!(
             "our patched hipBLASLt is installed at {prefix} but not on LD_LIBRARY_PATH"
         ));
-        lead.push(format!(
-            "export LD_LIBRARY_PATH={prefix}/lib${{LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}}"
-        ));
+        lead.push(Step::ExportLibraryPath {
+            prefix: prefix.to_owned(),
+        });
     }
     if !fault.mitigation.env.is_empty()
         && fault
@@ -167,11 +175,7 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
         why.push(format!("{} set in this environment", names.join(" ")));
-        return verdict(
-            Status::Mitigated,
-            why.join("; "),
-            vec!["keep these variables set for every program that uses it".to_owned()],
-        );
+        return verdict(Status::Mitigated, why.join("; "), vec![Step::KeepVariables]);
     }
     if let (Some(trigger), Some(rocm)) = (&fault.trigger_rocm, &m.rocm_version) {
         match Version::parse_prefix(rocm) {
@@ -183,15 +187,12 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
             )),
         }
     }
-    lead.extend(next_steps(fault, m));
+    lead.extend(steps::fixes_then_workaround(fault, m));
     if fault.trigger_expert_sched {
-        lead.extend(super::expert_sched::rewrite_steps(m));
+        lead.extend(expert_sched::rewrite_steps(m));
     }
     verdict(Status::Affected, why.join("; "), lead)
 }
-
-/// The environment variable that points programs at a patched hipBLASLt.
-pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
 
 /// Our patched hipBLASLt that fixes `fault` for this ROCm, if installed,
 /// and whether this environment's LD_LIBRARY_PATH uses it.
@@ -238,7 +239,7 @@ fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdic
             return Some(verdict(
                 Status::CannotTell,
                 why.join("; "),
-                next_steps(fault, m),
+                steps::fixes_then_workaround(fault, m),
             ));
         };
         match Version::parse_prefix(rocm) {
@@ -417,7 +418,7 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
         return Some(verdict(
             Status::CannotTell,
             why.join("; "),
-            next_steps(fault, m),
+            steps::fixes_then_workaround(fault, m),
         ));
     }
     for p in m
@@ -438,8 +439,8 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
     if fault.mitigation.cwsr_off {
         if let Some(how) = cwsr_off {
             why.push(format!("compute wave save/restore is off ({how})"));
-            let mut next = vec!["for the fix itself (compute preemption back):".to_owned()];
-            next.extend(fix_steps(fault, m));
+            let mut next = vec![Step::ForTheFixItself];
+            next.extend(steps::fixes(fault, m));
             return Some(verdict(Status::Mitigated, why.join("; "), next));
         }
     }
@@ -447,11 +448,9 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
 }
 
 /// Next steps once fixed: drop the stop-gap when it is still set.
-fn fixed_next(fault: &Fault, cwsr_off: Option<&str>) -> Vec<String> {
+fn fixed_next(fault: &Fault, cwsr_off: Option<&str>) -> Vec<Step> {
     match cwsr_off {
-        Some(_) if fault.mitigation.cwsr_off => vec![
-            "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back".to_owned(),
-        ],
+        Some(_) if fault.mitigation.cwsr_off => vec![Step::DropCwsrOff],
         _ => Vec::new(),
     }
 }
@@ -483,80 +482,6 @@ fn cwsr_off(m: &Machine) -> Option<&'static str> {
             .is_some_and(|c| c.split_whitespace().any(|w| w == "amdgpu.cwsr_enable=0"))
             .then_some("amdgpu.cwsr_enable=0 on the kernel command line"),
     }
-}
-
-/// The fixes that apply to this machine, as commands.
-fn fix_steps(fault: &Fault, m: &Machine) -> Vec<String> {
-    let kernel = m
-        .kernel_release
-        .as_deref()
-        .and_then(KernelVersion::from_release);
-    let rocm = m.rocm_version.as_deref().and_then(Version::parse_prefix);
-    let release = m.kernel_release.as_deref().unwrap_or("");
-    let mut steps = Vec::new();
-    for fix in &fault.fixes {
-        let kernel_ok = match (&fix.kernel, kernel) {
-            (None, _) => true,
-            (Some(range), Some(kv)) => range.matches(kv),
-            (Some(_), None) => false,
-        };
-        let rocm_ok = match (&fix.rocm, &rocm) {
-            (None, _) => true,
-            (Some(range), Some(v)) => range.matches(v),
-            (Some(_), None) => false,
-        };
-        let release_ok = fix
-            .release_contains
-            .as_deref()
-            .is_none_or(|s| release.contains(s));
-        if !(kernel_ok && rocm_ok && release_ok) {
-            continue;
-        }
-        let or = if steps.is_empty() { "" } else { "or: " };
-        steps.push(format!(
-            "{or}cargo xtask {} {}",
-            fix.build.command(),
-            fix.recipe
-        ));
-        steps.push(match fix.build {
-            Build::Dkms => format!(
-                "  then install the package for your distro from dist/{}/ (.deb, .rpm or .pkg.tar.zst) and reboot",
-                fix.recipe
-            ),
-            Build::Hipblaslt => format!(
-                "  then install the package for your distro from dist/{}/ and run programs with LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-<version>/lib",
-                fix.recipe
-            ),
-        });
-        if let Some(note) = &fix.note {
-            steps.push(format!("  ({note})"));
-        }
-    }
-    steps
-}
-
-/// Fixes, then the stop-gap or the workaround.
-fn next_steps(fault: &Fault, m: &Machine) -> Vec<String> {
-    let mut next = fix_steps(fault, m);
-    let kernel = m
-        .kernel_release
-        .as_deref()
-        .and_then(KernelVersion::from_release);
-    if let (Some(facts), Some(kv)) = (&fault.kernel, kernel) {
-        if facts.retired.as_ref().is_some_and(|r| r.matches(kv)) {
-            let why = facts.retired_why.as_deref().unwrap_or("");
-            next.insert(0, format!("no package of ours for this kernel: {why}"));
-        }
-    }
-    if let Some(stopgap) = &fault.stopgap {
-        next.push(format!(
-            "stop-gap now: cargo xtask build-config {stopgap}, then install it from dist/{stopgap}/"
-        ));
-        next.push(format!("  or {}", fault.workaround));
-    } else {
-        next.push(format!("workaround: {}", fault.workaround));
-    }
-    next
 }
 
 #[cfg(test)]

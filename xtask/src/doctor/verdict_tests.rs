@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use super::*;
+use crate::doctor::machine::{AmdgpuModule, DkmsPackage, Gpu};
 use crate::doctor::module::{ModuleFile, TrapHandler};
-use crate::doctor::probe::{AmdgpuModule, DkmsPackage, Gpu};
 use crate::knowledge::{self, Knowledge};
 
 fn knowledge() -> Knowledge {
@@ -59,15 +59,17 @@ fn rdna4_on_6_14_is_affected_and_named_its_recipe() {
         "{v:?}"
     );
     assert!(v.why.contains("ROCm 7.1.1-53 triggers it"), "{v:?}");
-    assert_eq!(v.next[0], "cargo xtask build-dkms amdgpu-expert-sched-6.14");
+    assert_eq!(
+        v.next[0].to_string(),
+        "cargo xtask build-dkms amdgpu-expert-sched-6.14"
+    );
+    assert!(v.next.iter().any(|s| s
+        .to_string()
+        .contains("hipblaslt-rocm-7.1-expert-sched-off")));
     assert!(v
         .next
         .iter()
-        .any(|s| s.contains("hipblaslt-rocm-7.1-expert-sched-off")));
-    assert!(v
-        .next
-        .iter()
-        .any(|s| s.contains("build-config amdgpu-cwsr-off")));
+        .any(|s| s.to_string().contains("build-config amdgpu-cwsr-off")));
 }
 
 #[test]
@@ -75,17 +77,22 @@ fn a_6_11_kernel_is_affected_and_told_to_move_to_6_12_64() {
     let v = assess(&fault(CWSR), &machine(120001, "6.11.11", "7.1.1"));
     assert_eq!(v.status, Status::Affected, "{v:?}");
     assert!(
-        v.next[0].starts_with("no package of ours for this kernel: 6.11")
-            && v.next[0].contains("6.12.64 or later"),
+        v.next[0]
+            .to_string()
+            .starts_with("no package of ours for this kernel: 6.11")
+            && v.next[0].to_string().contains("6.12.64 or later"),
         "{v:?}"
     );
     assert!(!v
         .next
         .iter()
-        .any(|s| s.contains("amdgpu-expert-sched-6.11")));
+        .any(|s| s.to_string().contains("amdgpu-expert-sched-6.11")));
     // 6.12 kernels are not retired: their recipe comes first.
     let v = assess(&fault(CWSR), &machine(120001, "6.12.63", "7.1.1"));
-    assert!(v.next[0].ends_with("amdgpu-expert-sched-6.12"), "{v:?}");
+    assert!(
+        v.next[0].to_string().ends_with("amdgpu-expert-sched-6.12"),
+        "{v:?}"
+    );
 }
 
 #[test]
@@ -96,14 +103,22 @@ fn the_stable_fix_is_fixed_and_6_12_63_is_not() {
     assert!(v.next.is_empty());
     let v = assess(&f, &machine(120000, "6.12.63", "7.1.1"));
     assert_eq!(v.status, Status::Affected, "{v:?}");
-    assert!(v.next[0].ends_with("amdgpu-expert-sched-6.12"), "{v:?}");
+    assert!(
+        v.next[0].to_string().ends_with("amdgpu-expert-sched-6.12"),
+        "{v:?}"
+    );
     // Debian's own 6.12 tree (amdgpu-debian-6.12) builds only from 6.12.115
     // on (drm_sched_init_args): an affected Debian kernel is offered the
     // 6.12.63 tree instead.
     let v = assess(&f, &machine(120000, "6.12.50+deb13-amd64", "7.1.1"));
-    assert!(v.next[0].ends_with("amdgpu-expert-sched-6.12"), "{v:?}");
     assert!(
-        !v.next.iter().any(|s| s.ends_with("amdgpu-debian-6.12")),
+        v.next[0].to_string().ends_with("amdgpu-expert-sched-6.12"),
+        "{v:?}"
+    );
+    assert!(
+        !v.next
+            .iter()
+            .any(|s| s.to_string().ends_with("amdgpu-debian-6.12")),
         "{v:?}"
     );
     assert_eq!(
@@ -134,7 +149,7 @@ fn cwsr_off_mitigates_and_says_how() {
     assert!(v
         .next
         .iter()
-        .any(|s| s.ends_with("amdgpu-expert-sched-6.14")));
+        .any(|s| s.to_string().ends_with("amdgpu-expert-sched-6.14")));
     m.cwsr_enable = None;
     m.cmdline = Some("quiet amdgpu.cwsr_enable=0".into());
     let v = assess(&f, &m);
@@ -204,7 +219,10 @@ fn the_abi_flag_is_info_until_7_0_or_read_from_kfd() {
     let v = assess(&f, &machine(120000, "6.12.117+deb12-amd64", "7.1.1"));
     assert_eq!(v.status, Status::Affected, "{v:?}");
     assert!(v.why.contains("judged from the kernel version"), "{v:?}");
-    assert!(v.next.iter().any(|s| s.contains("Linux 7.0")), "{v:?}");
+    assert!(
+        v.next.iter().any(|s| s.to_string().contains("Linux 7.0")),
+        "{v:?}"
+    );
     assert_eq!(
         assess(&f, &machine(120000, "7.0.1", "7.1.1")).status,
         Status::Fixed
@@ -227,7 +245,7 @@ fn the_tensile_fault_follows_hipblaslt_1_2_to_1_5_on_gfx12() {
     let v = with(120001, "7.2.1", "1.2.1");
     assert_eq!(v.status, Status::Affected, "{v:?}");
     assert_eq!(
-        v.next[0],
+        v.next[0].to_string(),
         "cargo xtask build-hipblaslt hipblaslt-rocm-7.2-gltr-bound"
     );
     // ROCm 7.12, 7.14 and 10.0 ship hipBLASLt 1.3 and 1.4: still affected,
@@ -258,7 +276,9 @@ fn the_miopen_fault_needs_miopen_and_is_mitigated_by_its_env() {
     m.miopen = Some("/opt/rocm/lib/libMIOpen.so.1.0.60401".into());
     let v = assess(&f, &m);
     assert_eq!(v.status, Status::Affected, "{v:?}");
-    assert!(v.next[0].contains("MIOPEN_DEBUG_CONV_GEMM=0 MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2=0"));
+    assert!(v.next[0]
+        .to_string()
+        .contains("MIOPEN_DEBUG_CONV_GEMM=0 MIOPEN_DEBUG_CONV_DIRECT_OCL_WRW2=0"));
     assert_eq!(
         assess(&f, &machine(100100, "6.1.0", "6.4.1")).status,
         Status::CannotTell
@@ -281,7 +301,9 @@ fn our_patched_hipblaslt_counts_only_on_the_library_path() {
         .push("/opt/rocm-patchkit/hipblaslt-7.2.1".into());
     let v = assess(&f, &m);
     assert_eq!(v.status, Status::Affected, "{v:?}");
-    assert!(v.next[0].starts_with("export LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-7.2.1/lib"));
+    assert!(v.next[0]
+        .to_string()
+        .starts_with("export LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-7.2.1/lib"));
     m.env.insert(
         "LD_LIBRARY_PATH".into(),
         "/usr/local/lib:/opt/rocm-patchkit/hipblaslt-7.2.1/lib/".into(),
@@ -333,7 +355,10 @@ fn an_unfixed_module_wins_over_a_fixed_version() {
     let v = assess(&fault(CWSR), &m);
     assert_eq!(v.status, Status::Affected, "{v:?}");
     assert!(v.why.contains("the module reads Unfixed"), "{v:?}");
-    assert!(v.next[0].ends_with("amdgpu-debian-6.12"), "{v:?}");
+    assert!(
+        v.next[0].to_string().ends_with("amdgpu-debian-6.12"),
+        "{v:?}"
+    );
 }
 
 #[test]
