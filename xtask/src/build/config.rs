@@ -24,14 +24,9 @@ pub struct Part<'r> {
 }
 
 impl<'r> Part<'r> {
-    pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
-        let config = super::kind_table(
-            recipe,
-            recipe.config.as_ref(),
-            "build-config needs a `[config]` table with `files`",
-        )?;
+    pub fn new(recipe: &Recipe, config: &'r Config, opts: &Options) -> Result<Part<'r>> {
         let formats = opts.formats_of(recipe);
-        if formats.contains(&Format::Tar) {
+        if !recipe.kind.name().accepts(&formats) {
             bail!(UsageError(format!(
                 "recipe {} is a config package: build it as deb, rpm or arch (`tar` is for DKMS sources)",
                 recipe.name
@@ -92,7 +87,7 @@ impl<'r> Part<'r> {
         let meta = meta(cx);
         super::source_packages::write_all(&self.formats, cx, &meta)?;
         Ok(Assembled {
-            machine: plan::machine(cx.recipe.target.kind),
+            machine: plan::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::new(),
             pkgbuild: Some(cx.rendered()?["arch/PKGBUILD"].clone().into_bytes()),

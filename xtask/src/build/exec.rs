@@ -149,7 +149,7 @@ impl Cx<'_> {
                     Part::Config(p) => p.render(self)?,
                     Part::Hipblaslt(_) | Part::Rewrite(_) => bail!(
                         "a {} recipe has no templates to render",
-                        self.recipe.target.kind.as_str()
+                        self.recipe.kind.name().as_str()
                     ),
                 });
             }

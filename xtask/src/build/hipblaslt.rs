@@ -14,7 +14,8 @@ use anyhow::{bail, Result};
 use super::exec::Cx;
 use super::{plan, Assembled, Options};
 use crate::hipblaslt::{self, cmake, kernels, packages, toolchain::Toolchain, BuildMode};
-use crate::recipe::{Format, Recipe};
+use crate::package::Format;
+use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
 /// The `build-hipblaslt` flags.
@@ -63,7 +64,7 @@ impl Part {
                 wanted
                     .iter()
                     .copied()
-                    .filter(|f| *f != Format::Tar)
+                    .filter(|f| recipe.kind.name().makes(*f))
                     .collect()
             }
             Err(why) => {
@@ -136,7 +137,7 @@ impl Part {
         cx.ws.reporter.step(format!("gfx12 kernels: {verdict}"));
         Ok(Assembled {
             meta: packages::meta(cx.recipe),
-            machine: plan::machine(cx.recipe.target.kind),
+            machine: plan::machine(cx.recipe.kind.name()),
             tree: packages::tree(&spec.root, &spec.prefix)?,
             scripts: BTreeMap::new(),
             pkgbuild: None,

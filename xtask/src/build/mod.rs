@@ -21,8 +21,9 @@ use anyhow::{bail, Result};
 
 use crate::diag::UsageError;
 use crate::fetch::FetchOptions;
+use crate::package::Format;
 use crate::package::{FileTree, Machine, PackageMeta, Scripts};
-use crate::recipe::{Format, Kind, Recipe};
+use crate::recipe::{Kind, KindName, Recipe};
 use crate::workspace::Workspace;
 
 pub use crate::publish::Outcome;
@@ -34,7 +35,7 @@ pub struct Options {
     pub recipe: String,
     /// The kind the command builds (`build-dkms` builds dkms recipes); none
     /// for `build`, which builds any.
-    pub kind: Option<Kind>,
+    pub kind: Option<KindName>,
     /// `--kernel` (dkms); the newest headers under `modules_dir` otherwise.
     pub kernel: Option<String>,
     pub modules_dir: PathBuf,
@@ -85,41 +86,30 @@ impl Options {
     }
 }
 
-/// The recipe's table of its kind (`[dkms]`, `[config]`), or a refusal
-/// that says what the command needs.
-fn kind_table<'r, T>(recipe: &Recipe, table: Option<&'r T>, needs: &str) -> Result<&'r T> {
-    table.ok_or_else(|| {
-        UsageError(format!(
-            "{}: {needs} (see recipes/README.md)",
-            recipe.path.display()
-        ))
-        .into()
-    })
-}
-
 /// Loads the recipe and builds it: plan, then execute.
 pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let recipe = Recipe::load(&ws.root, &opts.recipe)?;
     if let Some(kind) = opts.kind {
         require_kind(&recipe, kind)?;
     }
-    let part = match recipe.target.kind {
-        Kind::Dkms => Part::Dkms(dkms::Part::new(&recipe, opts)?),
-        Kind::Config => Part::Config(config::Part::new(&recipe, opts)?),
-        Kind::Hipblaslt => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
-        Kind::Rewrite => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),
+    let part = match &recipe.kind {
+        Kind::Dkms(table) => Part::Dkms(dkms::Part::new(&recipe, table, opts)?),
+        Kind::Config(table) => Part::Config(config::Part::new(&recipe, table, opts)?),
+        Kind::Hipblaslt { .. } => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
+        Kind::Rewrite { .. } => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),
     };
     exec::execute(ws, &recipe, &part, opts)
 }
 
 /// Refuses a recipe of another kind, naming the command that builds it.
-pub fn require_kind(recipe: &Recipe, kind: Kind) -> Result<()> {
-    if recipe.target.kind != kind {
+pub fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
+    let is = recipe.kind.name();
+    if is != kind {
         bail!(UsageError(format!(
             "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
             recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str()
+            is.as_str(),
+            is.as_str()
         )));
     }
     Ok(())

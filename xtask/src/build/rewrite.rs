@@ -54,7 +54,7 @@ impl Part {
             )));
         };
         let formats = opts.formats_of(recipe);
-        if formats != [Format::Deb] {
+        if !recipe.kind.name().accepts(&formats) {
             bail!(crate::diag::UsageError(format!(
                 "a rewrite recipe builds only the `deb` that takes the place of {}",
                 deb.file_name()
@@ -92,7 +92,7 @@ impl Part {
         let files: usize = record.rewrites.iter().map(|r| r.files.len()).sum();
         Ok(Assembled {
             meta: plan::identity(cx.recipe),
-            machine: plan::machine(cx.recipe.target.kind),
+            machine: plan::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::new(),
             pkgbuild: None,

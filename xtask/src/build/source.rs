@@ -14,7 +14,7 @@ use crate::fetch::Fetched;
 use crate::package::tar::Names;
 use crate::package::{names, tarball, FileTree};
 use crate::patch::pristine::Pristine;
-use crate::recipe::Kind;
+use crate::recipe::KindName;
 use crate::report::Reporter;
 
 /// What the source step published, for the steps after it.
@@ -44,7 +44,7 @@ pub fn publish(cx: &Cx) -> Result<Published> {
     let keep = cx.work()?.join("orig");
     let name = names::orig(&p.name, &p.version);
     let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, reporter)?;
-    if recipe.target.kind == Kind::Hipblaslt {
+    if recipe.kind.name() == KindName::Hipblaslt {
         let patched = without_record(cx.tree()?, &top)?;
         compress(
             &patched,

@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use crate::codeobj;
 use crate::doctor;
 use crate::knowledge::Knowledge;
-use crate::recipe::{self, Kind, Recipe};
+use crate::recipe::{self, KindName, Recipe};
 use crate::report;
 use crate::workspace::Workspace;
 
@@ -92,7 +92,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let mut ours = BTreeSet::new();
     for name in recipe::list(&ws.root).unwrap_or_default() {
         if let Ok(r) = Recipe::load(&ws.root, &name) {
-            if r.target.kind == Kind::Dkms {
+            if r.kind.name() == KindName::Dkms {
                 ours.insert(r.package.name.clone());
             }
         }

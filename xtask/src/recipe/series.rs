@@ -7,10 +7,10 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::checker::{at, Checker};
+use super::grammar::check_tree_path;
 use super::grammar::{check_commit, check_git_url, check_http_url, check_patch_name, check_sha256};
 use super::raw::RawPatch;
-use super::validate::check_tree_path;
-use super::validate::{at, Checker};
 use super::{Patch, PatchOrigin, PatchPin};
 use crate::diag::Diag;
 
@@ -223,7 +223,7 @@ fn pin(c: &mut Checker, p: &RawPatch, key: &dyn Fn(&str) -> String) -> PatchPin 
             Err(why) => c.err(u.span().start, format!("`{}`: {why}", key("urls"))),
         }
     }
-    let pinned_from = super::validate::pinned_from(c, p.pinned_from.as_ref(), &key("pinned_from"));
+    let pinned_from = super::checker::pinned_from(c, p.pinned_from.as_ref(), &key("pinned_from"));
     let why_unpinned = c.checked(
         &p.why_unpinned,
         &key("why_unpinned"),

@@ -387,7 +387,7 @@ fn the_workflow_parses_and_names_only_existing_xtask_commands() {
         .into_iter()
         .filter(|name| {
             xtask::recipe::Recipe::load(&repo_root(), name)
-                .is_ok_and(|r| r.target.kind == xtask::recipe::Kind::Hipblaslt)
+                .is_ok_and(|r| r.kind.name() == xtask::recipe::KindName::Hipblaslt)
         })
         .collect();
     assert_eq!(matrix, recipes);
