@@ -13,6 +13,7 @@ pub mod plan;
 pub mod rewrite;
 pub mod source;
 mod source_packages;
+pub mod transform;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -93,7 +94,11 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
         require_kind(&recipe, kind)?;
     }
     let part = match &recipe.kind {
-        Kind::Dkms(table) => Part::Dkms(dkms::Part::new(&recipe, table, opts)?),
+        Kind::Dkms(Some(table)) => Part::Dkms(dkms::Part::new(&recipe, table, opts)?),
+        Kind::Dkms(None) => bail!(UsageError(format!(
+            "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
+            recipe.path.display()
+        ))),
         Kind::Config(table) => Part::Config(config::Part::new(&recipe, table, opts)?),
         Kind::Hipblaslt { .. } => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
         Kind::Rewrite { .. } => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),

@@ -33,10 +33,7 @@ pub struct Published {
 /// and the verified pristine tree of `cx`.
 pub fn publish(cx: &Cx) -> Result<Published> {
     let (recipe, reporter) = (cx.recipe, &cx.ws.reporter);
-    let pristine = cx
-        .pristine
-        .as_ref()
-        .context("the ensure-applied step runs before publish-source")?;
+    let pristine = cx.pristine()?;
     let p = &recipe.package;
     let out = cx.dir()?.join("source");
     let top = format!("{}-{}", p.name, p.version);

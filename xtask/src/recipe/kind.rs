@@ -7,11 +7,12 @@ use serde::Serialize;
 use crate::package::Format;
 
 /// What a recipe builds, with the table of its kind. Built by validation,
-/// so a dkms recipe always has its `[dkms]`, a config recipe its `[config]`.
+/// so a config recipe always has its `[config]`; a dkms recipe may leave
+/// `[dkms]` out to be applied and verified, and is then refused by a build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Kind {
-    /// A DKMS module package (`[dkms]`).
-    Dkms(Dkms),
+    /// A DKMS module package (`[dkms]`, which only a build needs).
+    Dkms(Option<Dkms>),
     /// Configuration files only (`[config]`), such as a modprobe.d snippet.
     Config(Config),
     /// The hipBLASLt library built from source; `expert_sched` is what the
@@ -103,7 +104,7 @@ impl Kind {
     /// The `[dkms]` table of a dkms recipe.
     pub fn dkms(&self) -> Option<&Dkms> {
         match self {
-            Kind::Dkms(dkms) => Some(dkms),
+            Kind::Dkms(dkms) => dkms.as_ref(),
             _ => None,
         }
     }

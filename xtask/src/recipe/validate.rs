@@ -124,13 +124,6 @@ fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
             );
             None
         }
-        (None, KindName::Dkms) if target.named => {
-            c.err(
-                raw.target.as_ref().map_or(0, |t| t.span().start),
-                "a dkms recipe needs a `[dkms]` table with at least one `[[dkms.module]]` with `name` (and `location`)",
-            );
-            None
-        }
         (None, _) => None,
     };
     let config = match (&raw.config, target.name) {
@@ -153,7 +146,7 @@ fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
     };
     // A recipe with problems is refused whole: its kind is never used.
     match target.name {
-        KindName::Dkms => Kind::Dkms(dkms.unwrap_or_else(empty_dkms)),
+        KindName::Dkms => Kind::Dkms(dkms),
         KindName::Config => Kind::Config(config.unwrap_or(super::Config { files: Vec::new() })),
         KindName::Hipblaslt => Kind::Hipblaslt {
             expert_sched: target.expert_sched,
@@ -161,15 +154,6 @@ fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
         KindName::Rewrite => Kind::Rewrite {
             expert_sched: target.expert_sched.unwrap_or(ExpertSched::Off),
         },
-    }
-}
-
-fn empty_dkms() -> super::Dkms {
-    super::Dkms {
-        tree: ".".to_owned(),
-        make: None,
-        clean: None,
-        modules: Vec::new(),
     }
 }
 
@@ -322,8 +306,6 @@ fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
 struct Targeted {
     target: Target,
     name: KindName,
-    /// Whether `target.kind` named the kind (not the fallback after an error).
-    named: bool,
     expert_sched: Option<ExpertSched>,
 }
 
@@ -336,14 +318,13 @@ impl Targeted {
                 formats: Vec::new(),
             },
             name: KindName::Dkms,
-            named: false,
             expert_sched: None,
         }
     }
 }
 
 fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Targeted {
-    let (kind, named) = kind_name(c, t, table_at);
+    let kind = kind_name(c, t, table_at);
     let kernel = t
         .kernel
         .as_ref()
@@ -376,22 +357,21 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Targeted {
             formats,
         },
         name: kind,
-        named,
         expert_sched,
     }
 }
 
-/// `target.kind`, and whether it named a kind (else dkms, reported).
-fn kind_name(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> (KindName, bool) {
+/// `target.kind`; dkms when it names no kind, after reporting so.
+fn kind_name(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> KindName {
     let Some(k) = &t.kind else {
         c.err(
             table_at,
             "missing key `target.kind` (`dkms`, `hipblaslt` or `config`)",
         );
-        return (KindName::Dkms, false);
+        return KindName::Dkms;
     };
     match KindName::ALL.iter().find(|(s, _)| s == k.get_ref()) {
-        Some((_, kind)) => (*kind, true),
+        Some((_, kind)) => *kind,
         None => {
             let known: Vec<_> = KindName::ALL
                 .iter()
@@ -405,7 +385,7 @@ fn kind_name(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> (KindName,
                     known.join(", ")
                 ),
             );
-            (KindName::Dkms, false)
+            KindName::Dkms
         }
     }
 }
