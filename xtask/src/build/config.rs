@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, Assembled, Options};
 use crate::diag::UsageError;
 use crate::package::{names, FileTree, Format, PackageMeta};
 use crate::packaging_config;
@@ -87,7 +87,7 @@ impl<'r> Part<'r> {
         let meta = meta(cx);
         super::source_packages::write_all(&self.formats, cx, &meta)?;
         Ok(Assembled {
-            machine: plan::machine(cx.recipe.kind.name()),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::new(),
             pkgbuild: Some(cx.rendered()?["arch/PKGBUILD"].clone().into_bytes()),
@@ -99,7 +99,7 @@ impl<'r> Part<'r> {
 }
 
 fn meta(cx: &Cx) -> PackageMeta {
-    let mut meta = plan::identity(cx.recipe);
+    let mut meta = identity::identity(cx.recipe);
     meta.changes = vec![format!(
         "Built by rocm-patchkit from {}.",
         cx.plan.recipe_file

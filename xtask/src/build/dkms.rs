@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, plan, Assembled, Options};
 use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
 use crate::recipe::{Dkms, Recipe};
 use crate::render::{Rendered, Renderer};
@@ -107,7 +107,7 @@ impl<'r> Part<'r> {
             ..Scripts::default()
         };
         Ok(Assembled {
-            machine: plan::machine(cx.recipe.kind.name()),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::from([
                 (Format::Deb, scripts("scripts/postinst", "scripts/prerm")),
@@ -145,7 +145,7 @@ pub fn package_meta(recipe: &Recipe, plan: &plan::Plan, epoch: i64) -> Result<Pa
         .kind
         .dkms()
         .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
-    let mut meta = plan::identity(recipe);
+    let mut meta = identity::identity(recipe);
     meta.changes = vec![format!(
         "Built by rocm-patchkit from {} and {}.",
         plan.recipe_file,

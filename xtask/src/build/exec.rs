@@ -219,7 +219,17 @@ impl Cx<'_> {
     }
 
     fn publish_source(&mut self) -> Result<()> {
-        self.source = Some(super::source::publish(self)?);
+        let inputs = super::source::Inputs {
+            recipe: self.recipe,
+            pristine: self.pristine()?,
+            tree: self.tree()?,
+            fetched: self.fetched()?,
+            dir: self.dir()?,
+            work: self.work()?,
+            epoch: self.epoch_u()?,
+            reporter: &self.ws.reporter,
+        };
+        self.source = Some(super::source::publish(&inputs)?);
         Ok(())
     }
 

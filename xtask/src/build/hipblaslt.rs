@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, Assembled, Options};
 use crate::hipblaslt::{self, cmake, kernels, packages, toolchain::Toolchain, BuildMode};
 use crate::package::Format;
 use crate::recipe::Recipe;
@@ -137,7 +137,7 @@ impl Part {
         cx.ws.reporter.step(format!("gfx12 kernels: {verdict}"));
         Ok(Assembled {
             meta: packages::meta(cx.recipe),
-            machine: plan::machine(cx.recipe.kind.name()),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree: packages::tree(&spec.root, &spec.prefix)?,
             scripts: BTreeMap::new(),
             pkgbuild: None,

@@ -1,14 +1,17 @@
 //! The one build line. [`plan`] resolves a build up front: the kernel or
 //! ROCm target, the formats, `SOURCE_DATE_EPOCH`, every output file and the
-//! ordered steps; [`exec`] runs those steps for any kind; each kind
-//! ([`dkms`], [`config`], [`hipblaslt`]) contributes its assemble step (and
-//! dkms its render step) and nothing else. `build-dkms`, `build-config`,
-//! `build-hipblaslt` and `build` are thin entries over [`run`].
+//! ordered steps; [`exec`] runs those steps for any kind; [`transform`] is
+//! the apply stage of every kind (the patches, or a binary rewrite); each
+//! kind ([`dkms`], [`config`], [`hipblaslt`], [`rewrite`]) contributes its
+//! assemble step (and dkms and config their render step) and nothing else.
+//! `build-dkms`, `build-config`, `build-hipblaslt` and `build` are thin
+//! entries over [`run`].
 
 pub mod config;
 pub mod dkms;
 pub mod exec;
 pub mod hipblaslt;
+pub mod identity;
 pub mod plan;
 pub mod rewrite;
 pub mod source;

@@ -10,8 +10,9 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
+use super::identity::{identity, machine};
+use crate::package::names;
 use crate::package::Format;
-use crate::package::{names, Machine, PackageMeta};
 use crate::recipe::{Config, Dkms, KindName, PackageInfo, PatchOrigin, Recipe, Source};
 
 #[derive(Debug, Clone, Serialize)]
@@ -237,47 +238,6 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
     }
     steps.push(Step::Publish);
     steps
-}
-
-/// What the binary packages of `recipe` are called, and their version:
-/// the part of their metadata that names their files.
-pub fn identity(recipe: &Recipe) -> PackageMeta {
-    let p = &recipe.package;
-    let (name, source) = match recipe.kind.name() {
-        KindName::Dkms => (
-            crate::package::dkms::package_name(&p.name),
-            Some(p.name.clone()),
-        ),
-        _ => (p.name.clone(), None),
-    };
-    let mut meta = PackageMeta {
-        name,
-        source,
-        version: p.version.clone(),
-        release: p.release.clone(),
-        summary: p.summary.clone(),
-        description: p.description.trim().to_owned(),
-        license: p.license.clone(),
-        homepage: p.homepage.clone(),
-        maintainer: p.maintainer.clone(),
-        depends: Vec::new(),
-        changes: Vec::new(),
-        copyright: Vec::new(),
-        relations: Default::default(),
-    };
-    if recipe.kind.name() == KindName::Rewrite {
-        super::rewrite::identity(recipe, &mut meta);
-    }
-    meta
-}
-
-/// What a kind's packages run on: compiled libraries the host's machine,
-/// everything else any.
-pub fn machine(kind: KindName) -> Machine {
-    match kind {
-        KindName::Hipblaslt | KindName::Rewrite => Machine::Host,
-        KindName::Dkms | KindName::Config => Machine::Any,
-    }
 }
 
 /// `source/`: the pristine archive, the patches and `series`, and for

@@ -15,17 +15,12 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, Assembled, Options};
 use crate::extract::CONTROL_DIR;
 use crate::package::deb_carried::Carried;
-use crate::package::{FileTree, Format, PackageMeta};
+use crate::package::{FileTree, Format};
 use crate::recipe::{DebSource, Recipe, Source};
 use crate::state;
-
-/// What the version of the package built adds to the upstream one
-/// (`7.1.1+dfsg-4` becomes `7.1.1+dfsg-4+patchkit1` for release 1): above
-/// it for apt, below the distribution's next revision.
-pub const VERSION_TAG: &str = "+patchkit";
 
 /// A rewrite build's settings, resolved before anything is fetched.
 pub struct Part {
@@ -83,8 +78,8 @@ impl Part {
             .sum();
         let files: usize = record.rewrites.iter().map(|r| r.files.len()).sum();
         Ok(Assembled {
-            meta: plan::identity(cx.recipe),
-            machine: plan::machine(cx.recipe.kind.name()),
+            meta: identity::identity(cx.recipe),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::new(),
             pkgbuild: None,
@@ -95,27 +90,6 @@ impl Part {
             carried: Some(control),
         })
     }
-}
-
-/// The package's version split as the writers join it (`version-release`):
-/// the upstream version and the revision with [`VERSION_TAG`] and the
-/// recipe's release (`7.1.1+dfsg`, `4+patchkit1`).
-pub fn version_of(recipe: &Recipe) -> (String, String) {
-    let upstream = match &recipe.source {
-        Source::Deb(deb) => deb.version.clone(),
-        _ => recipe.package.version.clone(),
-    };
-    let (version, revision) = match upstream.rsplit_once('-') {
-        Some((v, r)) => (
-            v.to_owned(),
-            format!("{r}{VERSION_TAG}{}", recipe.package.release),
-        ),
-        None => (
-            upstream.clone(),
-            format!("0{VERSION_TAG}{}", recipe.package.release),
-        ),
-    };
-    (version, revision)
 }
 
 fn carried_control(dir: &Path) -> Result<Carried> {
@@ -152,11 +126,4 @@ fn carried_control(dir: &Path) -> Result<Carried> {
     let control =
         control.with_context(|| format!("the package has no {}/control", dir.display()))?;
     Ok(Carried { control, members })
-}
-
-/// The version of a rewrite recipe's package: [`version_of`].
-pub fn identity(recipe: &Recipe, meta: &mut PackageMeta) {
-    let (version, release) = version_of(recipe);
-    meta.version = version;
-    meta.release = release;
 }

@@ -51,15 +51,10 @@ impl Transform {
         }
     }
 
-    /// Makes `dest` afresh from the pristine tree and writes its state record.
-    fn apply(
-        self,
-        recipe: &Recipe,
-        fetched: &Fetched,
-        pristine: &Pristine,
-        dest: &Path,
-        reporter: &Reporter,
-    ) -> Result<()> {
+    /// Makes the tree of `to` afresh from its pristine tree and writes its
+    /// state record.
+    fn apply(self, recipe: &Recipe, fetched: &Fetched, to: &Applied, r: &Reporter) -> Result<()> {
+        let (pristine, dest, reporter) = (&to.pristine, to.tree.as_path(), r);
         match self {
             Transform::Patches(tol) => {
                 stage::apply_recipe_from(recipe, fetched, Some(pristine), dest, tol, reporter)
@@ -179,17 +174,21 @@ pub fn ensure_applied(
     let pristine = pristine::ensure(recipe, &fetched.source, &work.join("pristine"), reporter)?;
     let reused = matches!(state::read(&dest), Ok(Some((recorded, _)))
         if made_by(&recorded, recipe, fetched, transform));
-    if reused {
-        let (done, _, _) = transform.words();
-        reporter.step(format!("apply: {} is already {done}", dest.display()));
-    } else {
-        transform.apply(recipe, fetched, &pristine, &dest, reporter)?;
-    }
-    Ok(Applied {
+    let applied = Applied {
         tree: dest,
         pristine,
         reused,
-    })
+    };
+    if reused {
+        let (done, _, _) = transform.words();
+        reporter.step(format!(
+            "apply: {} is already {done}",
+            applied.tree.display()
+        ));
+    } else {
+        transform.apply(recipe, fetched, &applied, reporter)?;
+    }
+    Ok(applied)
 }
 
 /// The verify step: the tree against its state record (a kept tree that
@@ -211,7 +210,7 @@ pub fn verify(
             "{} was changed since it was {made}: {again}",
             tree.display()
         ));
-        transform.apply(recipe, fetched, &applied.pristine, tree, reporter)?;
+        transform.apply(recipe, fetched, applied, reporter)?;
         ok = transform.check(tree, reporter)?;
     }
     if !ok {
