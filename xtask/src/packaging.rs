@@ -31,8 +31,8 @@ pub struct Inputs {
 /// The values every template of a DKMS recipe is rendered with.
 pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
     let dkms = recipe
-        .dkms
-        .as_ref()
+        .kind
+        .dkms()
         .context("a dkms recipe needs a `[dkms]` table")?;
     let p = &recipe.package;
     let pkgname = format!("{}-dkms", p.name);

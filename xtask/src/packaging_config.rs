@@ -30,8 +30,8 @@ pub struct Inputs {
 /// The values every template under `templates/config/` is rendered with.
 pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
     let config = recipe
-        .config
-        .as_ref()
+        .kind
+        .config()
         .context("a config recipe needs a `[config]` table")?;
     let p = &recipe.package;
     // The recipe checked each `source` and `dest` for the shell lines of

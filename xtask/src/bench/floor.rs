@@ -15,8 +15,8 @@ use anyhow::{Context, Result};
 use super::inputs::EPOCH;
 use crate::hash::memo::{copy_hashed, Want};
 use crate::package::tar::{write_tree, Names};
+use crate::package::Format;
 use crate::package::{rpm, Artifact, Compression, FileTree, Output};
-use crate::recipe::Format;
 
 /// The compressor and level of our `fmt` writer.
 pub fn compression(fmt: Format) -> Compression {

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::package::Format;
 use crate::package::{self, names, FileTree, Machine, Package, PackageMeta, Scripts};
-use crate::recipe::{Format, Recipe};
+use crate::recipe::Recipe;
 use crate::{packaging, plan, state};
 
 /// SOURCE_DATE_EPOCH of every build and package of the benchmark.
@@ -43,8 +44,8 @@ impl Inputs {
     pub fn read(root: &Path, name: &str) -> Result<Inputs> {
         let recipe = Recipe::load(root, name)?;
         let dkms = recipe
-            .dkms
-            .as_ref()
+            .kind
+            .dkms()
             .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
         let plan = plan::plan(&recipe)?;
         let meta = crate::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;

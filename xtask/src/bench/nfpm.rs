@@ -14,7 +14,7 @@ use serde_json::json;
 use super::inputs::{Inputs, EPOCH};
 use super::reference::Job;
 use super::{link_copy, run_ok};
-use crate::recipe::Format;
+use crate::package::Format;
 
 /// Environment variable naming the nfpm binary, when it is not on PATH.
 pub const NFPM_ENV: &str = "PATCHKIT_NFPM";

@@ -18,7 +18,7 @@ use super::maintainer::Scratch;
 use super::reference::{self, Job, Setting};
 use super::report::{self, Goals, Report, Row, Side};
 use super::{floor, fresh_dir, load_average, measure_ok, nfpm, Measured};
-use crate::recipe::Format;
+use crate::package::Format;
 use crate::workspace::Workspace;
 
 /// The recipe benchmarked by default: small, offline, seconds.

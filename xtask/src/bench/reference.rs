@@ -14,7 +14,7 @@ use anyhow::{bail, Context, Result};
 use super::inputs::{Inputs, EPOCH};
 use super::{link_copy, run_ok, which};
 use crate::package::Compression;
-use crate::recipe::Format;
+use crate::package::Format;
 
 /// The two settings every reference tool runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

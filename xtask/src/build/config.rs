@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, Assembled, Options};
 use crate::diag::UsageError;
 use crate::package::{names, FileTree, Format, PackageMeta};
 use crate::packaging_config;
@@ -24,14 +24,9 @@ pub struct Part<'r> {
 }
 
 impl<'r> Part<'r> {
-    pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
-        let config = super::kind_table(
-            recipe,
-            recipe.config.as_ref(),
-            "build-config needs a `[config]` table with `files`",
-        )?;
+    pub fn new(recipe: &Recipe, config: &'r Config, opts: &Options) -> Result<Part<'r>> {
         let formats = opts.formats_of(recipe);
-        if formats.contains(&Format::Tar) {
+        if !recipe.kind.name().accepts(&formats) {
             bail!(UsageError(format!(
                 "recipe {} is a config package: build it as deb, rpm or arch (`tar` is for DKMS sources)",
                 recipe.name
@@ -92,7 +87,7 @@ impl<'r> Part<'r> {
         let meta = meta(cx);
         super::source_packages::write_all(&self.formats, cx, &meta)?;
         Ok(Assembled {
-            machine: plan::machine(cx.recipe.target.kind),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::new(),
             pkgbuild: Some(cx.rendered()?["arch/PKGBUILD"].clone().into_bytes()),
@@ -104,7 +99,7 @@ impl<'r> Part<'r> {
 }
 
 fn meta(cx: &Cx) -> PackageMeta {
-    let mut meta = plan::identity(cx.recipe);
+    let mut meta = identity::identity(cx.recipe);
     meta.changes = vec![format!(
         "Built by rocm-patchkit from {}.",
         cx.plan.recipe_file

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, plan, Assembled, Options};
 use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
 use crate::recipe::{Dkms, Recipe};
 use crate::render::{Rendered, Renderer};
@@ -24,13 +24,8 @@ pub struct Part<'r> {
 }
 
 impl<'r> Part<'r> {
-    pub fn new(recipe: &'r Recipe, opts: &Options) -> Result<Part<'r>> {
+    pub fn new(recipe: &Recipe, dkms: &'r Dkms, opts: &Options) -> Result<Part<'r>> {
         let formats = opts.formats_of(recipe);
-        let dkms = super::kind_table(
-            recipe,
-            recipe.dkms.as_ref(),
-            "build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]`",
-        )?;
         let kernel = target::pick_kernel(opts.kernel.as_deref(), &opts.modules_dir)?;
         target::check_kernel(recipe, &kernel)?;
         Ok(Part {
@@ -112,7 +107,7 @@ impl<'r> Part<'r> {
             ..Scripts::default()
         };
         Ok(Assembled {
-            machine: plan::machine(cx.recipe.target.kind),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree,
             scripts: BTreeMap::from([
                 (Format::Deb, scripts("scripts/postinst", "scripts/prerm")),
@@ -147,10 +142,10 @@ fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
 /// changelog, the copyright and the relations between module packages.
 pub fn package_meta(recipe: &Recipe, plan: &plan::Plan, epoch: i64) -> Result<PackageMeta> {
     let dkms = recipe
-        .dkms
-        .as_ref()
+        .kind
+        .dkms()
         .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
-    let mut meta = plan::identity(recipe);
+    let mut meta = identity::identity(recipe);
     meta.changes = vec![format!(
         "Built by rocm-patchkit from {} and {}.",
         plan.recipe_file,

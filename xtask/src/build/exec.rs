@@ -11,14 +11,14 @@ use serde::Serialize;
 
 use super::plan::{self, Plan, Step};
 use super::source::Published;
+use super::transform::{self, Applied, Transform};
 use super::{Assembled, Options, Outcome, Part};
 use crate::dist::{self, Staging};
 use crate::fetch::{self, Fetched};
 use crate::hash;
 use crate::manifest::Manifest;
 use crate::package::{self, Package, Scripts};
-use crate::patch::pristine::{self, Pristine};
-use crate::patch::{stage, Tolerance};
+use crate::patch::Tolerance;
 use crate::publish::{self, Stamp};
 use crate::recipe::Recipe;
 use crate::render::Rendered;
@@ -51,11 +51,9 @@ pub struct Cx<'a> {
     /// `Packing`), for what each package took from it.
     chunks: package::ChunkCache,
     pub fetched: Option<Fetched>,
-    pub tree: Option<PathBuf>,
-    /// The pristine tree the patched one was linked from, verified.
-    pub pristine: Option<Pristine>,
-    /// Whether `tree` is one an earlier run left (verified in the verify step).
-    pub reused: bool,
+    /// The recipe's transform and the tree it made (or kept), verified in
+    /// the verify step.
+    applied: Option<(Transform, Applied)>,
     pub source: Option<Published>,
     pub rendered: Option<Rendered>,
     pub assembled: Option<Assembled>,
@@ -83,9 +81,7 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
         deb: opts.compression.or(recipe.package.compression),
         chunks: package::ChunkCache::new(ws.work_dir.join("chunks")),
         fetched: None,
-        tree: None,
-        pristine: None,
-        reused: false,
+        applied: None,
         source: None,
         rendered: None,
         assembled: None,
@@ -130,17 +126,7 @@ impl Cx<'_> {
     fn run(&mut self, step: &Step, part: &Part) -> Result<Option<Outcome>> {
         match step {
             Step::Fetch => return self.fetch(part),
-            Step::EnsureApplied { .. } if matches!(part, Part::Rewrite(_)) => {
-                super::rewrite::ensure_applied(self)?
-            }
             Step::EnsureApplied { fuzz } => self.ensure_applied(Tolerance::fuzz(*fuzz))?,
-            Step::Verify if matches!(part, Part::Rewrite(_)) => {
-                let rewrites = super::rewrite::verify(self)?;
-                self.manifest
-                    .as_mut()
-                    .context("verify runs after fetch")?
-                    .rewrites = rewrites;
-            }
             Step::Verify => self.verify()?,
             Step::PublishSource { .. } => self.publish_source()?,
             Step::Render => {
@@ -149,7 +135,7 @@ impl Cx<'_> {
                     Part::Config(p) => p.render(self)?,
                     Part::Hipblaslt(_) | Part::Rewrite(_) => bail!(
                         "a {} recipe has no templates to render",
-                        self.recipe.target.kind.as_str()
+                        self.recipe.kind.name().as_str()
                     ),
                 });
             }
@@ -199,70 +185,51 @@ impl Cx<'_> {
         Ok(None)
     }
 
-    /// The pristine tree, extracted once per pin and verified, and the
-    /// patched tree: kept when its state record is exactly what this build
-    /// would write (checked again by the verify step), else applied afresh
-    /// to a hard-link copy of the pristine tree.
+    /// The ensure-applied step of the recipe's transform.
     fn ensure_applied(&mut self, tol: Tolerance) -> Result<()> {
+        let transform = Transform::of(&self.recipe.kind, tol);
         let work = self.work()?;
-        let dest = work.join("tree");
-        let fetched = self.fetched()?;
-        let pristine = pristine::ensure(
+        let applied = transform::ensure_applied(
+            transform,
             self.recipe,
-            &fetched.source,
-            &work.join("pristine"),
+            self.fetched()?,
+            work,
             &self.ws.reporter,
         )?;
-        let reuse = matches!(crate::state::read(&dest), Ok(Some((recorded, _)))
-            if stage::made_by(&recorded, self.recipe, fetched, tol));
-        if reuse {
-            self.ws.reporter.step(format!(
-                "apply: {} is already patched with this series",
-                dest.display()
-            ));
-        } else {
-            let r = &self.ws.reporter;
-            stage::apply_recipe_from(self.recipe, fetched, Some(&pristine), &dest, tol, r)?;
-        }
-        self.pristine = Some(pristine);
-        self.reused = reuse;
-        self.tree = Some(dest);
+        self.applied = Some((transform, applied));
         Ok(())
     }
 
-    /// The patched tree against its state record; a kept tree that no
-    /// longer matches is applied again.
+    /// The verify step of the transform ensure-applied ran.
     fn verify(&mut self) -> Result<()> {
-        let tree = self.tree()?.to_path_buf();
-        let mut report = crate::verify::tree(&tree, &self.ws.reporter)?;
-        if !report.ok && self.reused {
-            self.ws.reporter.warn(format!(
-                "{} was changed since it was applied: applying the series again",
-                tree.display()
-            ));
-            stage::apply_recipe_from(
-                self.recipe,
-                self.fetched()?,
-                self.pristine.as_ref(),
-                &tree,
-                Tolerance::strict(),
-                &self.ws.reporter,
-            )?;
-            report = crate::verify::tree(&tree, &self.ws.reporter)?;
-        }
-        if !report.ok {
-            bail!(
-                "the tree just applied at {} does not verify: run `cargo xtask verify {}`",
-                tree.display(),
-                tree.display()
-            );
-        }
+        let (transform, applied) = self
+            .applied
+            .as_ref()
+            .context("the ensure-applied step runs before this one")?;
+        let fetched = self.fetched.as_ref().context("the fetch step runs first")?;
         let manifest = self.manifest.as_mut().context("verify runs after fetch")?;
-        manifest.record_placement(&tree)
+        transform::verify(
+            *transform,
+            applied,
+            self.recipe,
+            fetched,
+            manifest,
+            &self.ws.reporter,
+        )
     }
 
     fn publish_source(&mut self) -> Result<()> {
-        self.source = Some(super::source::publish(self)?);
+        let inputs = super::source::Inputs {
+            recipe: self.recipe,
+            pristine: self.pristine()?,
+            tree: self.tree()?,
+            fetched: self.fetched()?,
+            dir: self.dir()?,
+            work: self.work()?,
+            epoch: self.epoch_u()?,
+            reporter: &self.ws.reporter,
+        };
+        self.source = Some(super::source::publish(&inputs)?);
         Ok(())
     }
 
@@ -370,9 +337,18 @@ impl Cx<'_> {
     }
 
     pub fn tree(&self) -> Result<&Path> {
-        self.tree
-            .as_deref()
+        self.applied
+            .as_ref()
+            .map(|(_, applied)| applied.tree.as_path())
             .context("the ensure-applied step runs before this one")
+    }
+
+    /// The verified pristine tree the applied one was made from.
+    pub fn pristine(&self) -> Result<&crate::patch::pristine::Pristine> {
+        self.applied
+            .as_ref()
+            .map(|(_, applied)| &applied.pristine)
+            .context("the ensure-applied step runs before publish-source")
     }
 
     pub fn work(&self) -> Result<&Path> {

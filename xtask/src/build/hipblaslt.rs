@@ -12,10 +12,11 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{plan, Assembled, Options};
+use super::{identity, Assembled, Options};
 use crate::hipblaslt::{self, cmake, kernels, packages, toolchain::Toolchain, BuildMode};
 use crate::manifest::Manifest;
-use crate::recipe::{Format, Recipe};
+use crate::package::Format;
+use crate::recipe::Recipe;
 use crate::workspace::Workspace;
 
 /// The `build-hipblaslt` flags.
@@ -103,7 +104,7 @@ impl Part {
                 wanted
                     .iter()
                     .copied()
-                    .filter(|f| *f != Format::Tar)
+                    .filter(|f| recipe.kind.name().makes(*f))
                     .collect()
             }
             Err(why) => {
@@ -177,7 +178,7 @@ impl Part {
         cx.ws.reporter.step(format!("gfx12 kernels: {verdict}"));
         Ok(Assembled {
             meta: packages::meta(cx.recipe),
-            machine: plan::machine(cx.recipe.target.kind),
+            machine: identity::machine(cx.recipe.kind.name()),
             tree: packages::tree(&spec.root, &spec.prefix)?,
             scripts: BTreeMap::new(),
             pkgbuild: None,

@@ -1,18 +1,22 @@
 //! The one build line. [`plan`] resolves a build up front: the kernel or
 //! ROCm target, the formats, `SOURCE_DATE_EPOCH`, every output file and the
-//! ordered steps; [`exec`] runs those steps for any kind; each kind
-//! ([`dkms`], [`config`], [`hipblaslt`]) contributes its assemble step (and
-//! dkms its render step) and nothing else. `build-dkms`, `build-config`,
-//! `build-hipblaslt` and `build` are thin entries over [`run`].
+//! ordered steps; [`exec`] runs those steps for any kind; [`transform`] is
+//! the apply stage of every kind (the patches, or a binary rewrite); each
+//! kind ([`dkms`], [`config`], [`hipblaslt`], [`rewrite`]) contributes its
+//! assemble step (and dkms and config their render step) and nothing else.
+//! `build-dkms`, `build-config`, `build-hipblaslt` and `build` are thin
+//! entries over [`run`].
 
 pub mod config;
 pub mod dkms;
 pub mod exec;
 pub mod hipblaslt;
+pub mod identity;
 pub mod plan;
 pub mod rewrite;
 pub mod source;
 mod source_packages;
+pub mod transform;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -21,8 +25,9 @@ use anyhow::{bail, Result};
 
 use crate::diag::UsageError;
 use crate::fetch::FetchOptions;
+use crate::package::Format;
 use crate::package::{FileTree, Machine, PackageMeta, Scripts};
-use crate::recipe::{Format, Kind, Recipe};
+use crate::recipe::{Kind, KindName, Recipe};
 use crate::workspace::Workspace;
 
 pub use crate::publish::Outcome;
@@ -34,7 +39,7 @@ pub struct Options {
     pub recipe: String,
     /// The kind the command builds (`build-dkms` builds dkms recipes); none
     /// for `build`, which builds any.
-    pub kind: Option<Kind>,
+    pub kind: Option<KindName>,
     /// `--kernel` (dkms); the newest headers under `modules_dir` otherwise.
     pub kernel: Option<String>,
     pub modules_dir: PathBuf,
@@ -85,41 +90,34 @@ impl Options {
     }
 }
 
-/// The recipe's table of its kind (`[dkms]`, `[config]`), or a refusal
-/// that says what the command needs.
-fn kind_table<'r, T>(recipe: &Recipe, table: Option<&'r T>, needs: &str) -> Result<&'r T> {
-    table.ok_or_else(|| {
-        UsageError(format!(
-            "{}: {needs} (see recipes/README.md)",
-            recipe.path.display()
-        ))
-        .into()
-    })
-}
-
 /// Loads the recipe and builds it: plan, then execute.
 pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let recipe = Recipe::load(&ws.root, &opts.recipe)?;
     if let Some(kind) = opts.kind {
         require_kind(&recipe, kind)?;
     }
-    let part = match recipe.target.kind {
-        Kind::Dkms => Part::Dkms(dkms::Part::new(&recipe, opts)?),
-        Kind::Config => Part::Config(config::Part::new(&recipe, opts)?),
-        Kind::Hipblaslt => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
-        Kind::Rewrite => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),
+    let part = match &recipe.kind {
+        Kind::Dkms(Some(table)) => Part::Dkms(dkms::Part::new(&recipe, table, opts)?),
+        Kind::Dkms(None) => bail!(UsageError(format!(
+            "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
+            recipe.path.display()
+        ))),
+        Kind::Config(table) => Part::Config(config::Part::new(&recipe, table, opts)?),
+        Kind::Hipblaslt { .. } => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
+        Kind::Rewrite { .. } => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),
     };
     exec::execute(ws, &recipe, &part, opts)
 }
 
 /// Refuses a recipe of another kind, naming the command that builds it.
-pub fn require_kind(recipe: &Recipe, kind: Kind) -> Result<()> {
-    if recipe.target.kind != kind {
+pub fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
+    let is = recipe.kind.name();
+    if is != kind {
         bail!(UsageError(format!(
             "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
             recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str()
+            is.as_str(),
+            is.as_str()
         )));
     }
     Ok(())

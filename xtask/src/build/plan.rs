@@ -10,16 +10,18 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::package::{names, Machine, PackageMeta};
-use crate::recipe::{Config, Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
+use super::identity::{identity, machine};
+use crate::package::names;
+use crate::package::Format;
+use crate::recipe::{Config, Dkms, KindName, PackageInfo, PatchOrigin, Recipe, Source};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
     pub recipe: String,
     /// The recipe file, relative to the project root when it lies below it.
     pub recipe_file: String,
-    pub kind: Kind,
-    pub package: Package,
+    pub kind: KindName,
+    pub package: PackageInfo,
     pub source: PlannedSource,
     pub patches: Vec<PlannedPatch>,
     pub target: PlannedTarget,
@@ -54,7 +56,7 @@ pub enum Step {
     /// What the recipe's kind makes of the patched tree: the package's
     /// files (and, for dkms, the source packages listed here).
     Assemble {
-        kind: Kind,
+        kind: KindName,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         files: Vec<String>,
     },
@@ -181,7 +183,7 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
     Ok(Plan {
         recipe: recipe.name.clone(),
         recipe_file: relative(&recipe.path).display().to_string(),
-        kind: recipe.target.kind,
+        kind: recipe.kind.name(),
         package: recipe.package.clone(),
         source: PlannedSource { source },
         patches,
@@ -190,8 +192,8 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
             kernel_regex: recipe.target.kernel_regex.clone(),
             formats: formats.to_vec(),
         },
-        dkms: recipe.dkms.clone(),
-        config: recipe.config.clone(),
+        dkms: recipe.kind.dkms().cloned(),
+        config: recipe.kind.config().cloned(),
         outputs: outputs(&steps),
         steps,
         unpinned: recipe.unpinned(),
@@ -200,12 +202,12 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
 
 /// The steps a build of `recipe` as `formats` runs, in order.
 pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
-    let kind = recipe.target.kind;
+    let kind = recipe.kind.name();
     let meta = identity(recipe);
     let mut steps = vec![Step::Fetch, Step::EnsureApplied { fuzz: 0 }, Step::Verify];
     // A rewrite's source is a binary package, pinned in the manifest: no
     // source artifacts to publish.
-    if kind != Kind::Rewrite {
+    if kind != KindName::Rewrite {
         steps.push(Step::PublishSource {
             files: source_files(recipe),
         });
@@ -215,7 +217,7 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
         steps.push(Step::Render);
     }
     let files = match kind {
-        Kind::Dkms | Kind::Config => formats
+        KindName::Dkms | KindName::Config => formats
             .iter()
             .flat_map(|f| names::source_packages(*f, &meta))
             .collect(),
@@ -226,7 +228,7 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
         steps.push(Step::Assemble { kind, files });
     }
     for format in formats {
-        if kind != Kind::Dkms && *format == Format::Tar {
+        if !kind.makes(*format) {
             continue;
         }
         steps.push(Step::Package {
@@ -238,53 +240,12 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
     steps
 }
 
-/// What the binary packages of `recipe` are called, and their version:
-/// the part of their metadata that names their files.
-pub fn identity(recipe: &Recipe) -> PackageMeta {
-    let p = &recipe.package;
-    let (name, source) = match recipe.target.kind {
-        Kind::Dkms => (
-            crate::package::dkms::package_name(&p.name),
-            Some(p.name.clone()),
-        ),
-        _ => (p.name.clone(), None),
-    };
-    let mut meta = PackageMeta {
-        name,
-        source,
-        version: p.version.clone(),
-        release: p.release.clone(),
-        summary: p.summary.clone(),
-        description: p.description.trim().to_owned(),
-        license: p.license.clone(),
-        homepage: p.homepage.clone(),
-        maintainer: p.maintainer.clone(),
-        depends: Vec::new(),
-        changes: Vec::new(),
-        copyright: Vec::new(),
-        relations: Default::default(),
-    };
-    if recipe.target.kind == Kind::Rewrite {
-        super::rewrite::identity(recipe, &mut meta);
-    }
-    meta
-}
-
-/// What a kind's packages run on: compiled libraries the host's machine,
-/// everything else any.
-pub fn machine(kind: Kind) -> Machine {
-    match kind {
-        Kind::Hipblaslt | Kind::Rewrite => Machine::Host,
-        Kind::Dkms | Kind::Config => Machine::Any,
-    }
-}
-
 /// `source/`: the pristine archive, the patches and `series`, and for
 /// hipBLASLt the patched tree.
 fn source_files(recipe: &Recipe) -> Vec<String> {
     let p = &recipe.package;
     let mut files = vec![format!("source/{}", names::orig(&p.name, &p.version))];
-    if recipe.target.kind == Kind::Hipblaslt {
+    if recipe.kind.name() == KindName::Hipblaslt {
         files.push(format!("source/{}", names::patched(&p.name, &p.version)));
     }
     files.extend(

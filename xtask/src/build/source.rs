@@ -9,12 +9,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 
-use super::exec::Cx;
 use crate::fetch::Fetched;
 use crate::package::tar::Names;
 use crate::package::{names, tarball, FileTree};
 use crate::patch::pristine::Pristine;
-use crate::recipe::Kind;
+use crate::recipe::{KindName, Recipe};
 use crate::report::Reporter;
 
 /// What the source step published, for the steps after it.
@@ -29,23 +28,41 @@ pub struct Published {
     pub series: String,
 }
 
+/// What the publish-source step reads: the steps before it made these.
+pub struct Inputs<'a> {
+    pub recipe: &'a Recipe,
+    /// The verified pristine tree.
+    pub pristine: &'a Pristine,
+    /// The tree the recipe's transform made.
+    pub tree: &'a Path,
+    pub fetched: &'a Fetched,
+    /// The publication's staging folder.
+    pub dir: &'a Path,
+    /// The recipe's work folder, where the orig tarball is kept.
+    pub work: &'a Path,
+    /// `SOURCE_DATE_EPOCH`.
+    pub epoch: u64,
+    pub reporter: &'a Reporter,
+}
+
 /// Writes the source artifacts into `<staging>/source/`, from the patched
-/// and the verified pristine tree of `cx`.
-pub fn publish(cx: &Cx) -> Result<Published> {
-    let (recipe, reporter) = (cx.recipe, &cx.ws.reporter);
-    let pristine = cx
-        .pristine
-        .as_ref()
-        .context("the ensure-applied step runs before publish-source")?;
+/// and the verified pristine tree.
+pub fn publish(inputs: &Inputs) -> Result<Published> {
+    let Inputs {
+        recipe,
+        pristine,
+        reporter,
+        epoch,
+        ..
+    } = *inputs;
     let p = &recipe.package;
-    let out = cx.dir()?.join("source");
+    let out = inputs.dir.join("source");
     let top = format!("{}-{}", p.name, p.version);
-    let epoch = cx.epoch_u()?;
-    let keep = cx.work()?.join("orig");
+    let keep = inputs.work.join("orig");
     let name = names::orig(&p.name, &p.version);
     let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, reporter)?;
-    if recipe.target.kind == Kind::Hipblaslt {
-        let patched = without_record(cx.tree()?, &top)?;
+    if recipe.kind.name() == KindName::Hipblaslt {
+        let patched = without_record(inputs.tree, &top)?;
         compress(
             &patched,
             epoch,
@@ -54,7 +71,7 @@ pub fn publish(cx: &Cx) -> Result<Published> {
             reporter,
         )?;
     }
-    let series = copy_series(cx.fetched()?, &out.join("patches"))?;
+    let series = copy_series(inputs.fetched, &out.join("patches"))?;
     Ok(Published {
         orig,
         orig_sha256,

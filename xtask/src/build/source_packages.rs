@@ -11,17 +11,17 @@ use anyhow::{Context, Result};
 
 use super::exec::Cx;
 use crate::package::{self, names, Artifact, FileTree, Format, PackageMeta};
-use crate::recipe::Kind;
+use crate::recipe::KindName;
 
 /// The files beside the orig tarball and the patches that the spec and the
 /// PKGBUILD name: a dkms recipe's rendered `dkms.conf`.
 fn extra_sources(cx: &Cx) -> Result<Vec<(String, std::path::PathBuf)>> {
-    Ok(match cx.recipe.target.kind {
-        Kind::Dkms => vec![(
+    Ok(match cx.recipe.kind.name() {
+        KindName::Dkms => vec![(
             "dkms.conf".to_owned(),
             cx.dir()?.join("packaging/dkms.conf"),
         )],
-        Kind::Config | Kind::Hipblaslt | Kind::Rewrite => Vec::new(),
+        KindName::Config | KindName::Hipblaslt | KindName::Rewrite => Vec::new(),
     })
 }
 

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 
 use crate::bench;
-use crate::recipe::Format;
+use crate::package::Format;
 use crate::workspace::Workspace;
 
 /// Benchmarks (commands, not tests) against the tools a user would pick instead

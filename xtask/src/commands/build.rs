@@ -9,7 +9,8 @@ use anyhow::{bail, Result};
 use crate::build::{self, hipblaslt::Settings, Options};
 use crate::diag::UsageError;
 use crate::hipblaslt::BuildMode;
-use crate::recipe::{Format, Kind, Recipe};
+use crate::package::Format;
+use crate::recipe::{KindName, Recipe};
 use crate::workspace::Workspace;
 
 /// Build any recipe into dist/<recipe>/, by its kind
@@ -86,13 +87,17 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
 
 /// Refuses a flag that the recipe's kind does not take.
 fn check_flags(recipe: &Recipe, args: &Args) -> Result<()> {
-    let kind = recipe.target.kind;
+    let kind = recipe.kind.name();
     let given = [
-        ("--kernel", args.kernel.is_some(), Kind::Dkms),
-        ("--rocm", args.rocm.is_some(), Kind::Hipblaslt),
-        ("--gpu-targets", args.gpu_targets.is_some(), Kind::Hipblaslt),
-        ("--build", args.build.is_some(), Kind::Hipblaslt),
-        ("--jobs", args.jobs.is_some(), Kind::Hipblaslt),
+        ("--kernel", args.kernel.is_some(), KindName::Dkms),
+        ("--rocm", args.rocm.is_some(), KindName::Hipblaslt),
+        (
+            "--gpu-targets",
+            args.gpu_targets.is_some(),
+            KindName::Hipblaslt,
+        ),
+        ("--build", args.build.is_some(), KindName::Hipblaslt),
+        ("--jobs", args.jobs.is_some(), KindName::Hipblaslt),
     ];
     for (flag, set, wants) in given {
         if set && kind != wants {

@@ -6,7 +6,8 @@
 use anyhow::Result;
 
 use crate::build::{self, Options};
-use crate::recipe::{Format, Kind};
+use crate::package::Format;
+use crate::recipe::KindName;
 use crate::workspace::Workspace;
 
 /// The recipe built when none is named.
@@ -54,7 +55,7 @@ fn parse_format(text: &str) -> Result<Format, String> {
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
         formats: args.formats.clone(),
-        ..args.publish.options(&args.recipe, Some(Kind::Config))
+        ..args.publish.options(&args.recipe, Some(KindName::Config))
     };
     build::run(ws, &opts)?.print();
     Ok(())

@@ -5,7 +5,8 @@
 use anyhow::Result;
 
 use crate::build::{self, Options};
-use crate::recipe::{Format, Kind};
+use crate::package::Format;
+use crate::recipe::KindName;
 use crate::workspace::Workspace;
 
 /// The recipe built when none is named.
@@ -51,7 +52,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
         kernel: args.kernel.clone(),
         formats: args.formats.clone(),
-        ..args.publish.options(&args.recipe, Some(Kind::Dkms))
+        ..args.publish.options(&args.recipe, Some(KindName::Dkms))
     };
     build::run(ws, &opts)?.print();
     Ok(())

@@ -13,7 +13,7 @@ use crate::diag::{display_path, UsageError};
 use crate::fetch::FetchOptions;
 use crate::hipblaslt::{self, toolchain, BuildMode};
 use crate::manifest::Manifest;
-use crate::recipe::{self, Kind, Recipe};
+use crate::recipe::{self, KindName, Recipe};
 use crate::workspace::Workspace;
 
 /// Build a patched hipBLASLt from a `kind = "hipblaslt"` recipe
@@ -61,19 +61,19 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         None => default_recipe(ws, args)?,
     };
     let recipe = Recipe::load(&ws.root, &name)?;
-    if recipe.target.kind != Kind::Hipblaslt {
+    if recipe.kind.name() != KindName::Hipblaslt {
         bail!(UsageError(format!(
             "recipe {} is of kind `{}`; build-hipblaslt builds `kind = \"hipblaslt\"` recipes \
              (use `cargo xtask build-{} {}`)",
             recipe.name,
-            recipe.target.kind.as_str(),
-            recipe.target.kind.as_str(),
+            recipe.kind.name().as_str(),
+            recipe.kind.name().as_str(),
             recipe.name
         )));
     }
     let opts = Options {
         recipe: name,
-        kind: Some(Kind::Hipblaslt),
+        kind: Some(KindName::Hipblaslt),
         kernel: None,
         modules_dir: PathBuf::from("/lib/modules"),
         formats: None,
@@ -130,7 +130,7 @@ fn default_recipe(ws: &Workspace, args: &Args) -> Result<String> {
     let mut candidates = Vec::new();
     for name in recipe::list(&ws.root)? {
         match Recipe::load(&ws.root, &name) {
-            Ok(r) if r.target.kind == Kind::Hipblaslt => candidates.push(r),
+            Ok(r) if r.kind.name() == KindName::Hipblaslt => candidates.push(r),
             Ok(_) => {}
             // it may be the one meant: say why it is not a candidate
             Err(err) => ws.reporter.warn(format!(

@@ -30,7 +30,7 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                     .unwrap_or_default();
                 crate::outln!(
                     "{name:width$}  {:<9} {} {}  {} patches  {pins}{kernel}",
-                    r.target.kind.as_str(),
+                    r.kind.name().as_str(),
                     r.package.name,
                     r.package.version,
                     r.patches.len()

@@ -67,7 +67,7 @@ impl PublishArgs {
     pub fn options(
         &self,
         recipe: &str,
-        kind: Option<crate::recipe::Kind>,
+        kind: Option<crate::recipe::KindName>,
     ) -> crate::build::Options {
         crate::build::Options {
             recipe: recipe.to_owned(),
@@ -97,5 +97,11 @@ pub fn parse_format(text: &str) -> Result<crate::package::Format, String> {
         .iter()
         .find(|(name, _)| *name == text)
         .map(|(_, f)| *f)
-        .ok_or_else(|| format!("`{text}` is not one of deb, rpm, arch, tar"))
+        .ok_or_else(|| {
+            let known: Vec<_> = crate::package::Format::ALL
+                .iter()
+                .map(|(n, _)| *n)
+                .collect();
+            format!("`{text}` is not one of {}", known.join(", "))
+        })
 }

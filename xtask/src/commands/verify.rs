@@ -86,7 +86,7 @@ fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
     if state.rewrites.is_empty() {
         return Ok(());
     }
-    let left = crate::build::rewrite::sites_left(tree)?;
+    let left = crate::build::transform::expert_sched_off::sites_left(tree)?;
     if !json {
         println!(
             "{}",

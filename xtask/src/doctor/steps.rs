@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::machine::Machine;
 use crate::knowledge::{Build, Fault, Version};
-use crate::recipe::KernelVersion;
+use crate::kernel::KernelVersion;
 
 /// The environment variable that points programs at a patched hipBLASLt.
 pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";

@@ -31,7 +31,7 @@ pub fn check(recipe: &Recipe, root: &Path, prefix: &str, gpu_targets: &str) -> R
     let describe = judgement
         .describe()
         .replace(&root.display().to_string(), "");
-    let Some(want) = recipe.target.expert_sched else {
+    let Some(want) = recipe.kind.expert_sched() else {
         return Ok(describe);
     };
     let ok = matches!(

@@ -227,28 +227,6 @@ fn update_manifest(
     Ok(())
 }
 
-/// Whether `recorded` is the state record `apply_recipe` would write for
-/// these inputs with `tol`: the same recipe and version, the same pinned
-/// source and selection, the same patches in order, and the same tolerance.
-/// A tree applied with `apply --fuzz N` is not the strict tree a build makes.
-pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, tol: Tolerance) -> bool {
-    let pin = extract::source_pin(&fetched.source, &Selection::of(&recipe.source));
-    let same_patches = recorded.patches.len() == fetched.patches.len()
-        && recorded
-            .patches
-            .iter()
-            .zip(&fetched.patches)
-            .all(|(r, f)| r.name == f.name && r.sha256 == f.sha256);
-    same_patches
-        && recorded.format == state::FORMAT
-        && recorded.recipe.name == recipe.name
-        && recorded.recipe.version == recipe.package.version
-        && pin.pin.is_some()
-        && pin == recorded.source
-        && recorded.tolerance == (state::ToleranceRecord { fuzz: tol.fuzz })
-        && recorded.tool == state::ToolRef::current()
-}
-
 /// Refuses a destination that holds anything but a tree of ours or
 /// nothing: replacing it would delete the user's files. A tree of ours has
 /// a state record this tool wrote (of any format: a tree of an older

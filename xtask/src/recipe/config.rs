@@ -2,9 +2,9 @@
 //! source tree the package installs, and where. Checked here so that no
 //! writer ever sees a destination outside the configuration folders.
 
+use super::checker::Checker;
 use super::grammar::check_shell_path;
 use super::raw::RawConfig;
-use super::validate::Checker;
 use super::{Config, ConfigFile};
 
 /// Folders a config package may install into.

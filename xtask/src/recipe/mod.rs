@@ -2,16 +2,21 @@
 //! [`Recipe`]. Every problem is reported at once as `path:line:col: message`;
 //! nothing here touches the network or writes a file.
 
+mod checker;
 mod config;
 mod grammar;
+mod kind;
 mod raw;
 mod series;
+mod source;
 mod validate;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Serialize;
+
+pub use kind::{Config, ConfigFile, Dkms, ExpertSched, Kind, KindName, Module};
 
 /// A validated recipe.
 #[derive(Debug, Clone)]
@@ -22,14 +27,12 @@ pub struct Recipe {
     pub path: PathBuf,
     /// The project root: the folder that holds `recipes/` and `patches/`.
     pub root: PathBuf,
-    pub package: Package,
+    pub package: PackageInfo,
     pub source: Source,
     pub patches: Vec<Patch>,
+    /// What the recipe builds, with the table of its kind.
+    pub kind: Kind,
     pub target: Target,
-    /// How the patched tree becomes a DKMS module (`kind = "dkms"` only).
-    pub dkms: Option<Dkms>,
-    /// Which files of the tree a config package installs where (`kind = "config"` only).
-    pub config: Option<Config>,
     /// `source.pinned_from`: the public records the source's pin was
     /// checked against.
     pub source_pinned_from: Vec<String>,
@@ -37,57 +40,8 @@ pub struct Recipe {
     pub source_why_unpinned: Option<String>,
 }
 
-/// The `[config]` table: files of the (patched) source tree that a config
-/// package installs, such as a modprobe.d snippet.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Config {
-    pub files: Vec<ConfigFile>,
-}
-
-/// One installed file of a config package.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ConfigFile {
-    /// Relative to the source tree.
-    pub source: String,
-    /// Absolute, below `/etc` or `/usr/lib/modprobe.d`.
-    pub dest: String,
-}
-
-impl ConfigFile {
-    /// Whether the package marks the file as configuration the admin may
-    /// edit (a Debian conffile, rpm `%config(noreplace)`, Arch `backup`):
-    /// every file below `/etc`.
-    pub fn is_conffile(&self) -> bool {
-        self.dest.starts_with("/etc/")
-    }
-}
-
-/// The `[dkms]` table: which part of the patched tree is shipped and how
-/// DKMS builds it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Dkms {
-    /// The folder of the patched tree that becomes `/usr/src/<name>-<version>/`.
-    pub tree: String,
-    /// `MAKE[0]` of dkms.conf; DKMS's default when absent.
-    pub make: Option<String>,
-    /// `CLEAN` of dkms.conf; DKMS's default when absent.
-    pub clean: Option<String>,
-    pub modules: Vec<Module>,
-}
-
-/// One kernel module the DKMS tree builds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Module {
-    /// `BUILT_MODULE_NAME`: the `.ko` without its extension.
-    pub name: String,
-    /// `BUILT_MODULE_LOCATION`: where the build leaves it, relative to the tree.
-    pub location: String,
-    /// `DEST_MODULE_LOCATION`: default `/updates/dkms`.
-    pub dest: String,
-}
-
 #[derive(Debug, Clone, Serialize)]
-pub struct Package {
+pub struct PackageInfo {
     pub name: String,
     pub version: String,
     pub release: String,
@@ -238,72 +192,12 @@ pub enum PatchOrigin {
     },
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Kind {
-    Dkms,
-    Hipblaslt,
-    /// Configuration files only (`[config]`), such as a modprobe.d snippet.
-    Config,
-    /// An upstream binary package (`source.deb`) transformed in place by a
-    /// binary rewrite (`target.expert_sched = "off"`: the gfx12 kernels'
-    /// expert-scheduling switch written off) and packaged again in its
-    /// place; see `build/rewrite.rs`.
-    Rewrite,
-}
-
-impl Kind {
-    pub const ALL: [(&'static str, Kind); 4] = [
-        ("dkms", Kind::Dkms),
-        ("hipblaslt", Kind::Hipblaslt),
-        ("config", Kind::Config),
-        ("rewrite", Kind::Rewrite),
-    ];
-
-    /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
-    /// rendered from `templates/` and its builds publish source packages.
-    pub fn has_packaging(self) -> bool {
-        matches!(self, Kind::Dkms | Kind::Config)
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::Dkms => "dkms",
-            Kind::Hipblaslt => "hipblaslt",
-            Kind::Config => "config",
-            Kind::Rewrite => "rewrite",
-        }
-    }
-}
-
-pub use crate::package::Format;
-
-/// What the recipe builds and for which kernels.
+/// For which kernels and in which formats.
 #[derive(Debug, Clone)]
 pub struct Target {
-    pub kind: Kind,
     pub kernel: Option<crate::kernel::KernelRange>,
     pub kernel_regex: Option<String>,
-    pub formats: Vec<Format>,
-    /// hipblaslt: what the built gfx12 kernels must show about expert
-    /// scheduling, or the build is refused.
-    pub expert_sched: Option<ExpertSched>,
-}
-
-/// The expert-scheduling verdict a hipblaslt recipe requires of its build.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExpertSched {
-    Off,
-    On,
-}
-
-impl ExpertSched {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ExpertSched::Off => "off",
-            ExpertSched::On => "on",
-        }
-    }
+    pub formats: Vec<crate::package::Format>,
 }
 
 impl Recipe {

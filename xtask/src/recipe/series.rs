@@ -7,133 +7,30 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::checker::{at, Checker};
+use super::grammar::check_tree_path;
 use super::grammar::{check_commit, check_git_url, check_http_url, check_patch_name, check_sha256};
 use super::raw::RawPatch;
-use super::validate::check_tree_path;
-use super::validate::{at, Checker};
 use super::{Patch, PatchOrigin, PatchPin};
 use crate::diag::Diag;
 
 pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) -> Vec<Patch> {
     let mut patches = Vec::new();
     let mut seen: BTreeMap<String, usize> = BTreeMap::new();
-    let mut files_in_recipe = Vec::new();
+    let mut folder = Folder {
+        dir,
+        files_in_recipe: Vec::new(),
+    };
     for (i, entry) in raw.iter().enumerate() {
         let p = entry.get_ref();
         let table_at = entry.span().start;
         let key = |k: &str| format!("patch[{i}].{k}");
-        let kinds: Vec<_> = [("file", &p.file), ("url", &p.url), ("git", &p.git)]
-            .into_iter()
-            .filter(|(_, v)| v.is_some())
-            .map(|(k, _)| k)
-            .collect();
-        let origin = match kinds.as_slice() {
-            ["file"] => {
-                c.reject(
-                    &[
-                        ("name", at(&p.name)),
-                        ("commit", at(&p.commit)),
-                        ("sha256", at(&p.sha256)),
-                        ("diff_sha256", at(&p.diff_sha256)),
-                        ("produces", at(&p.produces)),
-                        ("urls", at(&p.urls)),
-                        ("pinned_from", at(&p.pinned_from)),
-                        ("why_unpinned", at(&p.why_unpinned)),
-                    ],
-                    "file patch (its name is the file name; its hash is computed)",
-                );
-                let file = c.checked(&p.file, &key("file"), check_patch_name);
-                file.map(|f| {
-                    let at = at(&p.file).unwrap_or(table_at);
-                    files_in_recipe.push((f.clone(), at));
-                    let full = dir.join(&f);
-                    if !full.is_file() {
-                        c.err(
-                            at,
-                            format!(
-                                "`{}`: patch file {} is missing (curated patches live in \
-                                 `patches/<recipe>/` below the project root {}; a recipe outside \
-                                 a `recipes/` folder uses the root of PATCHKIT_ROOT or of this \
-                                 checkout)",
-                                key("file"),
-                                crate::diag::display_path(&full).display(),
-                                dir.parent()
-                                    .and_then(Path::parent)
-                                    .map(|r| r.display().to_string())
-                                    .unwrap_or_default()
-                            ),
-                        );
-                    } else if std::fs::metadata(&full).is_ok_and(|m| m.len() == 0) {
-                        c.err(
-                            at,
-                            format!(
-                                "`{}`: patch file {} is empty: write the patch into it, or remove \
-                                 the entry and its line in the series",
-                                key("file"),
-                                crate::diag::display_path(&full).display()
-                            ),
-                        );
-                    }
-                    (f.clone(), PatchOrigin::File { path: dir.join(&f) })
-                })
-            }
-            ["url"] => {
-                c.reject(
-                    &[("commit", at(&p.commit)), ("urls", at(&p.urls))],
-                    "url patch",
-                );
-                let url = c.checked(&p.url, &key("url"), check_http_url);
-                let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
-                let name = c.required(&p.name, table_at, &key("name"));
-                c.checked(&p.name, &key("name"), check_patch_name);
-                url.map(|url| (name, PatchOrigin::Url { url, sha256 }))
-            }
-            ["git"] => {
-                let url = c.checked(&p.git, &key("git"), check_git_url);
-                let commit_present = p.commit.is_some();
-                let commit = c.checked(&p.commit, &key("commit"), check_commit);
-                if !commit_present {
-                    c.err(
-                        table_at,
-                        format!(
-                            "missing key `{}`: an upstream commit patch needs the full commit id",
-                            key("commit")
-                        ),
-                    );
-                }
-                let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
-                let name = c.required(&p.name, table_at, &key("name"));
-                c.checked(&p.name, &key("name"), check_patch_name);
-                url.zip(commit).map(|(url, commit)| {
-                    (
-                        name,
-                        PatchOrigin::Git {
-                            url,
-                            commit,
-                            sha256,
-                        },
-                    )
-                })
-            }
-            [] => {
-                c.err(
-                    table_at,
-                    format!("`patch[{i}]` needs one of `file`, `url` or `git`"),
-                );
-                None
-            }
-            several => {
-                c.err(
-                    table_at,
-                    format!(
-                        "`patch[{i}]` takes exactly one of `file`, `url` or `git`, found {}",
-                        several.join(" and ")
-                    ),
-                );
-                None
-            }
+        let at = Entry {
+            index: i,
+            table_at,
+            key: &key,
         };
-        let Some((name, origin)) = origin else {
+        let Some((name, origin)) = origin(c, p, &at, &mut folder) else {
             continue;
         };
         if name.is_empty() {
@@ -144,17 +41,7 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
             continue;
         }
         seen.insert(name.clone(), i);
-        let fuzz = match &p.fuzz {
-            Some(v) if !(0..=3).contains(v.get_ref()) => {
-                c.err(
-                    v.span().start,
-                    format!("`{}` must be between 0 and 3 (context lines a hunk may ignore at each end)", key("fuzz")),
-                );
-                0
-            }
-            Some(v) => *v.get_ref() as usize,
-            None => 0,
-        };
+        let fuzz = fuzz(c, p, &key);
         let place = placement(c, p, &key);
         let pin = if matches!(origin, PatchOrigin::File { .. }) {
             PatchPin::default()
@@ -169,8 +56,174 @@ pub(super) fn patches(c: &mut Checker, raw: &[Spanned<RawPatch>], dir: &Path) ->
             pin,
         });
     }
-    series(c, dir, &files_in_recipe);
+    series(c, dir, &folder.files_in_recipe);
     patches
+}
+
+/// The recipe's `patches/<recipe>/` folder, and the curated files its
+/// entries name, each with its offset.
+struct Folder<'d> {
+    dir: &'d Path,
+    files_in_recipe: Vec<(String, usize)>,
+}
+
+/// Where a `[[patch]]` entry is: its index, its table's offset, and its
+/// keys as messages name them (`patch[0].file`).
+struct Entry<'k> {
+    index: usize,
+    table_at: usize,
+    key: &'k dyn Fn(&str) -> String,
+}
+
+/// The entry's name and origin: exactly one of `file`, `url` or `git`,
+/// with the keys that apply to it.
+fn origin(
+    c: &mut Checker,
+    p: &RawPatch,
+    e: &Entry,
+    folder: &mut Folder,
+) -> Option<(String, PatchOrigin)> {
+    let (i, table_at, key) = (e.index, e.table_at, e.key);
+    let kinds: Vec<_> = [("file", &p.file), ("url", &p.url), ("git", &p.git)]
+        .into_iter()
+        .filter(|(_, v)| v.is_some())
+        .map(|(k, _)| k)
+        .collect();
+    match kinds.as_slice() {
+        ["file"] => file_origin(c, p, e, folder),
+        ["url"] => {
+            c.reject(
+                &[("commit", at(&p.commit)), ("urls", at(&p.urls))],
+                "url patch",
+            );
+            let url = c.checked(&p.url, &key("url"), check_http_url);
+            let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
+            let name = c.required(&p.name, table_at, &key("name"));
+            c.checked(&p.name, &key("name"), check_patch_name);
+            url.map(|url| (name, PatchOrigin::Url { url, sha256 }))
+        }
+        ["git"] => git_origin(c, p, e),
+        [] => {
+            c.err(
+                table_at,
+                format!("`patch[{i}]` needs one of `file`, `url` or `git`"),
+            );
+            None
+        }
+        several => {
+            c.err(
+                table_at,
+                format!(
+                    "`patch[{i}]` takes exactly one of `file`, `url` or `git`, found {}",
+                    several.join(" and ")
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// A curated file of `patches/<recipe>/`: there, and not empty.
+fn file_origin(
+    c: &mut Checker,
+    p: &RawPatch,
+    e: &Entry,
+    folder: &mut Folder,
+) -> Option<(String, PatchOrigin)> {
+    let (key, dir) = (e.key, folder.dir);
+    c.reject(
+        &[
+            ("name", at(&p.name)),
+            ("commit", at(&p.commit)),
+            ("sha256", at(&p.sha256)),
+            ("diff_sha256", at(&p.diff_sha256)),
+            ("produces", at(&p.produces)),
+            ("urls", at(&p.urls)),
+            ("pinned_from", at(&p.pinned_from)),
+            ("why_unpinned", at(&p.why_unpinned)),
+        ],
+        "file patch (its name is the file name; its hash is computed)",
+    );
+    let f = c.checked(&p.file, &key("file"), check_patch_name)?;
+    let at = at(&p.file).unwrap_or(e.table_at);
+    folder.files_in_recipe.push((f.clone(), at));
+    let full = dir.join(&f);
+    if !full.is_file() {
+        c.err(
+            at,
+            format!(
+                "`{}`: patch file {} is missing (curated patches live in \
+                 `patches/<recipe>/` below the project root {}; a recipe outside \
+                 a `recipes/` folder uses the root of PATCHKIT_ROOT or of this \
+                 checkout)",
+                key("file"),
+                crate::diag::display_path(&full).display(),
+                dir.parent()
+                    .and_then(Path::parent)
+                    .map(|r| r.display().to_string())
+                    .unwrap_or_default()
+            ),
+        );
+    } else if std::fs::metadata(&full).is_ok_and(|m| m.len() == 0) {
+        c.err(
+            at,
+            format!(
+                "`{}`: patch file {} is empty: write the patch into it, or remove \
+                 the entry and its line in the series",
+                key("file"),
+                crate::diag::display_path(&full).display()
+            ),
+        );
+    }
+    Some((f.clone(), PatchOrigin::File { path: full }))
+}
+
+/// An upstream commit: its repository and full commit id.
+fn git_origin(c: &mut Checker, p: &RawPatch, e: &Entry) -> Option<(String, PatchOrigin)> {
+    let (table_at, key) = (e.table_at, e.key);
+    let url = c.checked(&p.git, &key("git"), check_git_url);
+    let commit_present = p.commit.is_some();
+    let commit = c.checked(&p.commit, &key("commit"), check_commit);
+    if !commit_present {
+        c.err(
+            table_at,
+            format!(
+                "missing key `{}`: an upstream commit patch needs the full commit id",
+                key("commit")
+            ),
+        );
+    }
+    let sha256 = c.checked(&p.sha256, &key("sha256"), check_sha256);
+    let name = c.required(&p.name, table_at, &key("name"));
+    c.checked(&p.name, &key("name"), check_patch_name);
+    url.zip(commit).map(|(url, commit)| {
+        (
+            name,
+            PatchOrigin::Git {
+                url,
+                commit,
+                sha256,
+            },
+        )
+    })
+}
+
+/// `fuzz`: 0 to 3 context lines a hunk may ignore at each end.
+fn fuzz(c: &mut Checker, p: &RawPatch, key: &dyn Fn(&str) -> String) -> usize {
+    match &p.fuzz {
+        Some(v) if !(0..=3).contains(v.get_ref()) => {
+            c.err(
+                v.span().start,
+                format!(
+                    "`{}` must be between 0 and 3 (context lines a hunk may ignore at each end)",
+                    key("fuzz")
+                ),
+            );
+            0
+        }
+        Some(v) => *v.get_ref() as usize,
+        None => 0,
+    }
 }
 
 /// `diff_sha256`, `produces`, `urls` and `pinned_from` of a url or git patch.
@@ -223,7 +276,7 @@ fn pin(c: &mut Checker, p: &RawPatch, key: &dyn Fn(&str) -> String) -> PatchPin 
             Err(why) => c.err(u.span().start, format!("`{}`: {why}", key("urls"))),
         }
     }
-    let pinned_from = super::validate::pinned_from(c, p.pinned_from.as_ref(), &key("pinned_from"));
+    let pinned_from = super::checker::pinned_from(c, p.pinned_from.as_ref(), &key("pinned_from"));
     let why_unpinned = c.checked(
         &p.why_unpinned,
         &key("why_unpinned"),
@@ -285,17 +338,7 @@ fn placement(
 /// order the recipe uses them.
 fn series(c: &mut Checker, dir: &Path, files_in_recipe: &[(String, usize)]) {
     let series_path = dir.join("series");
-    let on_disk: Vec<String> = match std::fs::read_dir(dir) {
-        Ok(entries) => {
-            let mut names: Vec<String> = entries
-                .filter_map(|e| e.ok()?.file_name().into_string().ok())
-                .filter(|n| n.ends_with(".patch") || n.ends_with(".diff"))
-                .collect();
-            names.sort();
-            names
-        }
-        Err(_) => Vec::new(),
-    };
+    let on_disk = patch_files(dir);
     let series_text = std::fs::read_to_string(&series_path).ok();
     let Some(series_text) = series_text else {
         if !files_in_recipe.is_empty() || !on_disk.is_empty() {
@@ -312,38 +355,7 @@ fn series(c: &mut Checker, dir: &Path, files_in_recipe: &[(String, usize)]) {
         }
         return;
     };
-    let mut listed: Vec<(String, usize)> = Vec::new();
-    let mut offset = 0;
-    for line in series_text.split_inclusive('\n') {
-        let entry = line.split('#').next().unwrap_or_default().trim();
-        let here = offset;
-        offset += line.len();
-        if entry.is_empty() {
-            continue;
-        }
-        let mut words = entry.split_whitespace();
-        let name = words.next().unwrap_or_default().to_owned();
-        let rest: Vec<_> = words.collect();
-        let series_diag = |message: String| Diag::at(&series_path, &series_text, here, message);
-        if !(rest.is_empty() || rest == ["-p1"]) {
-            c.diags.push(series_diag(format!(
-                "`{}`: only `-p1` patches are supported",
-                rest.join(" ")
-            )));
-        }
-        if listed.iter().any(|(n, _)| *n == name) {
-            c.diags
-                .push(series_diag(format!("`{name}` is listed twice")));
-            continue;
-        }
-        if !on_disk.contains(&name) {
-            c.diags.push(series_diag(format!(
-                "`{name}` is listed but {} has no such file",
-                crate::diag::display_path(dir).display()
-            )));
-        }
-        listed.push((name, here));
-    }
+    let listed = listed(c, dir, &series_path, &series_text, &on_disk);
     for name in &on_disk {
         if !listed.iter().any(|(n, _)| n == name) {
             c.diags.push(Diag::at(&series_path, &series_text, series_text.len(), format!("`{name}` is in the folder but not listed in the series: add it, or delete the file")));
@@ -370,4 +382,64 @@ fn series(c: &mut Checker, dir: &Path, files_in_recipe: &[(String, usize)]) {
         let at = files_in_recipe.first().map_or(0, |(_, at)| *at);
         c.err(at, format!("the recipe lists its patch files in another order than the series ({}): make them agree", series_order.join(", ")));
     }
+}
+
+/// The `.patch` and `.diff` files of `dir`, sorted.
+fn patch_files(dir: &Path) -> Vec<String> {
+    match std::fs::read_dir(dir) {
+        Ok(entries) => {
+            let mut names: Vec<String> = entries
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .filter(|n| n.ends_with(".patch") || n.ends_with(".diff"))
+                .collect();
+            names.sort();
+            names
+        }
+        Err(_) => Vec::new(),
+    }
+}
+
+/// The names the `series` file lists, each once, with its offset; every
+/// option but `-p1`, every name twice and every name without its file
+/// reported.
+fn listed(
+    c: &mut Checker,
+    dir: &Path,
+    series_path: &Path,
+    series_text: &str,
+    on_disk: &[String],
+) -> Vec<(String, usize)> {
+    let mut listed: Vec<(String, usize)> = Vec::new();
+    let mut offset = 0;
+    for line in series_text.split_inclusive('\n') {
+        let entry = line.split('#').next().unwrap_or_default().trim();
+        let here = offset;
+        offset += line.len();
+        if entry.is_empty() {
+            continue;
+        }
+        let mut words = entry.split_whitespace();
+        let name = words.next().unwrap_or_default().to_owned();
+        let rest: Vec<_> = words.collect();
+        let series_diag = |message: String| Diag::at(series_path, series_text, here, message);
+        if !(rest.is_empty() || rest == ["-p1"]) {
+            c.diags.push(series_diag(format!(
+                "`{}`: only `-p1` patches are supported",
+                rest.join(" ")
+            )));
+        }
+        if listed.iter().any(|(n, _)| *n == name) {
+            c.diags
+                .push(series_diag(format!("`{name}` is listed twice")));
+            continue;
+        }
+        if !on_disk.contains(&name) {
+            c.diags.push(series_diag(format!(
+                "`{name}` is listed but {} has no such file",
+                crate::diag::display_path(dir).display()
+            )));
+        }
+        listed.push((name, here));
+    }
+    listed
 }

@@ -1,105 +1,31 @@
 //! Turns a [`RawRecipe`] into a [`Recipe`], checking presence, grammar and
-//! the patch folder, and collecting every problem with its location.
+//! the patch folder, and collecting every problem with its location. The
+//! `[source]` table is checked in `source.rs`, the series in `series.rs`,
+//! `[config]` in `config.rs`.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use toml::Spanned;
 
-pub(super) use super::grammar::check_tree_path;
+use super::checker::{at, pinned_from, strings, Checker};
 use super::grammar::{
-    check_commit, check_description, check_dest, check_git_url, check_http_url, check_make,
-    check_module_name, check_one_line, check_package_name, check_recipe_path, check_release,
-    check_sha256, check_shell_path, check_summary, check_version,
+    check_description, check_dest, check_http_url, check_make, check_module_name, check_one_line,
+    check_package_name, check_recipe_path, check_release, check_shell_path, check_summary,
+    check_version,
 };
-use super::raw::{self, RawRecipe, RawSource, Str, StrList};
-use super::{ExpertSched, Format, Kind, Package, Recipe, Source, Target};
-use crate::diag::{Diag, InvalidInput};
+use super::raw::{self, RawRecipe};
+use super::{ExpertSched, Kind, KindName, PackageInfo, Recipe, Source, Target};
 use crate::kernel::KernelRange;
-use crate::package::Compression;
+use crate::diag::InvalidInput;
+use crate::package::{Compression, Format};
 
-pub(super) struct Checker<'a> {
-    pub(super) file: &'a Path,
-    pub(super) text: &'a str,
-    pub(super) diags: Vec<Diag>,
-    /// Keys already reported as unknown or mistyped: not reported missing too.
-    refused: Vec<String>,
-}
-
-impl Checker<'_> {
-    pub(super) fn err(&mut self, offset: usize, message: impl Into<String>) {
-        self.diags
-            .push(Diag::at(self.file, self.text, offset, message));
-    }
-
-    /// A required string key; reports it missing at the table's position.
-    pub(super) fn required(&mut self, value: &Str, table_at: usize, key: &str) -> String {
-        match value {
-            Some(v) if !v.get_ref().trim().is_empty() => v.get_ref().clone(),
-            Some(v) => {
-                self.err(v.span().start, format!("`{key}` must not be empty"));
-                String::new()
-            }
-            None => {
-                if !self.refused.iter().any(|r| r == key) {
-                    self.err(table_at, format!("missing key `{key}`"));
-                }
-                String::new()
-            }
-        }
-    }
-
-    /// An optional key that must match `check`; returns it when it does.
-    pub(super) fn checked(
-        &mut self,
-        value: &Str,
-        key: &str,
-        check: impl Fn(&str) -> Result<(), String>,
-    ) -> Option<String> {
-        let v = value.as_ref()?;
-        match check(v.get_ref()) {
-            Ok(()) => Some(v.get_ref().clone()),
-            Err(why) => {
-                self.err(v.span().start, format!("`{key}`: {why}"));
-                None
-            }
-        }
-    }
-
-    /// Keys that make no sense for the chosen kind of source or patch.
-    pub(super) fn reject(&mut self, present: &[(&str, Option<usize>)], kind: &str) {
-        for (key, at) in present {
-            if let Some(at) = at {
-                self.err(
-                    *at,
-                    format!("`{key}` does not apply to a {kind}; remove it"),
-                );
-            }
-        }
-    }
-}
-
-pub(super) fn at<T>(value: &Option<Spanned<T>>) -> Option<usize> {
-    value.as_ref().map(|v| v.span().start)
-}
-
-fn strings(list: &StrList) -> Vec<Spanned<String>> {
-    list.as_ref()
-        .map(|l| l.get_ref().clone())
-        .unwrap_or_default()
-}
 pub fn validate(path: &Path, root: &Path, text: &str) -> Result<Recipe> {
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())
         .unwrap_or_default()
         .to_owned();
-    let mut c = Checker {
-        file: path,
-        text,
-        diags: Vec::new(),
-        refused: Vec::new(),
-    };
+    let mut c = Checker::new(path, text);
     if let Err(why) = check_recipe_path(path) {
         c.err(0, why);
     }
@@ -130,7 +56,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
         }
     };
     let source = match &raw.source {
-        Some(s) => source(c, s.get_ref(), s.span().start, root),
+        Some(s) => super::source::source(c, s.get_ref(), s.span().start, root),
         None => {
             c.err(
                 0,
@@ -151,45 +77,11 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
                 0,
                 "missing table `[target]`: give `kind = \"dkms\"`, `kind = \"hipblaslt\"` or `kind = \"config\"`",
             );
-            Target {
-                kind: Kind::Dkms,
-                kernel: None,
-                kernel_regex: None,
-                formats: Vec::new(),
-                expert_sched: None,
-            }
+            Targeted::fallback()
         }
     };
     let patches = super::series::patches(c, &raw.patch, &root.join("patches").join(name));
-    let dkms = match (&raw.dkms, target.kind) {
-        (Some(d), Kind::Dkms) => Some(dkms(c, d.get_ref(), d.span().start)),
-        (Some(d), _) => {
-            c.err(
-                d.span().start,
-                "`[dkms]` applies to `kind = \"dkms\"` recipes only; remove it",
-            );
-            None
-        }
-        (None, _) => None,
-    };
-    let config = match (&raw.config, target.kind) {
-        (Some(t), Kind::Config) => Some(super::config::config(c, t.get_ref(), t.span().start)),
-        (Some(t), _) => {
-            c.err(
-                t.span().start,
-                "`[config]` applies to `kind = \"config\"` recipes only; remove it",
-            );
-            None
-        }
-        (None, Kind::Config) => {
-            c.err(
-                raw.target.as_ref().map_or(0, |t| t.span().start),
-                "a config recipe needs a `[config]` table with `files = [{ source = \"x.conf\", dest = \"/etc/modprobe.d/x.conf\" }]`",
-            );
-            None
-        }
-        (None, _) => None,
-    };
+    let kind = kind(c, &raw, &target);
     let source_pinned_from = pinned_from(
         c,
         raw.source
@@ -204,7 +96,72 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
             super::grammar::check_one_line,
         )
     });
-    if let (Kind::Rewrite, Source::Deb(deb), Some(p)) = (target.kind, &source, &raw.package) {
+    if target.name == KindName::Rewrite {
+        rewrite_source(c, &raw, &package, &source);
+    }
+    Recipe {
+        source_pinned_from,
+        source_why_unpinned,
+        name: name.to_owned(),
+        path: path.to_owned(),
+        root: root.to_owned(),
+        package,
+        source,
+        patches,
+        kind,
+        target: target.target,
+    }
+}
+
+/// The kind with its table: `[dkms]` and `[config]` where the kind takes
+/// them (and refused where it does not), `target.expert_sched`.
+fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
+    let dkms = match (&raw.dkms, target.name) {
+        (Some(d), KindName::Dkms) => Some(dkms(c, d.get_ref(), d.span().start)),
+        (Some(d), _) => {
+            c.err(
+                d.span().start,
+                "`[dkms]` applies to `kind = \"dkms\"` recipes only; remove it",
+            );
+            None
+        }
+        (None, _) => None,
+    };
+    let config = match (&raw.config, target.name) {
+        (Some(t), KindName::Config) => Some(super::config::config(c, t.get_ref(), t.span().start)),
+        (Some(t), _) => {
+            c.err(
+                t.span().start,
+                "`[config]` applies to `kind = \"config\"` recipes only; remove it",
+            );
+            None
+        }
+        (None, KindName::Config) => {
+            c.err(
+                raw.target.as_ref().map_or(0, |t| t.span().start),
+                "a config recipe needs a `[config]` table with `files = [{ source = \"x.conf\", dest = \"/etc/modprobe.d/x.conf\" }]`",
+            );
+            None
+        }
+        (None, _) => None,
+    };
+    // A recipe with problems is refused whole: its kind is never used.
+    match target.name {
+        KindName::Dkms => Kind::Dkms(dkms),
+        KindName::Config => Kind::Config(config.unwrap_or(super::Config { files: Vec::new() })),
+        KindName::Hipblaslt => Kind::Hipblaslt {
+            expert_sched: target.expert_sched,
+        },
+        KindName::Rewrite => Kind::Rewrite {
+            expert_sched: target.expert_sched.unwrap_or(ExpertSched::Off),
+        },
+    }
+}
+
+/// A rewrite recipe takes the place of a binary package: its source is
+/// one, and its package's name and version are that package's.
+fn rewrite_source(c: &mut Checker, raw: &RawRecipe, package: &PackageInfo, source: &Source) {
+    if let (Source::Deb(deb), Some(p)) = (source, &raw.package) {
         let upstream = deb
             .version
             .rsplit_once('-')
@@ -216,44 +173,9 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
             c.err(p.span().start, format!("`package.version` of a rewrite recipe is the upstream version of its source: `{upstream}` (the build's version is `{}+patchkit<release>`)", deb.version));
         }
     }
-    if target.kind == Kind::Rewrite && !matches!(source, Source::Deb(_)) {
+    if !matches!(source, Source::Deb(_)) {
         c.err(raw.source.as_ref().map_or(0, |s| s.span().start), "a rewrite recipe's source is a binary package: `[source] deb = \"name\"` with `version`, `arch` and `sha256`");
     }
-    Recipe {
-        source_pinned_from,
-        source_why_unpinned,
-        name: name.to_owned(),
-        path: path.to_owned(),
-        root: root.to_owned(),
-        package,
-        source,
-        patches,
-        target,
-        dkms,
-        config,
-    }
-}
-
-/// `pinned_from`: one line each, naming a public record of the pin
-/// (`buildroot linux/linux.hash at 118f5eb360`).
-pub(super) fn pinned_from(
-    c: &mut Checker,
-    list: Option<&Spanned<Vec<Spanned<String>>>>,
-    key: &str,
-) -> Vec<String> {
-    let mut out = Vec::new();
-    for entry in list.map(|l| l.get_ref().as_slice()).unwrap_or_default() {
-        let text = entry.get_ref().trim();
-        if text.is_empty() || text.contains(char::is_control) {
-            c.err(
-                entry.span().start,
-                format!("`{key}`: each entry names one public record of the pin on one line (e.g. `buildroot linux/linux.hash at 118f5eb360`)"),
-            );
-            continue;
-        }
-        out.push(text.to_owned());
-    }
-    out
 }
 
 fn empty_package() -> raw::RawPackage {
@@ -270,7 +192,7 @@ fn empty_package() -> raw::RawPackage {
     }
 }
 
-fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
+fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> PackageInfo {
     let table_at = if table_at == usize::MAX { 0 } else { table_at };
     let name = c.required(&p.name, table_at, "package.name");
     let version = c.required(&p.version, table_at, "package.version");
@@ -329,7 +251,7 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
             text.parse::<Compression>().map(|_| ())
         })
         .and_then(|text| text.parse().ok());
-    Package {
+    PackageInfo {
         name,
         version,
         release,
@@ -340,179 +262,6 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> Package {
         maintainer,
         compression,
     }
-}
-
-fn source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Source {
-    if s.deb.is_some() {
-        return deb_source(c, s, table_at, root);
-    }
-    c.reject(
-        &[
-            ("version", at(&s.version)),
-            ("arch", at(&s.arch)),
-            ("url", at(&s.url)),
-        ],
-        "source other than `deb`",
-    );
-    let kinds: Vec<_> = [
-        ("git", &s.git),
-        ("tarball", &s.tarball),
-        ("local", &s.local),
-    ]
-    .into_iter()
-    .filter(|(_, v)| v.is_some())
-    .collect();
-    if kinds.len() != 1 {
-        let what = if kinds.is_empty() {
-            "`[source]` needs one of `git`, `tarball` or `local`".to_owned()
-        } else {
-            let names: Vec<_> = kinds.iter().map(|(k, _)| format!("`{k}`")).collect();
-            format!(
-                "`[source]` takes exactly one of `git`, `tarball` or `local`, found {}",
-                names.join(" and ")
-            )
-        };
-        c.err(table_at, what);
-    }
-    let strip = match &s.strip {
-        Some(v) if *v.get_ref() < 0 || *v.get_ref() > 16 => {
-            c.err(v.span().start, "`source.strip` must be between 0 and 16");
-            0
-        }
-        Some(v) => *v.get_ref() as u32,
-        None => 0,
-    };
-    let include = strings(&s.include);
-    for glob in &include {
-        if let Err(e) = globset::Glob::new(glob.get_ref()) {
-            c.err(
-                glob.span().start,
-                format!("`source.include`: `{}` is not a glob ({e})", glob.get_ref()),
-            );
-        }
-    }
-    let include: Vec<String> = include.into_iter().map(Spanned::into_inner).collect();
-    let sha256 = c.checked(&s.sha256, "source.sha256", check_sha256);
-    match kinds.first().map(|(k, _)| *k) {
-        Some("git") | None => {
-            c.reject(
-                &[
-                    ("sha256", at(&s.sha256)),
-                    ("strip", at(&s.strip)),
-                    ("include", at(&s.include)),
-                ],
-                "git source (use `paths`)",
-            );
-            let url = c
-                .checked(&s.git, "source.git", check_git_url)
-                .unwrap_or_default();
-            let commit = c.checked(&s.commit, "source.commit", check_commit);
-            let paths = strings(&s.paths);
-            for p in &paths {
-                if let Err(why) = check_tree_path(p.get_ref()) {
-                    c.err(p.span().start, format!("`source.paths`: {why}"));
-                }
-            }
-            Source::Git {
-                url,
-                commit,
-                reference: s.reference.as_ref().map(|r| r.get_ref().clone()),
-                paths: paths.into_iter().map(Spanned::into_inner).collect(),
-            }
-        }
-        Some("tarball") => {
-            c.reject(
-                &[
-                    ("commit", at(&s.commit)),
-                    ("ref", at(&s.reference)),
-                    ("paths", at(&s.paths)),
-                ],
-                "tarball source (use `include`)",
-            );
-            let url = c
-                .checked(&s.tarball, "source.tarball", check_http_url)
-                .unwrap_or_default();
-            Source::Tarball {
-                url,
-                sha256,
-                strip,
-                include,
-            }
-        }
-        Some(_) => {
-            c.reject(
-                &[
-                    ("commit", at(&s.commit)),
-                    ("ref", at(&s.reference)),
-                    ("paths", at(&s.paths)),
-                ],
-                "local source (use `include`)",
-            );
-            let local = s
-                .local
-                .as_ref()
-                .map(|l| l.get_ref().clone())
-                .unwrap_or_default();
-            Source::Local {
-                path: root.join(local),
-                sha256,
-                strip,
-                include,
-            }
-        }
-    }
-}
-
-/// `[source] deb = "name"`: a binary package pinned by its sha256, fetched
-/// with apt by name, version and architecture, or from `url` or `local`.
-fn deb_source(c: &mut Checker, s: &RawSource, table_at: usize, root: &Path) -> Source {
-    c.reject(
-        &[
-            ("git", at(&s.git)),
-            ("tarball", at(&s.tarball)),
-            ("commit", at(&s.commit)),
-            ("ref", at(&s.reference)),
-            ("paths", at(&s.paths)),
-            ("strip", at(&s.strip)),
-            ("include", at(&s.include)),
-        ],
-        "deb source (the whole package is the tree)",
-    );
-    if let (Some(_), Some(l)) = (&s.url, &s.local) {
-        c.err(
-            l.span().start,
-            "`[source]` of a deb takes `url` or `local`, not both",
-        );
-    }
-    let package = c.required(&s.deb, table_at, "source.deb");
-    c.checked(&s.deb, "source.deb", check_package_name);
-    let version = c.required(&s.version, table_at, "source.version");
-    c.checked(&s.version, "source.version", |v| {
-        let ok = !v.is_empty()
-            && v.chars()
-                .all(|ch| ch.is_ascii_alphanumeric() || ".+~-:".contains(ch));
-        ok.then_some(())
-            .ok_or_else(|| format!("`{v}` is not a Debian version (digits, letters and `.+~-:`)"))
-    });
-    let arch = c
-        .checked(&s.arch, "source.arch", |a| {
-            let ok = !a.is_empty() && a.chars().all(|ch| ch.is_ascii_alphanumeric() || ch == '-');
-            ok.then_some(())
-                .ok_or_else(|| format!("`{a}` is not a Debian architecture such as `amd64`"))
-        })
-        .unwrap_or_else(|| "amd64".to_owned());
-    let sha256 = c.required(&s.sha256, table_at, "source.sha256");
-    c.checked(&s.sha256, "source.sha256", check_sha256);
-    let url = c.checked(&s.url, "source.url", check_http_url);
-    let local = s.local.as_ref().map(|l| root.join(l.get_ref()));
-    Source::Deb(super::DebSource {
-        package,
-        version,
-        arch,
-        sha256,
-        url,
-        local,
-    })
 }
 
 fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
@@ -553,30 +302,30 @@ fn dkms(c: &mut Checker, d: &raw::RawDkms, table_at: usize) -> super::Dkms {
     }
 }
 
-fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
-    let kind = match &t.kind {
-        Some(k) => Kind::ALL
-            .iter()
-            .find(|(s, _)| s == k.get_ref())
-            .map(|(_, k)| *k)
-            .unwrap_or_else(|| {
-                c.err(
-                    k.span().start,
-                    format!(
-                        "`target.kind`: `{}` is not one of `dkms`, `hipblaslt`, `config`, `rewrite`",
-                        k.get_ref()
-                    ),
-                );
-                Kind::Dkms
-            }),
-        None => {
-            c.err(
-                table_at,
-                "missing key `target.kind` (`dkms`, `hipblaslt` or `config`)",
-            );
-            Kind::Dkms
+/// What `[target]` says: the table, the kind's name (dkms when it names
+/// none it knows, after reporting so) and its `expert_sched`.
+struct Targeted {
+    target: Target,
+    name: KindName,
+    expert_sched: Option<ExpertSched>,
+}
+
+impl Targeted {
+    fn fallback() -> Targeted {
+        Targeted {
+            target: Target {
+                kernel: None,
+                kernel_regex: None,
+                formats: Vec::new(),
+            },
+            name: KindName::Dkms,
+            expert_sched: None,
         }
-    };
+    }
+}
+
+fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Targeted {
+    let kind = kind_name(c, t, table_at);
     let kernel = t
         .kernel
         .as_ref()
@@ -588,10 +337,10 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             }
         });
     let kernel_regex = t.kernel_regex.as_ref().map(|r| r.get_ref().clone());
-    if kind == Kind::Dkms && t.kernel.is_none() && t.kernel_regex.is_none() {
+    if kind == KindName::Dkms && t.kernel.is_none() && t.kernel_regex.is_none() {
         c.err(table_at, "a dkms recipe needs `target.kernel` (e.g. `>=6.11, <6.12.64`) or `target.kernel_regex`");
     }
-    if kind != Kind::Dkms {
+    if kind != KindName::Dkms {
         c.reject(
             &[
                 ("kernel", at(&t.kernel)),
@@ -600,6 +349,51 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             &format!("{} recipe", kind.as_str()),
         );
     }
+    let formats = formats(c, t, kind);
+    let expert_sched = expert_sched(c, t, kind, table_at);
+    Targeted {
+        target: Target {
+            kernel,
+            kernel_regex,
+            formats,
+        },
+        name: kind,
+        expert_sched,
+    }
+}
+
+/// `target.kind`; dkms when it names no kind, after reporting so.
+fn kind_name(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> KindName {
+    let Some(k) = &t.kind else {
+        c.err(
+            table_at,
+            "missing key `target.kind` (`dkms`, `hipblaslt` or `config`)",
+        );
+        return KindName::Dkms;
+    };
+    match KindName::ALL.iter().find(|(s, _)| s == k.get_ref()) {
+        Some((_, kind)) => *kind,
+        None => {
+            let known: Vec<_> = KindName::ALL
+                .iter()
+                .map(|(s, _)| format!("`{s}`"))
+                .collect();
+            c.err(
+                k.span().start,
+                format!(
+                    "`target.kind`: `{}` is not one of {}",
+                    k.get_ref(),
+                    known.join(", ")
+                ),
+            );
+            KindName::Dkms
+        }
+    }
+}
+
+/// `target.formats`, each known and listed once; the kind's own when
+/// absent; refused when the kind cannot make them.
+fn formats(c: &mut Checker, t: &raw::RawTarget, kind: KindName) -> Vec<Format> {
     let mut formats = Vec::new();
     for f in strings(&t.formats) {
         match Format::ALL.iter().find(|(s, _)| s == f.get_ref()) {
@@ -608,39 +402,40 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
                 format!("`target.formats`: `{}` is listed twice", f.get_ref()),
             ),
             Some((_, format)) => formats.push(*format),
-            None => c.err(
-                f.span().start,
-                format!(
-                    "`target.formats`: `{}` is not one of `deb`, `rpm`, `arch`, `tar`",
-                    f.get_ref()
-                ),
-            ),
+            None => {
+                let known: Vec<_> = Format::ALL.iter().map(|(s, _)| format!("`{s}`")).collect();
+                c.err(
+                    f.span().start,
+                    format!(
+                        "`target.formats`: `{}` is not one of {}",
+                        f.get_ref(),
+                        known.join(", ")
+                    ),
+                )
+            }
         }
     }
-    if t.formats.is_none() {
-        formats = Format::ALL.iter().map(|(_, f)| *f).collect();
-        if kind == Kind::Config {
-            formats.retain(|f| *f != Format::Tar);
-        }
+    let Some(given) = &t.formats else {
+        return kind.default_formats();
+    };
+    if !kind.accepts(&formats) {
+        let why = match kind {
+            KindName::Rewrite => "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
+            _ => "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
+        };
+        c.err(given.span().start, why);
     }
-    if kind == Kind::Rewrite {
-        if t.formats.is_none() {
-            formats = vec![Format::Deb];
-        } else if formats != [Format::Deb] {
-            let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
-            c.err(
-                at,
-                "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
-            );
-        }
-    }
-    if kind == Kind::Config && formats.contains(&Format::Tar) {
-        let at = t.formats.as_ref().map_or(table_at, |f| f.span().start);
-        c.err(
-            at,
-            "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
-        );
-    }
+    formats
+}
+
+/// `target.expert_sched`: `off` or `on`, of a hipblaslt recipe, and `off`
+/// (required) of a rewrite recipe.
+fn expert_sched(
+    c: &mut Checker,
+    t: &raw::RawTarget,
+    kind: KindName,
+    table_at: usize,
+) -> Option<ExpertSched> {
     let expert_sched = t.expert_sched.as_ref().and_then(|v| match v.get_ref().as_str() {
         "off" => Some(ExpertSched::Off),
         "on" => Some(ExpertSched::On),
@@ -652,23 +447,17 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Target {
             None
         }
     });
-    if kind == Kind::Rewrite && expert_sched != Some(ExpertSched::Off) {
+    if kind == KindName::Rewrite && expert_sched != Some(ExpertSched::Off) {
         c.err(
             at(&t.expert_sched).unwrap_or(table_at),
             "a rewrite recipe needs `target.expert_sched = \"off\"`: the rewrite writes the gfx12 kernels' expert-scheduling switch off (the only rewrite there is)",
         );
     }
-    if !matches!(kind, Kind::Hipblaslt | Kind::Rewrite) {
+    if !matches!(kind, KindName::Hipblaslt | KindName::Rewrite) {
         c.reject(
             &[("expert_sched", at(&t.expert_sched))],
             &format!("{} recipe", kind.as_str()),
         );
     }
-    Target {
-        kind,
-        kernel,
-        kernel_regex,
-        formats,
-        expert_sched,
-    }
+    expert_sched
 }

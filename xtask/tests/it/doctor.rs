@@ -343,8 +343,8 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
             let recipe = xtask::recipe::Recipe::load(&root, stopgap)
                 .unwrap_or_else(|e| panic!("recipe {stopgap}: {e:#}"));
             assert_eq!(
-                recipe.target.kind,
-                xtask::recipe::Kind::Config,
+                recipe.kind.name(),
+                xtask::recipe::KindName::Config,
                 "fault {} names stop-gap {stopgap}, which is not a config recipe",
                 fault.id
             );
@@ -357,7 +357,7 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
             let recipe = xtask::recipe::Recipe::load(&root, &fix.recipe)
                 .unwrap_or_else(|e| panic!("recipe {}: {e:#}", fix.recipe));
             assert_eq!(
-                recipe.target.kind.as_str(),
+                recipe.kind.name().as_str(),
                 format!("{:?}", fix.build).to_lowercase(),
                 "fault {} names {} with the wrong build",
                 fault.id,

@@ -382,7 +382,7 @@ fn the_workflow_parses_and_names_only_existing_xtask_commands() {
         .map(|e| e["recipe"].as_str().unwrap().to_owned())
         .collect();
     matrix.sort();
-    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::Kind::Hipblaslt);
+    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::KindName::Hipblaslt);
     assert_eq!(matrix, recipes);
 }
 

@@ -96,7 +96,7 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
         .filter(|name| name.starts_with("amdgpu-"))
         .filter(|name| {
             Recipe::load(&root, name)
-                .is_ok_and(|r| matches!(r.target.kind, Kind::Dkms | Kind::Config))
+                .is_ok_and(|r| matches!(r.kind, Kind::Dkms(_) | Kind::Config(_)))
         })
         .collect();
     assert!(kernel_recipes.len() >= 9, "{kernel_recipes:?}");
@@ -111,7 +111,7 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
     );
     for (name, (kind, kernel, pinned)) in &matrix {
         let recipe = Recipe::load(&root, name).unwrap();
-        assert_eq!(kind, recipe.target.kind.as_str(), "{name}: kind");
+        assert_eq!(kind, recipe.kind.name().as_str(), "{name}: kind");
         // Pinned means what `plan` means by it, for either kind: nothing
         // UNPINNED (a config recipe's local source is pinned by the commit).
         assert_eq!(
@@ -120,8 +120,8 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
             "{name}: `pinned` in kernel.yml must say whether the recipe is pinned ({:?} unpinned)",
             recipe.unpinned()
         );
-        match recipe.target.kind {
-            Kind::Dkms => {
+        match recipe.kind {
+            Kind::Dkms(_) => {
                 let kernel = kernel
                     .as_deref()
                     .unwrap_or_else(|| panic!("{name}: a DKMS recipe needs `kernel`"));
@@ -204,7 +204,7 @@ fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
         })
         .collect();
     matrix.sort();
-    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::Kind::Rewrite);
+    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::KindName::Rewrite);
     assert!(!recipes.is_empty());
     assert_eq!(matrix, recipes);
     let runs: Vec<&str> = job["steps"]

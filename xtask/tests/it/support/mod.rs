@@ -233,12 +233,12 @@ pub fn repo_root() -> PathBuf {
 
 /// The names of this repository's recipes of one kind, sorted (those that
 /// do not load are left out: `recipes.rs` checks that every one loads).
-pub fn repo_recipes_of_kind(kind: xtask::recipe::Kind) -> Vec<String> {
+pub fn repo_recipes_of_kind(kind: xtask::recipe::KindName) -> Vec<String> {
     xtask::recipe::list(&repo_root())
         .unwrap()
         .into_iter()
         .filter(|name| {
-            xtask::recipe::Recipe::load(&repo_root(), name).is_ok_and(|r| r.target.kind == kind)
+            xtask::recipe::Recipe::load(&repo_root(), name).is_ok_and(|r| r.kind.name() == kind)
         })
         .collect()
 }

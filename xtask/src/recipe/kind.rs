@@ -1,0 +1,194 @@
+//! What a recipe builds: one [`Kind`] whose variant carries its own table
+//! (`[dkms]`, `[config]`, `target.expert_sched`), and the outputs each kind
+//! can make.
+
+use serde::Serialize;
+
+use crate::package::Format;
+
+/// What a recipe builds, with the table of its kind. Built by validation,
+/// so a config recipe always has its `[config]`; a dkms recipe may leave
+/// `[dkms]` out to be applied and verified, and is then refused by a build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Kind {
+    /// A DKMS module package (`[dkms]`, which only a build needs).
+    Dkms(Option<Dkms>),
+    /// Configuration files only (`[config]`), such as a modprobe.d snippet.
+    Config(Config),
+    /// The hipBLASLt library built from source; `expert_sched` is what the
+    /// built gfx12 kernels must show, or the build is refused.
+    Hipblaslt { expert_sched: Option<ExpertSched> },
+    /// An upstream binary package (`source.deb`) transformed in place by a
+    /// binary rewrite (`target.expert_sched = "off"`: the gfx12 kernels'
+    /// expert-scheduling switch written off) and packaged again in its
+    /// place; see `build/rewrite.rs`.
+    Rewrite { expert_sched: ExpertSched },
+}
+
+/// The name of a [`Kind`]: the recipe's `target.kind` word, what a
+/// `build-<kind>` command builds, and the plan's `kind`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum KindName {
+    Dkms,
+    Hipblaslt,
+    Config,
+    Rewrite,
+}
+
+impl KindName {
+    pub const ALL: [(&'static str, KindName); 4] = [
+        ("dkms", KindName::Dkms),
+        ("hipblaslt", KindName::Hipblaslt),
+        ("config", KindName::Config),
+        ("rewrite", KindName::Rewrite),
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KindName::Dkms => "dkms",
+            KindName::Hipblaslt => "hipblaslt",
+            KindName::Config => "config",
+            KindName::Rewrite => "rewrite",
+        }
+    }
+
+    /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
+    /// rendered from `templates/` and its builds publish source packages.
+    pub fn has_packaging(self) -> bool {
+        matches!(self, KindName::Dkms | KindName::Config)
+    }
+
+    /// Whether a build of this kind writes a package in `format`:
+    /// `Format::Tar` is the DKMS source tarball, a DKMS output; a rewrite
+    /// writes only the `.deb` that takes the place of its source.
+    pub fn makes(self, format: Format) -> bool {
+        match self {
+            KindName::Dkms => true,
+            KindName::Config | KindName::Hipblaslt => format != Format::Tar,
+            KindName::Rewrite => format == Format::Deb,
+        }
+    }
+
+    /// Whether a recipe or a command line of this kind may ask for
+    /// `formats`: a config recipe never for `tar`, a rewrite for its `deb`
+    /// alone; hipBLASLt takes `tar` and makes nothing of it.
+    pub fn accepts(self, formats: &[Format]) -> bool {
+        match self {
+            KindName::Config => !formats.contains(&Format::Tar),
+            KindName::Rewrite => formats == [Format::Deb],
+            KindName::Dkms | KindName::Hipblaslt => true,
+        }
+    }
+
+    /// The formats of a recipe that names none.
+    pub fn default_formats(self) -> Vec<Format> {
+        let all = Format::ALL.iter().map(|(_, f)| *f);
+        match self {
+            KindName::Dkms | KindName::Hipblaslt => all.collect(),
+            KindName::Config | KindName::Rewrite => all.filter(|f| self.makes(*f)).collect(),
+        }
+    }
+}
+
+impl Kind {
+    pub fn name(&self) -> KindName {
+        match self {
+            Kind::Dkms(_) => KindName::Dkms,
+            Kind::Config(_) => KindName::Config,
+            Kind::Hipblaslt { .. } => KindName::Hipblaslt,
+            Kind::Rewrite { .. } => KindName::Rewrite,
+        }
+    }
+
+    /// The `[dkms]` table of a dkms recipe.
+    pub fn dkms(&self) -> Option<&Dkms> {
+        match self {
+            Kind::Dkms(dkms) => dkms.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The `[config]` table of a config recipe.
+    pub fn config(&self) -> Option<&Config> {
+        match self {
+            Kind::Config(config) => Some(config),
+            _ => None,
+        }
+    }
+
+    /// `target.expert_sched`: what the gfx12 kernels built or rewritten
+    /// must show.
+    pub fn expert_sched(&self) -> Option<ExpertSched> {
+        match self {
+            Kind::Hipblaslt { expert_sched } => *expert_sched,
+            Kind::Rewrite { expert_sched } => Some(*expert_sched),
+            Kind::Dkms(_) | Kind::Config(_) => None,
+        }
+    }
+}
+
+/// The `[config]` table: files of the (patched) source tree that a config
+/// package installs, such as a modprobe.d snippet.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Config {
+    pub files: Vec<ConfigFile>,
+}
+
+/// One installed file of a config package.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigFile {
+    /// Relative to the source tree.
+    pub source: String,
+    /// Absolute, below `/etc` or `/usr/lib/modprobe.d`.
+    pub dest: String,
+}
+
+impl ConfigFile {
+    /// Whether the package marks the file as configuration the admin may
+    /// edit (a Debian conffile, rpm `%config(noreplace)`, Arch `backup`):
+    /// every file below `/etc`.
+    pub fn is_conffile(&self) -> bool {
+        self.dest.starts_with("/etc/")
+    }
+}
+
+/// The `[dkms]` table: which part of the patched tree is shipped and how
+/// DKMS builds it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dkms {
+    /// The folder of the patched tree that becomes `/usr/src/<name>-<version>/`.
+    pub tree: String,
+    /// `MAKE[0]` of dkms.conf; DKMS's default when absent.
+    pub make: Option<String>,
+    /// `CLEAN` of dkms.conf; DKMS's default when absent.
+    pub clean: Option<String>,
+    pub modules: Vec<Module>,
+}
+
+/// One kernel module the DKMS tree builds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Module {
+    /// `BUILT_MODULE_NAME`: the `.ko` without its extension.
+    pub name: String,
+    /// `BUILT_MODULE_LOCATION`: where the build leaves it, relative to the tree.
+    pub location: String,
+    /// `DEST_MODULE_LOCATION`: default `/updates/dkms`.
+    pub dest: String,
+}
+
+/// The expert-scheduling verdict a hipblaslt or rewrite recipe requires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExpertSched {
+    Off,
+    On,
+}
+
+impl ExpertSched {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExpertSched::Off => "off",
+            ExpertSched::On => "on",
+        }
+    }
+}
