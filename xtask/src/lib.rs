@@ -22,7 +22,6 @@ pub mod lock;
 pub mod manifest;
 pub mod package;
 pub mod packaging;
-pub mod packaging_config;
 pub mod patch;
 pub use build::plan;
 pub mod publish;

@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
+use crate::hash::memo::{Memo, Want};
 use crate::patch::{self, PatchInput, Tolerance};
 use crate::report::Reporter;
 use crate::state::{self, FileId, Manifest};
@@ -71,8 +72,9 @@ pub struct TreeReport {
     pub ok: bool,
 }
 
-/// Checks `root` against its `.patchkit/` record, hashing every file once.
-pub fn tree(root: &Path, reporter: &Reporter) -> Result<TreeReport> {
+/// Checks `root` against its `.patchkit/` record, hashing every file once
+/// (the digests `memo` holds are not taken again).
+pub fn tree(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeReport> {
     let Some((record, manifest)) = state::read(root)? else {
         bail!(
             "{} has no state record ({}); pass `--recipe <recipe>` to check which patches it carries",
@@ -80,7 +82,7 @@ pub fn tree(root: &Path, reporter: &Reporter) -> Result<TreeReport> {
             state::state_path(root).display()
         );
     };
-    let current = scan(root, reporter)?;
+    let current = scan(root, memo, reporter)?;
     let sha = |m: &Manifest, p: &str| m.get(p).map(|id| id.sha256.clone());
     let mut touched = BTreeSet::new();
     let mut patches = Vec::new();
@@ -156,7 +158,7 @@ pub fn tree_against_series(
 }
 
 /// Every file below `root` but `.patchkit/`, hashed on every core.
-pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
+pub fn scan(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<Manifest> {
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     let mut manifest = Manifest::new();
     let mut stack = vec![(String::new(), root.to_path_buf())];
@@ -214,7 +216,7 @@ pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
                         let Some((rel, path)) = files.get(i) else {
                             break;
                         };
-                        mine.push((rel.clone(), hash_file(path)?));
+                        mine.push((rel.clone(), hash_file(path, memo)?));
                     }
                     found.lock().expect("hash results").extend(mine);
                     Ok(())
@@ -232,8 +234,8 @@ pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
 
 /// A file's identity, hashed unless this build already hashed it (the
 /// patched tree's files are hard links to the pristine tree's).
-fn hash_file(path: &Path) -> Result<FileId> {
-    let (digests, meta) = crate::hash::memo::of_file(path, crate::hash::memo::Want::SHA256)?;
+fn hash_file(path: &Path, memo: &Memo) -> Result<FileId> {
+    let (digests, meta) = memo.of_file(path, Want::SHA256)?;
     Ok(FileId {
         mode: 0o100000 | patch::tree::mode_of(&meta),
         sha256: hex::encode(digests.sha256.expect("asked for")),

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde::Serialize;
 
-use crate::package::{names, Machine, PackageMeta};
+use crate::package::{names, Architecture, PackageMeta};
 use crate::recipe::{Config, Dkms, Format, Kind, Package, PatchOrigin, Recipe, Source};
 
 #[derive(Debug, Clone, Serialize)]
@@ -244,7 +244,7 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
     let p = &recipe.package;
     let (name, source) = match recipe.target.kind {
         Kind::Dkms => (
-            crate::package::dkms::package_name(&p.name),
+            crate::package::names::dkms_package(&p.name),
             Some(p.name.clone()),
         ),
         _ => (p.name.clone(), None),
@@ -272,10 +272,10 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
 
 /// What a kind's packages run on: compiled libraries the host's machine,
 /// everything else any.
-pub fn machine(kind: Kind) -> Machine {
+pub fn machine(kind: Kind) -> Architecture {
     match kind {
-        Kind::Hipblaslt | Kind::Rewrite => Machine::Host,
-        Kind::Dkms | Kind::Config => Machine::Any,
+        Kind::Hipblaslt | Kind::Rewrite => Architecture::Host,
+        Kind::Dkms | Kind::Config => Architecture::Any,
     }
 }
 

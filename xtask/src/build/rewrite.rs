@@ -170,7 +170,14 @@ pub fn ensure_applied(cx: &mut Cx) -> Result<()> {
     let dest = work.join("tree");
     let fetched = cx.fetched()?.clone();
     let reporter = &cx.ws.reporter;
-    let pristine = pristine::ensure(cx.recipe, &fetched.source, &work.join("pristine"), reporter)?;
+    let memo = cx.digests();
+    let pristine = pristine::ensure(
+        cx.recipe,
+        &fetched.source,
+        &work.join("pristine"),
+        memo,
+        reporter,
+    )?;
     let reuse = matches!(state::read(&dest), Ok(Some((recorded, _)))
         if made_by(&recorded, cx.recipe, &fetched));
     if reuse {
@@ -385,7 +392,7 @@ pub fn verify(cx: &mut Cx) -> Result<Vec<crate::manifest::RewriteRef>> {
 
 /// Whether `tree` verifies against its record and no kernel file has a site.
 fn check(tree: &Path, cx: &Cx) -> Result<bool> {
-    let report = crate::verify::tree(tree, &cx.ws.reporter)?;
+    let report = crate::verify::tree(tree, cx.digests(), &cx.ws.reporter)?;
     if !report.ok {
         return Ok(false);
     }

@@ -15,7 +15,6 @@ use crate::package::tar::Names;
 use crate::package::{names, tarball, FileTree};
 use crate::patch::pristine::Pristine;
 use crate::recipe::Kind;
-use crate::report::Reporter;
 
 /// What the source step published, for the steps after it.
 #[derive(Debug, Clone)]
@@ -32,7 +31,7 @@ pub struct Published {
 /// Writes the source artifacts into `<staging>/source/`, from the patched
 /// and the verified pristine tree of `cx`.
 pub fn publish(cx: &Cx) -> Result<Published> {
-    let (recipe, reporter) = (cx.recipe, &cx.ws.reporter);
+    let recipe = cx.recipe;
     let pristine = cx
         .pristine
         .as_ref()
@@ -43,7 +42,7 @@ pub fn publish(cx: &Cx) -> Result<Published> {
     let epoch = cx.epoch_u()?;
     let keep = cx.work()?.join("orig");
     let name = names::orig(&p.name, &p.version);
-    let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, reporter)?;
+    let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, cx)?;
     if recipe.target.kind == Kind::Hipblaslt {
         let patched = without_record(cx.tree()?, &top)?;
         compress(
@@ -51,7 +50,7 @@ pub fn publish(cx: &Cx) -> Result<Published> {
             epoch,
             &out,
             &names::patched(&p.name, &p.version),
-            reporter,
+            cx,
         )?;
     }
     let series = copy_series(cx.fetched()?, &out.join("patches"))?;
@@ -74,8 +73,9 @@ fn orig_tarball(
     epoch: u64,
     out: &Path,
     keep: &Path,
-    reporter: &Reporter,
+    cx: &Cx,
 ) -> Result<(PathBuf, String)> {
+    let reporter = &cx.ws.reporter;
     let key = orig_key(pristine, top, epoch);
     let (kept, key_file) = (keep.join(name), keep.join(format!("{name}.key")));
     let dest = out.join(name);
@@ -99,7 +99,7 @@ fn orig_tarball(
         epoch,
         out,
         name,
-        reporter,
+        cx,
     )?;
     let sha256 = crate::dist::hash_file(&orig)?.sha256;
     std::fs::create_dir_all(keep).with_context(|| format!("creating {}", keep.display()))?;
@@ -170,17 +170,13 @@ fn without_record(tree: &Path, top: &str) -> Result<FileTree> {
     Ok(files)
 }
 
-/// Writes one `.tar.gz`, with a spinner and the time it took.
-fn compress(
-    files: &FileTree,
-    epoch: u64,
-    dir: &Path,
-    name: &str,
-    reporter: &Reporter,
-) -> Result<PathBuf> {
+/// Writes one `.tar.gz` with the build's packing, with a spinner and the
+/// time it took.
+fn compress(files: &FileTree, epoch: u64, dir: &Path, name: &str, cx: &Cx) -> Result<PathBuf> {
+    let reporter = &cx.ws.reporter;
     let started = Instant::now();
     let progress = reporter.progress(format!("compress {name}"), None, false);
-    let artifact = tarball::write_tar_gz(files, Names::Plain, epoch, dir, name)
+    let artifact = tarball::write_tar_gz(files, Names::Plain, epoch, dir, name, cx.packing())
         .with_context(|| format!("writing {}", dir.join(name).display()))?;
     progress.finish();
     reporter.step(format!(

@@ -56,6 +56,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         formats: args.formats.clone(),
         ..args.publish.options(&args.recipe, Some(Kind::Config))
     };
-    build::run(ws, &opts)?.print();
+    crate::report::out(&build::run(ws, &opts)?.to_text());
     Ok(())
 }
