@@ -25,7 +25,6 @@ pub mod lock;
 pub mod manifest;
 pub mod package;
 pub mod packaging;
-pub mod packaging_config;
 pub mod patch;
 pub mod placement;
 pub use build::plan;

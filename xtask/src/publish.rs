@@ -1,6 +1,9 @@
-//! What every `build-*` command shares around `dist::Staging`: the record of
-//! the last publication that makes an unchanged re-run a no-op, the template
-//! bytes a build depends on, and the sizes it reports.
+//! What every build shares around a publication (the publication itself,
+//! atomic, and its verification are `dist`): how a build ended
+//! ([`Outcome`]), the record of the last publication that makes an
+//! unchanged re-run a no-op ([`Stamp`]), the template bytes a build depends
+//! on, and the lines that report what it wrote. Prints nothing: the
+//! commands print the [`Outcome::to_text`] it returns.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,22 +29,24 @@ pub enum Outcome {
 
 impl Outcome {
     /// What the `build-*` commands print: every output with its size, or
-    /// that there was nothing to do.
-    pub fn print(&self) {
+    /// that there was nothing to do; a line each.
+    pub fn to_text(&self) -> String {
         let shown = |dir: &Path| crate::diag::display_path(dir).display().to_string();
         match self {
             Outcome::UpToDate { dir } => {
-                crate::outln!("{} is up to date: nothing to do", shown(dir))
+                format!("{} is up to date: nothing to do\n", shown(dir))
             }
             Outcome::Published { dir, outputs } => {
+                let mut text = String::new();
                 for (name, output) in outputs {
-                    crate::outln!("{:>10}  {name}", human_size(output.size));
+                    text += &format!("{:>10}  {name}\n", human_size(output.size));
                 }
-                crate::outln!(
-                    "published {} (check it with `cargo xtask verify {}`)",
+                text += &format!(
+                    "published {} (check it with `cargo xtask verify {}`)\n",
                     shown(dir),
                     shown(dir)
                 );
+                text
             }
         }
     }

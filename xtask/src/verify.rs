@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{bail, Result};
 use serde::Serialize;
 
+use crate::hash::memo::Memo;
 use crate::patch::scan::scan;
 use crate::patch::{self, PatchInput, Tolerance};
 use crate::report::Reporter;
@@ -70,8 +71,9 @@ pub struct TreeReport {
     pub ok: bool,
 }
 
-/// Checks `root` against its `.patchkit/` record, hashing every file once.
-pub fn tree(root: &Path, reporter: &Reporter) -> Result<TreeReport> {
+/// Checks `root` against its `.patchkit/` record, hashing every file once
+/// (the digests `memo` holds are not taken again).
+pub fn tree(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeReport> {
     let Some((record, manifest)) = state::read(root)? else {
         bail!(
             "{} has no state record ({}); pass `--recipe <recipe>` to check which patches it carries",
@@ -79,7 +81,7 @@ pub fn tree(root: &Path, reporter: &Reporter) -> Result<TreeReport> {
             state::state_path(root).display()
         );
     };
-    let current = scan(root, reporter)?;
+    let current = scan(root, memo, reporter)?;
     let sha = |m: &Manifest, p: &str| m.get(p).map(|id| id.sha256.clone());
     let mut touched = BTreeSet::new();
     let mut patches = Vec::new();

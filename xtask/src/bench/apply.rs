@@ -45,6 +45,42 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
         }
     }
     let dir = ws.work_dir.join("bench-apply");
+    let pristine = extract_once(ws, args, &dir)?;
+    let patch_dir = dir.join("patches");
+    let (names, files) = generate_series(&pristine, &patch_dir, args.patches)?;
+    println!(
+        "series: {} patches touching {files} files; {} repetitions each",
+        names.len(),
+        args.reps
+    );
+    let exe = std::env::current_exe()?;
+    let mut times: [Vec<f64>; 3] = Default::default();
+    let mut peaks = [0u64; 3];
+    for rep in 0..args.reps {
+        for (tool, slot) in times.iter_mut().enumerate() {
+            let copy = dir.join(format!("copy-{tool}"));
+            let _ = std::fs::remove_dir_all(&copy);
+            run_ok(Command::new("cp").arg("-a").arg(&pristine).arg(&copy))?;
+            let mut cmd = tool_command(tool, &exe, &copy, &dir, &patch_dir, &names)?;
+            let what = ["rocm-patchkit apply", "git apply", "quilt push -a"][tool];
+            let (_, m) = measure_ok(&mut cmd, what)?;
+            slot.push(m.secs);
+            peaks[tool] = peaks[tool].max(m.peak_kib);
+        }
+        if rep == 0 {
+            same_result(&dir, &patch_dir, &names)?;
+        }
+        for tool in 0..3 {
+            let _ = std::fs::remove_dir_all(dir.join(format!("copy-{tool}")));
+        }
+    }
+    print_table(&times, peaks);
+    Ok(())
+}
+
+/// The pristine subtree in `<dir>/pristine`, extracted once and reused by
+/// later runs.
+fn extract_once(ws: &Workspace, args: &Options, dir: &Path) -> Result<PathBuf> {
     let pristine = dir.join("pristine");
     let marker = dir.join("pristine.done");
     if !marker.is_file() {
@@ -67,56 +103,46 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
         );
         std::fs::write(&marker, "")?;
     }
-    let patch_dir = dir.join("patches");
-    let (names, files) = generate_series(&pristine, &patch_dir, args.patches)?;
-    println!(
-        "series: {} patches touching {files} files; {} repetitions each",
-        names.len(),
-        args.reps
-    );
-    let exe = std::env::current_exe()?;
-    let mut times: [Vec<f64>; 3] = Default::default();
-    let mut peaks = [0u64; 3];
-    for rep in 0..args.reps {
-        for (tool, slot) in times.iter_mut().enumerate() {
-            let copy = dir.join(format!("copy-{tool}"));
-            let _ = std::fs::remove_dir_all(&copy);
-            run_ok(Command::new("cp").arg("-a").arg(&pristine).arg(&copy))?;
-            let mut cmd = match tool {
-                0 => {
-                    let mut c = Command::new(&exe);
-                    c.args(["bench", "apply-series"]).arg(&copy);
-                    c.args(names.iter().map(|n| patch_dir.join(n)));
-                    c
-                }
-                1 => {
-                    let mut c = Command::new("git");
-                    c.arg("apply").current_dir(&copy);
-                    // Not the repository the work dir may sit in: paths are the copy's.
-                    c.env("GIT_CEILING_DIRECTORIES", &dir);
-                    c.args(names.iter().map(|n| patch_dir.join(n)));
-                    c
-                }
-                _ => {
-                    std::os::unix::fs::symlink(&patch_dir, copy.join("patches"))?;
-                    let mut c = Command::new("quilt");
-                    c.args(["push", "-a", "-q"]).current_dir(&copy);
-                    c.env("QUILT_PATCHES", "patches");
-                    c
-                }
-            };
-            let what = ["rocm-patchkit apply", "git apply", "quilt push -a"][tool];
-            let (_, m) = measure_ok(&mut cmd, what)?;
-            slot.push(m.secs);
-            peaks[tool] = peaks[tool].max(m.peak_kib);
+    Ok(pristine)
+}
+
+/// The command that applies the series to `copy`: ours (0), git (1) or
+/// quilt (2).
+fn tool_command(
+    tool: usize,
+    exe: &Path,
+    copy: &Path,
+    dir: &Path,
+    patch_dir: &Path,
+    names: &[String],
+) -> Result<Command> {
+    Ok(match tool {
+        0 => {
+            let mut c = Command::new(&exe);
+            c.args(["bench", "apply-series"]).arg(&copy);
+            c.args(names.iter().map(|n| patch_dir.join(n)));
+            c
         }
-        if rep == 0 {
-            same_result(&dir, &patch_dir, &names)?;
+        1 => {
+            let mut c = Command::new("git");
+            c.arg("apply").current_dir(&copy);
+            // Not the repository the work dir may sit in: paths are the copy's.
+            c.env("GIT_CEILING_DIRECTORIES", &dir);
+            c.args(names.iter().map(|n| patch_dir.join(n)));
+            c
         }
-        for tool in 0..3 {
-            let _ = std::fs::remove_dir_all(dir.join(format!("copy-{tool}")));
+        _ => {
+            std::os::unix::fs::symlink(&patch_dir, copy.join("patches"))?;
+            let mut c = Command::new("quilt");
+            c.args(["push", "-a", "-q"]).current_dir(&copy);
+            c.env("QUILT_PATCHES", "patches");
+            c
         }
-    }
+    })
+}
+
+/// Each tool's median, least and most time and peak, and the ratios.
+fn print_table(times: &[Vec<f64>; 3], peaks: [u64; 3]) {
     let med: Vec<f64> = times.iter().map(|t| median(t)).collect();
     println!(
         "{:<16} {:>10} {:>10} {:>10} {:>9}",
@@ -124,7 +150,7 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
     );
     for ((name, t), peak) in ["rocm-patchkit", "git apply", "quilt push -a"]
         .iter()
-        .zip(&times)
+        .zip(times)
         .zip(peaks)
     {
         let min = t.iter().cloned().fold(f64::MAX, f64::min);
@@ -144,7 +170,6 @@ pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
         med[0] / med[2]
     );
     println!("peak MiB: each tool's peak RSS (wait4), the largest of its runs");
-    Ok(())
 }
 
 /// Checks that our result and git's are the same on every file the series touches.

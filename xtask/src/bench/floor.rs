@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::inputs::EPOCH;
-use crate::hash::memo::{copy_hashed, Want};
+use crate::hash::memo::{copy_hashed, Memo, Want};
 use crate::package::tar::{write_tree, Names};
 use crate::package::Format;
 use crate::package::{rpm, Artifact, Compression, FileTree, Output};
@@ -57,7 +57,7 @@ pub fn prepare(fmt: Format, tree: &FileTree, prefix: &str, out: &Path) -> Result
     let w = BufWriter::with_capacity(1 << 20, file);
     let w = match fmt {
         Format::Deb => write_tree(w, tree, EPOCH, Names::DotSlash)?,
-        Format::Rpm => rpm::write_payload(tree, EPOCH, w)?,
+        Format::Rpm => rpm::write_payload(tree, EPOCH, w, &Memo::default())?,
         Format::Arch => write_tree(w, tree, EPOCH, Names::Plain)?,
         Format::Tar => {
             let mut tar = tree.subtree(prefix)?.nested("dkms_source_tree")?;
@@ -84,7 +84,8 @@ pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact>
         File::open(payload).with_context(|| format!("opening {}", payload.display()))?;
     let mut out = Output::create(out_dir, &name)?;
     {
-        let mut enc = compression(fmt).encoder(out.writer())?;
+        // No chunk cache: the compressor alone, as a cold build runs it.
+        let mut enc = crate::package::Packing::default().encoder(compression(fmt), out.writer())?;
         // 256 KiB reads straight into the compressor: never the whole payload.
         copy_hashed(&mut input, &mut enc, Want::default())
             .with_context(|| format!("compressing {} into {name}", payload.display()))?;

@@ -8,8 +8,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::package::Format;
-use crate::package::{self, names, FileTree, Machine, Package, PackageMeta, Scripts};
+use crate::package::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
 use crate::recipe::Recipe;
 use crate::{packaging, plan, state};
 
@@ -50,7 +49,7 @@ impl Inputs {
         let plan = plan::plan(&recipe)?;
         let meta = crate::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
         let p = &recipe.package;
-        let prefix = package::dkms::source_dir(&p.name, &p.version);
+        let prefix = package::names::dkms_source_dir(&p.name, &p.version);
         let patched = root
             .join("target/patchkit/work")
             .join(&recipe.name)
@@ -77,7 +76,7 @@ impl Inputs {
         let arch_install = String::from_utf8(read(&format!("arch/{}.install", meta.name))?)
             .context("the Arch install script is not UTF-8")?;
         let (deb_scripts, rpm_scripts) =
-            packaging::dkms_scripts(&root.join("templates"), &p.name, &p.version)?;
+            packaging::dkms::dkms_scripts(&root.join("templates"), &p.name, &p.version)?;
         Ok(Inputs {
             root: root.to_path_buf(),
             meta,
@@ -119,7 +118,7 @@ impl Inputs {
 
     /// Our package of `format` in `dist/<recipe>/`, as build-dkms named it.
     pub fn published(&self, format: Format) -> PathBuf {
-        let name = names::file_name(format, &self.meta, Machine::Any);
+        let name = names::file_name(format, &self.meta, Architecture::Any);
         self.dist.join(name)
     }
 
@@ -130,7 +129,7 @@ impl Inputs {
         let none = Scripts::default();
         let pkg = Package {
             meta: &self.meta,
-            machine: Machine::Any,
+            machine: Architecture::Any,
             tree: &tree,
             scripts: match format {
                 Format::Deb => &self.deb_scripts,
@@ -141,6 +140,7 @@ impl Inputs {
             pkgbuild: Some(&self.pkgbuild),
             epoch: EPOCH,
         };
-        package::write(format, &pkg, out)
+        // As a cold build writes it: no chunk cache, the .deb's default.
+        package::write(format, &pkg, out, &package::Packing::default())
     }
 }

@@ -56,22 +56,7 @@ pub struct OneOptions {
 /// Runs the benchmark, prints its tables and writes
 /// `<work>/bench-package/report.json`.
 pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
-    let formats = if opts.formats.is_empty() {
-        Format::ALL.iter().map(|(_, f)| *f).collect()
-    } else {
-        opts.formats.clone()
-    };
-    for format in &formats {
-        reference::check_tools(*format)?;
-    }
-    let recipe = opts.recipe.clone().unwrap_or_else(|| {
-        if opts.source.is_some() {
-            AMDGPU_RECIPE
-        } else {
-            DEMO_RECIPE
-        }
-        .to_owned()
-    });
+    let (formats, recipe) = (formats(opts)?, recipe_of(opts));
     let dir = ws.work_dir.join("bench-package");
     let load_before = load_average();
     println!(
@@ -84,22 +69,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
             "(debug build: `cargo run --release -p xtask -- bench package` gives real figures)"
         );
     }
-    let scratch = Scratch::create(
-        &ws.root,
-        &recipe,
-        opts.source.as_deref(),
-        &dir.join("project"),
-        opts.kernel.clone(),
-    )?;
-    let steps = scratch.run_loop()?;
-    for s in &steps {
-        println!(
-            "loop: {:<24} {:<11} {}",
-            s.step,
-            s.outcome,
-            s.seconds.map_or(String::new(), |v| format!("{v:.3} s"))
-        );
-    }
+    let (scratch, steps) = maintainer_loop(ws, opts, &recipe, &dir)?;
 
     let inputs = Inputs::read(&scratch.root, &scratch.recipe)?;
     let tree = inputs.dkms_tree()?;
@@ -152,6 +122,57 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
     std::fs::write(&path, json + "\n").with_context(|| format!("writing {}", path.display()))?;
     println!("report: {}", path.display());
     Ok(())
+}
+
+/// The formats asked for (all by default), their reference tools checked.
+fn formats(opts: &Options) -> Result<Vec<Format>> {
+    let formats: Vec<Format> = if opts.formats.is_empty() {
+        Format::ALL.iter().map(|(_, f)| *f).collect()
+    } else {
+        opts.formats.clone()
+    };
+    for format in &formats {
+        reference::check_tools(*format)?;
+    }
+    Ok(formats)
+}
+
+/// The recipe asked for, else amdgpu's with a source archive, else the demo.
+fn recipe_of(opts: &Options) -> String {
+    opts.recipe.clone().unwrap_or_else(|| {
+        if opts.source.is_some() {
+            AMDGPU_RECIPE
+        } else {
+            DEMO_RECIPE
+        }
+        .to_owned()
+    })
+}
+
+/// The maintainer's loop in a scratch project under `dir`, each step printed.
+fn maintainer_loop(
+    ws: &Workspace,
+    opts: &Options,
+    recipe: &str,
+    dir: &Path,
+) -> Result<(Scratch, Vec<super::maintainer::Step>)> {
+    let scratch = Scratch::create(
+        &ws.root,
+        recipe,
+        opts.source.as_deref(),
+        &dir.join("project"),
+        opts.kernel.clone(),
+    )?;
+    let steps = scratch.run_loop()?;
+    for s in &steps {
+        println!(
+            "loop: {:<24} {:<11} {}",
+            s.step,
+            s.outcome,
+            s.seconds.map_or(String::new(), |v| format!("{v:.3} s"))
+        );
+    }
+    Ok((scratch, steps))
 }
 
 /// Totals and goals over the loop and the rows.

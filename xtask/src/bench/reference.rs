@@ -139,168 +139,200 @@ pub fn stage(
     let pkg = dir.join("pkg");
     let ours = inputs.published(format);
     let out_dir = |s: Setting| out.join(format!("ref-{}-{}", format.as_str(), s.name()));
-    let mut jobs = Vec::new();
     match format {
-        Format::Deb => {
-            // Our .deb's files and control members (control, md5sums, the
-            // scripts), as dpkg-deb --build takes them.
-            run_ok(Command::new("dpkg-deb").arg("-R").arg(&ours).arg(&pkg))
-                .with_context(|| format!("unpacking {}", ours.display()))?;
-            let Compression::Xz(level) = Compression::DEB else {
-                bail!("the deb writer no longer uses xz; teach bench package its dpkg-deb flags");
-            };
-            for setting in [Setting::Default, Setting::Ours] {
-                let mut args: Vec<OsString> = vec!["--root-owner-group".into()];
-                if setting == Setting::Ours {
-                    args.extend(["-Zxz".into(), format!("-z{level}").into()]);
-                }
-                let dest = out_dir(setting);
-                args.extend([
-                    "--build".into(),
-                    pkg.clone().into(),
-                    dest.join("ref.deb").into(),
-                ]);
-                jobs.push((
-                    setting,
-                    Job::new("dpkg-deb --build", "dpkg-deb", args, dir, dest),
-                ));
-            }
+        Format::Deb => deb_jobs(&ours, &pkg, dir, &out_dir),
+        Format::Rpm => rpm_jobs(inputs, dir, &out_dir),
+        Format::Arch => arch_jobs(&ours, &pkg, &out_dir),
+        Format::Tar => tar_jobs(inputs, &pkg, &out_dir),
+    }
+}
+
+/// The dpkg-deb builds of our .deb's files and control members.
+fn deb_jobs(
+    ours: &Path,
+    pkg: &Path,
+    dir: &Path,
+    out_dir: &dyn Fn(Setting) -> PathBuf,
+) -> Result<Vec<(Setting, Job)>> {
+    let mut jobs = Vec::new();
+    // Our .deb's files and control members (control, md5sums, the
+    // scripts), as dpkg-deb --build takes them.
+    run_ok(Command::new("dpkg-deb").arg("-R").arg(&ours).arg(&pkg))
+        .with_context(|| format!("unpacking {}", ours.display()))?;
+    let Compression::Xz(level) = Compression::DEB else {
+        bail!("the deb writer no longer uses xz; teach bench package its dpkg-deb flags");
+    };
+    for setting in [Setting::Default, Setting::Ours] {
+        let mut args: Vec<OsString> = vec!["--root-owner-group".into()];
+        if setting == Setting::Ours {
+            args.extend(["-Zxz".into(), format!("-z{level}").into()]);
         }
-        Format::Rpm => {
-            // The rendered spec with --noprep: the patched tree stands where
-            // its %prep would unpack it (%{_builddir}/<name>-<version>), and
-            // %install copies it from there.
-            let Compression::Zstd(level) = Compression::RPM else {
-                bail!(
-                    "the rpm writer no longer uses zstd; teach bench package its rpmbuild payload"
-                );
-            };
-            let p = &inputs.recipe.package;
-            let build = dir.join("build").join(format!("{}-{}", p.name, p.version));
-            link_copy(&inputs.patched, &build)?;
-            let _ = std::fs::remove_dir_all(build.join(crate::state::DIR));
-            let sources = dir.join("sources");
-            std::fs::create_dir_all(&sources)
-                .with_context(|| format!("creating {}", sources.display()))?;
-            std::fs::write(sources.join("dkms.conf"), &inputs.dkms_conf)
-                .with_context(|| format!("writing {}/dkms.conf", sources.display()))?;
-            for setting in [Setting::Default, Setting::Ours] {
-                let dest = out_dir(setting);
-                let mut defines = vec![
-                    ("_topdir", dir.join("top").display().to_string()),
-                    ("_builddir", dir.join("build").display().to_string()),
-                    ("_sourcedir", sources.display().to_string()),
-                    ("_rpmdir", dest.display().to_string()),
-                    ("_build_id_links", "none".into()),
-                    ("debug_package", "%{nil}".into()),
-                    // No strip or compress passes over the files: ours does none.
-                    ("__spec_install_post", "%{nil}".into()),
-                    ("_buildhost", "rocm-patchkit".into()),
-                ];
-                if setting == Setting::Ours {
-                    // Our compressor and level; all cores, as ours.
-                    defines.push(("_binary_payload", format!("w{level}T0.zstdio")));
-                }
-                let mut args: Vec<OsString> = vec![
-                    "-bb".into(),
-                    "--noprep".into(),
-                    "--noclean".into(),
-                    "--quiet".into(),
-                    "--nodeps".into(),
-                ];
-                for (k, v) in defines {
-                    args.extend(["--define".into(), format!("{k} {v}").into()]);
-                }
-                args.push(inputs.spec().into());
-                jobs.push((
-                    setting,
-                    Job::new("rpmbuild -bb", "rpmbuild", args, dir, dest),
-                ));
-            }
+        let dest = out_dir(setting);
+        args.extend([
+            "--build".into(),
+            pkg.to_path_buf().into(),
+            dest.join("ref.deb").into(),
+        ]);
+        jobs.push((
+            setting,
+            Job::new("dpkg-deb --build", "dpkg-deb", args, dir, dest),
+        ));
+    }
+    Ok(jobs)
+}
+
+/// The rpmbuild builds of the rendered spec.
+fn rpm_jobs(
+    inputs: &Inputs,
+    dir: &Path,
+    out_dir: &dyn Fn(Setting) -> PathBuf,
+) -> Result<Vec<(Setting, Job)>> {
+    let mut jobs = Vec::new();
+    // The rendered spec with --noprep: the patched tree stands where
+    // its %prep would unpack it (%{_builddir}/<name>-<version>), and
+    // %install copies it from there.
+    let Compression::Zstd(level) = Compression::RPM else {
+        bail!("the rpm writer no longer uses zstd; teach bench package its rpmbuild payload");
+    };
+    let p = &inputs.recipe.package;
+    let build = dir.join("build").join(format!("{}-{}", p.name, p.version));
+    link_copy(&inputs.patched, &build)?;
+    let _ = std::fs::remove_dir_all(build.join(crate::state::DIR));
+    let sources = dir.join("sources");
+    std::fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
+    std::fs::write(sources.join("dkms.conf"), &inputs.dkms_conf)
+        .with_context(|| format!("writing {}/dkms.conf", sources.display()))?;
+    for setting in [Setting::Default, Setting::Ours] {
+        let dest = out_dir(setting);
+        let mut defines = vec![
+            ("_topdir", dir.join("top").display().to_string()),
+            ("_builddir", dir.join("build").display().to_string()),
+            ("_sourcedir", sources.display().to_string()),
+            ("_rpmdir", dest.display().to_string()),
+            ("_build_id_links", "none".into()),
+            ("debug_package", "%{nil}".into()),
+            // No strip or compress passes over the files: ours does none.
+            ("__spec_install_post", "%{nil}".into()),
+            ("_buildhost", "rocm-patchkit".into()),
+        ];
+        if setting == Setting::Ours {
+            // Our compressor and level; all cores, as ours.
+            defines.push(("_binary_payload", format!("w{level}T0.zstdio")));
         }
-        Format::Arch => {
-            // Our package's files and .PKGINFO, .BUILDINFO, .INSTALL; makepkg's
-            // create_package from there (root may not run makepkg itself).
-            std::fs::create_dir_all(&pkg).with_context(|| format!("creating {}", pkg.display()))?;
-            run_ok(
-                Command::new("bsdtar")
-                    .arg("-xpf")
-                    .arg(&ours)
-                    .arg("-C")
-                    .arg(&pkg),
-            )
-            .with_context(|| format!("unpacking {}", ours.display()))?;
-            let _ = std::fs::remove_file(pkg.join(".MTREE"));
-            let Compression::Zstd(level) = Compression::ARCH else {
-                bail!("the Arch writer no longer uses zstd; teach bench package its zstd flags");
-            };
-            let meta_files = if pkg.join(".INSTALL").is_file() {
-                ".BUILDINFO .INSTALL .PKGINFO"
-            } else {
-                ".BUILDINFO .PKGINFO"
-            };
-            for setting in [Setting::Default, Setting::Ours] {
-                // makepkg.conf's COMPRESSZST=(zstd -c -z -q -): level 3, one thread.
-                let zstd = match setting {
-                    Setting::Default => "zstd -c -z -q -".to_owned(),
-                    // Ours: the same window as our writer (2^27).
-                    Setting::Ours => format!("zstd -{level} --long=27 -T0 -c -z -q -"),
-                };
-                let script = format!(
-                    "bsdtar -czf .MTREE --format=mtree \
-                     --options='!all,use-set,type,uid,gid,mode,time,size,md5,sha256,link' \
-                     {meta_files} usr && \
-                     {{ printf '%s\\0' {meta_files} .MTREE; find usr -print0 | LC_ALL=C sort -z; }} \
-                     | bsdtar --uid 0 --gid 0 --uname root --gname root -cnf - --null --files-from - \
-                     | {zstd} > \"$1\""
-                );
-                let dest = out_dir(setting);
-                jobs.push((
-                    setting,
-                    shell_job(
-                        "makepkg steps (bsdtar | zstd)",
-                        script,
-                        dest.join("ref.pkg.tar.zst"),
-                        &pkg,
-                        dest,
-                    ),
-                ));
-            }
+        let mut args: Vec<OsString> = vec![
+            "-bb".into(),
+            "--noprep".into(),
+            "--noclean".into(),
+            "--quiet".into(),
+            "--nodeps".into(),
+        ];
+        for (k, v) in defines {
+            args.extend(["--define".into(), format!("{k} {v}").into()]);
         }
-        Format::Tar => {
-            link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
-            let source = pkg.join("dkms_source_tree");
-            let _ = std::fs::remove_dir_all(source.join(crate::state::DIR));
-            let _ = std::fs::remove_file(source.join("dkms.conf"));
-            std::fs::write(source.join("dkms.conf"), &inputs.dkms_conf)
-                .with_context(|| format!("writing {}/dkms.conf", source.display()))?;
-            std::fs::create_dir_all(pkg.join("dkms_main_tree"))
-                .with_context(|| format!("creating {}", pkg.display()))?;
-            let Compression::Gzip(level) = Compression::TARBALL else {
-                bail!("the tarball writer no longer uses gzip; teach bench package its flags");
-            };
-            // gzip's default level is 6: when ours is too, one job serves both.
-            let settings: &[Setting] = if level == 6 {
-                &[Setting::Default]
-            } else {
-                &[Setting::Default, Setting::Ours]
-            };
-            for &setting in settings {
-                let gzip = match setting {
-                    Setting::Default => "gzip -n".to_owned(),
-                    Setting::Ours => format!("gzip -n -{level}"),
-                };
-                let script = format!(
-                    "tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@{EPOCH} -c . \
-                     | {gzip} > \"$1\""
-                );
-                let dest = out_dir(setting);
-                jobs.push((
-                    setting,
-                    shell_job("tar | gzip", script, dest.join("ref.tar.gz"), &pkg, dest),
-                ));
-            }
-        }
+        args.push(inputs.spec().into());
+        jobs.push((
+            setting,
+            Job::new("rpmbuild -bb", "rpmbuild", args, dir, dest),
+        ));
+    }
+    Ok(jobs)
+}
+
+/// makepkg's steps on our Arch package's files.
+fn arch_jobs(
+    ours: &Path,
+    pkg: &Path,
+    out_dir: &dyn Fn(Setting) -> PathBuf,
+) -> Result<Vec<(Setting, Job)>> {
+    let mut jobs = Vec::new();
+    // Our package's files and .PKGINFO, .BUILDINFO, .INSTALL; makepkg's
+    // create_package from there (root may not run makepkg itself).
+    std::fs::create_dir_all(&pkg).with_context(|| format!("creating {}", pkg.display()))?;
+    run_ok(
+        Command::new("bsdtar")
+            .arg("-xpf")
+            .arg(&ours)
+            .arg("-C")
+            .arg(&pkg),
+    )
+    .with_context(|| format!("unpacking {}", ours.display()))?;
+    let _ = std::fs::remove_file(pkg.join(".MTREE"));
+    let Compression::Zstd(level) = Compression::ARCH else {
+        bail!("the Arch writer no longer uses zstd; teach bench package its zstd flags");
+    };
+    let meta_files = if pkg.join(".INSTALL").is_file() {
+        ".BUILDINFO .INSTALL .PKGINFO"
+    } else {
+        ".BUILDINFO .PKGINFO"
+    };
+    for setting in [Setting::Default, Setting::Ours] {
+        // makepkg.conf's COMPRESSZST=(zstd -c -z -q -): level 3, one thread.
+        let zstd = match setting {
+            Setting::Default => "zstd -c -z -q -".to_owned(),
+            // Ours: the same window as our writer (2^27).
+            Setting::Ours => format!("zstd -{level} --long=27 -T0 -c -z -q -"),
+        };
+        let script = format!(
+            "bsdtar -czf .MTREE --format=mtree \
+                 --options='!all,use-set,type,uid,gid,mode,time,size,md5,sha256,link' \
+                 {meta_files} usr && \
+                 {{ printf '%s\\0' {meta_files} .MTREE; find usr -print0 | LC_ALL=C sort -z; }} \
+                 | bsdtar --uid 0 --gid 0 --uname root --gname root -cnf - --null --files-from - \
+                 | {zstd} > \"$1\""
+        );
+        let dest = out_dir(setting);
+        jobs.push((
+            setting,
+            shell_job(
+                "makepkg steps (bsdtar | zstd)",
+                script,
+                dest.join("ref.pkg.tar.zst"),
+                &pkg,
+                dest,
+            ),
+        ));
+    }
+    Ok(jobs)
+}
+
+/// tar | gzip of the DKMS source tarball's tree.
+fn tar_jobs(
+    inputs: &Inputs,
+    pkg: &Path,
+    out_dir: &dyn Fn(Setting) -> PathBuf,
+) -> Result<Vec<(Setting, Job)>> {
+    let mut jobs = Vec::new();
+    link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
+    let source = pkg.join("dkms_source_tree");
+    let _ = std::fs::remove_dir_all(source.join(crate::state::DIR));
+    let _ = std::fs::remove_file(source.join("dkms.conf"));
+    std::fs::write(source.join("dkms.conf"), &inputs.dkms_conf)
+        .with_context(|| format!("writing {}/dkms.conf", source.display()))?;
+    std::fs::create_dir_all(pkg.join("dkms_main_tree"))
+        .with_context(|| format!("creating {}", pkg.display()))?;
+    let Compression::Gzip(level) = Compression::TARBALL else {
+        bail!("the tarball writer no longer uses gzip; teach bench package its flags");
+    };
+    // gzip's default level is 6: when ours is too, one job serves both.
+    let settings: &[Setting] = if level == 6 {
+        &[Setting::Default]
+    } else {
+        &[Setting::Default, Setting::Ours]
+    };
+    for &setting in settings {
+        let gzip = match setting {
+            Setting::Default => "gzip -n".to_owned(),
+            Setting::Ours => format!("gzip -n -{level}"),
+        };
+        let script = format!(
+            "tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@{EPOCH} -c . \
+                 | {gzip} > \"$1\""
+        );
+        let dest = out_dir(setting);
+        jobs.push((
+            setting,
+            shell_job("tar | gzip", script, dest.join("ref.tar.gz"), &pkg, dest),
+        ));
     }
     Ok(jobs)
 }

@@ -146,6 +146,15 @@ pub struct Report {
 impl Report {
     /// The tables, what each column means and the verdicts on the goals.
     pub fn print(&self) {
+        self.print_loop();
+        self.print_times();
+        self.print_bytes();
+        self.print_columns();
+        self.print_goals();
+    }
+
+    /// The maintainer's loop: each build's time, peak and outcome.
+    fn print_loop(&self) {
         let r = self;
         println!();
         println!(
@@ -175,6 +184,11 @@ impl Report {
                 println!("{:<24} where: {}", "", parts.join(", "));
             }
         }
+    }
+
+    /// The packages' times: ours, the reference tools', nfpm's, the floor.
+    fn print_times(&self) {
+        let r = self;
         println!();
         println!(
             "packages: median of {} runs each; ratio = ours / theirs (below 1: ours is faster or smaller)",
@@ -227,6 +241,11 @@ impl Report {
             "",
             r.floor_total_s
         );
+    }
+
+    /// The packages' sizes against the reference tools'.
+    fn print_bytes(&self) {
+        let r = self;
         println!(
             "{:<5} {:>11} | {:>11} {:>6} | {:>11} {:>6} | {:>11} {:>6}",
             "bytes", "ours", "ref dflt", "ratio", "ref ours", "ratio", "nfpm", "ratio"
@@ -255,6 +274,11 @@ impl Report {
             r.reference_default_total_bytes,
             r.ours_total_bytes as f64 / r.reference_default_total_bytes as f64
         );
+    }
+
+    /// What each column means, and the commands the reference ran.
+    fn print_columns(&self) {
+        let r = self;
         println!("columns:");
         println!("  ref dflt: the reference tool as a user calls it, at its default compression");
         println!(
@@ -285,6 +309,11 @@ impl Report {
                 println!("  {} nfpm: {}", row.format, short(&n.command));
             }
         }
+    }
+
+    /// The machine, the tree, and the verdicts on the goals.
+    fn print_goals(&self) {
+        let r = self;
         println!(
             "{} build; {} CPUs; load average before {} / after {}; tree {}: {} entries, {} bytes",
             r.profile,

@@ -165,50 +165,8 @@ pub fn run(args: &Options) -> Result<()> {
     let started = Instant::now();
     let cpu = cpu_seconds();
     parallel(&files, threads, |path| {
-        thread_local! {
-            static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
-        }
-        let name = path
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned();
-        let original =
-            std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
-        let size = bundle::header(&original).map_or(original.len() as u64, |h| h.uncompressed);
-        let held = budget.take(size);
-        let result = SCRATCH
-            .with(|s| {
-                let mut s = s.borrow_mut();
-                let result = rewrite::rewrite_file_with(&original, &mut s);
-                // a buffer kept beyond the budget would hold its memory on
-                if s.out.capacity() as u64 > MEMORY_BUDGET / 4 {
-                    s.out = Vec::new();
-                }
-                result
-            })
-            .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        let (after, sites, uncompressed) = match result {
-            Rewrite::Rewritten {
-                bytes,
-                sites,
-                uncompressed,
-            } => {
-                let out = ours_dir.join(&name);
-                std::fs::write(&out, &bytes)
-                    .with_context(|| format!("writing {}", out.display()))?;
-                (bytes.len() as u64, sites.len(), uncompressed)
-            }
-            Rewrite::NoSites | Rewrite::NoGfx12 => (original.len() as u64, 0, 0),
-        };
-        drop(held);
-        done.lock().expect("no panics hold the lock").push(Done {
-            name,
-            sites,
-            before: original.len() as u64,
-            after,
-            uncompressed,
-        });
+        let one = rewrite_one(path, &ours_dir, &budget)?;
+        done.lock().expect("no panics hold the lock").push(one);
         Ok(())
     })?;
     let ours_secs = started.elapsed().as_secs_f64();
@@ -247,6 +205,53 @@ pub fn run(args: &Options) -> Result<()> {
         disasm_all(&args.dir, &ours_dir, &done, threads, scratch_dir.path())?;
     }
     Ok(())
+}
+
+/// Rewrites one file into `ours_dir` (the scratch buffers reused per
+/// thread), holding its uncompressed size of `budget` meanwhile.
+fn rewrite_one(path: &Path, ours_dir: &Path, budget: &Budget) -> Result<Done> {
+    thread_local! {
+        static SCRATCH: std::cell::RefCell<Scratch> = std::cell::RefCell::new(Scratch::default());
+    }
+    let name = path
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let original = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let size = bundle::header(&original).map_or(original.len() as u64, |h| h.uncompressed);
+    let held = budget.take(size);
+    let result = SCRATCH
+        .with(|s| {
+            let mut s = s.borrow_mut();
+            let result = rewrite::rewrite_file_with(&original, &mut s);
+            // a buffer kept beyond the budget would hold its memory on
+            if s.out.capacity() as u64 > MEMORY_BUDGET / 4 {
+                s.out = Vec::new();
+            }
+            result
+        })
+        .map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    let (after, sites, uncompressed) = match result {
+        Rewrite::Rewritten {
+            bytes,
+            sites,
+            uncompressed,
+        } => {
+            let out = ours_dir.join(&name);
+            std::fs::write(&out, &bytes).with_context(|| format!("writing {}", out.display()))?;
+            (bytes.len() as u64, sites.len(), uncompressed)
+        }
+        Rewrite::NoSites | Rewrite::NoGfx12 => (original.len() as u64, 0, 0),
+    };
+    drop(held);
+    Ok(Done {
+        name,
+        sites,
+        before: original.len() as u64,
+        after,
+        uncompressed,
+    })
 }
 
 fn pct(after: u64, before: u64) -> f64 {

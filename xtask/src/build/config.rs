@@ -13,7 +13,7 @@ use super::exec::Cx;
 use super::{identity, Assembled, Options};
 use crate::diag::UsageError;
 use crate::package::{names, FileTree, Format, PackageMeta};
-use crate::packaging_config;
+use crate::packaging::config as packaging_config;
 use crate::recipe::{Config, Recipe};
 use crate::render::{Rendered, Renderer};
 

@@ -64,7 +64,7 @@ impl<'r> Part<'r> {
     /// `packaging/`.
     pub fn render(&self, cx: &Cx) -> Result<Rendered> {
         let source = cx.source()?;
-        let inputs = packaging::Inputs {
+        let inputs = packaging::dkms::Inputs {
             epoch: cx.epoch,
             orig_tarball: names::orig(&cx.recipe.package.name, &cx.recipe.package.version),
             orig_sha256: source.orig_sha256.clone(),
@@ -73,8 +73,8 @@ impl<'r> Part<'r> {
             tree_entries: top_level_entries(&self.tree_root(cx)?)?,
         };
         let renderer = Renderer::new(&cx.ws.root.join("templates"))?;
-        let values = packaging::values(cx.recipe, &cx.plan, &inputs)?;
-        let mut rendered = packaging::render(&renderer, &values)?;
+        let values = packaging::dkms::values(cx.recipe, &cx.plan, &inputs)?;
+        let mut rendered = packaging::dkms::render(&renderer, &values)?;
         rendered.extend(packaging::debian_docs(&self.meta(cx)?, cx.epoch_u()?)?);
         let dir = cx.dir()?.join("packaging");
         for (name, text) in rendered.iter().filter(|(n, _)| !n.starts_with("scripts/")) {
@@ -91,7 +91,7 @@ impl<'r> Part<'r> {
         let rendered = cx.rendered()?;
         let meta = self.meta(cx)?;
         let p = &cx.recipe.package;
-        let prefix = package::dkms::source_dir(&p.name, &p.version);
+        let prefix = package::names::dkms_source_dir(&p.name, &p.version);
         let mut tree = FileTree::from_dir(&self.tree_root(cx)?, &prefix)?;
         tree.remove(&format!("{prefix}/{}", state::DIR));
         let dkms_conf = rendered["dkms.conf"].clone().into_bytes();

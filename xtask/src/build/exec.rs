@@ -44,12 +44,11 @@ pub struct Cx<'a> {
     pub epoch: i64,
     pub out: PathBuf,
     fetch: crate::fetch::FetchOptions,
-    /// The .deb's compression when one was chosen (recorded in the
-    /// manifest, so that changing it rebuilds).
-    deb: Option<package::Compression>,
-    /// The build's chunk cache (the handle the writers use, through
-    /// `Packing`), for what each package took from it.
-    chunks: package::ChunkCache,
+    /// What the writers are given: the .deb's compression when one was
+    /// chosen (recorded in the manifest, so that changing it rebuilds),
+    /// the chunk cache, and the build's digest memo (which the pristine
+    /// check and the verify step fill too).
+    packing: package::Packing,
     pub fetched: Option<Fetched>,
     /// The recipe's transform and the tree it made (or kept), verified in
     /// the verify step.
@@ -78,8 +77,11 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
         epoch: crate::target::source_date_epoch(&ws.root)?,
         out,
         fetch: opts.fetch.clone(),
-        deb: opts.compression.or(recipe.package.compression),
-        chunks: package::ChunkCache::new(ws.work_dir.join("chunks")),
+        packing: package::Packing {
+            deb: opts.compression.or(recipe.package.compression),
+            cache: Some(package::ChunkCache::new(ws.work_dir.join("chunks"))),
+            digests: Default::default(),
+        },
         fetched: None,
         applied: None,
         source: None,
@@ -91,13 +93,6 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
         lock: None,
         done: Vec::new(),
     };
-    // The .deb's compressor (the flag's, else the recipe's) and the chunk
-    // cache, for every writer this build runs on this thread.
-    let _packing = package::Packing {
-        deb: cx.deb,
-        cache: Some(cx.chunks.clone()),
-    }
-    .enter();
     let steps = cx.plan.steps.clone();
     for (i, step) in steps.iter().enumerate() {
         ws.reporter
@@ -165,7 +160,7 @@ impl Cx<'_> {
             Vec::new()
         };
         let mut params = part.params();
-        if let Some(deb) = self.deb {
+        if let Some(deb) = self.packing.deb {
             params.insert("deb-compression".to_owned(), deb.to_string());
         }
         let manifest = Manifest::new(&self.plan, &fetched, self.epoch, params, &templates)?;
@@ -177,7 +172,7 @@ impl Cx<'_> {
             }));
         }
         self.staging = Some(Staging::begin(&self.out)?);
-        hash::memo::read_book(&self.md5_book());
+        self.packing.digests.read_book(&self.md5_book());
         self.fetched = Some(fetched);
         self.manifest = Some(manifest);
         self.stamp = Some(stamp);
@@ -194,6 +189,7 @@ impl Cx<'_> {
             self.recipe,
             self.fetched()?,
             work,
+            &self.packing.digests,
             &self.ws.reporter,
         )?;
         self.applied = Some((transform, applied));
@@ -214,6 +210,7 @@ impl Cx<'_> {
             self.recipe,
             fetched,
             manifest,
+            &self.packing.digests,
             &self.ws.reporter,
         )
     }
@@ -227,6 +224,7 @@ impl Cx<'_> {
             dir: self.dir()?,
             work: self.work()?,
             epoch: self.epoch_u()?,
+            packing: &self.packing,
             reporter: &self.ws.reporter,
         };
         self.source = Some(super::source::publish(&inputs)?);
@@ -250,10 +248,10 @@ impl Cx<'_> {
         let before = self.chunk_count();
         let written = match (&a.carried, format) {
             (Some(carried), package::Format::Deb) => {
-                package::deb_carried::write(&pkg, carried, dir)
+                package::deb_carried::write(&pkg, carried, dir, &self.packing)
             }
             (Some(_), _) => bail!("a rewrite builds only a .deb"),
-            (None, _) => package::write(format, &pkg, dir),
+            (None, _) => package::write(format, &pkg, dir, &self.packing),
         };
         let artifact = written.with_context(|| {
             format!(
@@ -284,7 +282,7 @@ impl Cx<'_> {
         let staging = self.staging.take().context("publish runs after fetch")?;
         let stamp = self.stamp.take().context("publish runs after fetch")?;
         // Only speed depends on it: a book that cannot be written is no error.
-        if let Err(e) = hash::memo::write_book(&self.md5_book()) {
+        if let Err(e) = self.packing.digests.write_book(&self.md5_book()) {
             self.ws.reporter.warn(format!("{e:#}"));
         }
         publish::finish(staging, manifest, &stamp)
@@ -302,7 +300,18 @@ impl Cx<'_> {
 
     /// Chunks this build took from the cache and compressed, so far.
     pub fn chunk_count(&self) -> (u64, u64) {
-        (self.chunks.hits(), self.chunks.misses())
+        let cache = self.packing.cache.as_ref();
+        cache.map_or((0, 0), |c| (c.hits(), c.misses()))
+    }
+
+    /// What this build hands its package writers.
+    pub fn packing(&self) -> &package::Packing {
+        &self.packing
+    }
+
+    /// The digests this build took of its files.
+    pub fn digests(&self) -> &hash::memo::Memo {
+        &self.packing.digests
     }
 
     /// `41 of 43 chunks from the cache` since `before` (a

@@ -2,7 +2,7 @@
 //! the part of their metadata that names their files, asked by the plan
 //! and by each kind's assemble step alike.
 
-use crate::package::{Machine, PackageMeta};
+use crate::package::{Architecture, PackageMeta};
 use crate::recipe::{KindName, Recipe, Source};
 
 /// What the version of the package built adds to the upstream one
@@ -16,7 +16,7 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
     let p = &recipe.package;
     let (name, source) = match recipe.kind.name() {
         KindName::Dkms => (
-            crate::package::dkms::package_name(&p.name),
+            crate::package::names::dkms_package(&p.name),
             Some(p.name.clone()),
         ),
         _ => (p.name.clone(), None),
@@ -44,10 +44,10 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
 
 /// What a kind's packages run on: compiled libraries the host's machine,
 /// everything else any.
-pub fn machine(kind: KindName) -> Machine {
+pub fn machine(kind: KindName) -> Architecture {
     match kind {
-        KindName::Hipblaslt | KindName::Rewrite => Machine::Host,
-        KindName::Dkms | KindName::Config => Machine::Any,
+        KindName::Hipblaslt | KindName::Rewrite => Architecture::Host,
+        KindName::Dkms | KindName::Config => Architecture::Any,
     }
 }
 

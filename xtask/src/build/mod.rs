@@ -25,8 +25,7 @@ use anyhow::{bail, Result};
 
 use crate::diag::UsageError;
 use crate::fetch::FetchOptions;
-use crate::package::Format;
-use crate::package::{FileTree, Machine, PackageMeta, Scripts};
+use crate::package::{Architecture, FileTree, Format, PackageMeta, Scripts};
 use crate::recipe::{Kind, KindName, Recipe};
 use crate::workspace::Workspace;
 
@@ -59,7 +58,7 @@ pub struct Options {
 #[derive(Debug)]
 pub struct Assembled {
     pub meta: PackageMeta,
-    pub machine: Machine,
+    pub machine: Architecture,
     pub tree: FileTree,
     /// The maintainer scripts of each format (none when absent).
     pub scripts: BTreeMap<Format, Scripts>,

@@ -11,7 +11,7 @@ use anyhow::{Context, Result};
 
 use crate::fetch::Fetched;
 use crate::package::tar::Names;
-use crate::package::{names, tarball, FileTree};
+use crate::package::{names, tarball, FileTree, Packing};
 use crate::patch::pristine::Pristine;
 use crate::recipe::{KindName, Recipe};
 use crate::report::Reporter;
@@ -42,6 +42,8 @@ pub struct Inputs<'a> {
     pub work: &'a Path,
     /// `SOURCE_DATE_EPOCH`.
     pub epoch: u64,
+    /// The build's packing: how archives are compressed, the chunk cache.
+    pub packing: &'a Packing,
     pub reporter: &'a Reporter,
 }
 
@@ -51,7 +53,6 @@ pub fn publish(inputs: &Inputs) -> Result<Published> {
     let Inputs {
         recipe,
         pristine,
-        reporter,
         epoch,
         ..
     } = *inputs;
@@ -60,7 +61,7 @@ pub fn publish(inputs: &Inputs) -> Result<Published> {
     let top = format!("{}-{}", p.name, p.version);
     let keep = inputs.work.join("orig");
     let name = names::orig(&p.name, &p.version);
-    let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, reporter)?;
+    let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, inputs)?;
     if recipe.kind.name() == KindName::Hipblaslt {
         let patched = without_record(inputs.tree, &top)?;
         compress(
@@ -68,7 +69,7 @@ pub fn publish(inputs: &Inputs) -> Result<Published> {
             epoch,
             &out,
             &names::patched(&p.name, &p.version),
-            reporter,
+            inputs,
         )?;
     }
     let series = copy_series(inputs.fetched, &out.join("patches"))?;
@@ -91,8 +92,9 @@ fn orig_tarball(
     epoch: u64,
     out: &Path,
     keep: &Path,
-    reporter: &Reporter,
+    inputs: &Inputs,
 ) -> Result<(PathBuf, String)> {
+    let reporter = inputs.reporter;
     let key = orig_key(pristine, top, epoch);
     let (kept, key_file) = (keep.join(name), keep.join(format!("{name}.key")));
     let dest = out.join(name);
@@ -116,7 +118,7 @@ fn orig_tarball(
         epoch,
         out,
         name,
-        reporter,
+        inputs,
     )?;
     let sha256 = crate::dist::hash_file(&orig)?.sha256;
     std::fs::create_dir_all(keep).with_context(|| format!("creating {}", keep.display()))?;
@@ -187,17 +189,19 @@ fn without_record(tree: &Path, top: &str) -> Result<FileTree> {
     Ok(files)
 }
 
-/// Writes one `.tar.gz`, with a spinner and the time it took.
+/// Writes one `.tar.gz` with the build's packing, with a spinner and the
+/// time it took.
 fn compress(
     files: &FileTree,
     epoch: u64,
     dir: &Path,
     name: &str,
-    reporter: &Reporter,
+    inputs: &Inputs,
 ) -> Result<PathBuf> {
+    let reporter = inputs.reporter;
     let started = Instant::now();
     let progress = reporter.progress(format!("compress {name}"), None, false);
-    let artifact = tarball::write_tar_gz(files, Names::Plain, epoch, dir, name)
+    let artifact = tarball::write_tar_gz(files, Names::Plain, epoch, dir, name, inputs.packing)
         .with_context(|| format!("writing {}", dir.join(name).display()))?;
     progress.finish();
     reporter.step(format!(

@@ -87,6 +87,7 @@ fn debian(cx: &Cx, epoch: u64, dir: &Path) -> Result<Vec<Artifact>> {
         },
         epoch,
         dir,
+        cx.packing(),
     )
 }
 
@@ -119,6 +120,7 @@ fn arch(cx: &Cx, meta: &PackageMeta, epoch: u64, dir: &Path) -> Result<Artifact>
         epoch,
         dir,
         &names::arch_source(meta),
+        cx.packing(),
     )
 }
 
@@ -155,6 +157,7 @@ fn rpm(cx: &Cx, meta: &PackageMeta, epoch: u64, dir: &Path) -> Result<Artifact> 
         },
         epoch,
         dir,
+        cx.packing(),
     )
 }
 

@@ -81,7 +81,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         },
         ..args.publish.options(&args.recipe, None)
     };
-    build::run(ws, &opts)?.print();
+    crate::report::out(&build::run(ws, &opts)?.to_text());
     Ok(())
 }
 

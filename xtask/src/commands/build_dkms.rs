@@ -54,6 +54,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         formats: args.formats.clone(),
         ..args.publish.options(&args.recipe, Some(KindName::Dkms))
     };
-    build::run(ws, &opts)?.print();
+    crate::report::out(&build::run(ws, &opts)?.to_text());
     Ok(())
 }

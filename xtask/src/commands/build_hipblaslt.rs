@@ -93,7 +93,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     };
     let outcome = build::run(ws, &opts)?;
     let Outcome::Published { dir, outputs } = &outcome else {
-        outcome.print();
+        crate::report::out(&outcome.to_text());
         return Ok(());
     };
     for output in outputs.keys() {

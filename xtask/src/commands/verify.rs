@@ -65,7 +65,8 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         }
         return Ok(());
     }
-    let report = verify::tree(&args.tree, &ws.reporter)?;
+    let memo = crate::hash::memo::Memo::default();
+    let report = verify::tree(&args.tree, &memo, &ws.reporter)?;
     if args.json {
         crate::report::out_json(&serde_json::to_string_pretty(&report)?);
     } else {

@@ -1,6 +1,7 @@
 //! File digests taken at most once per build. A file is known by its stamp
 //! (device, inode, size, modification time); what was hashed of it in this
-//! process is remembered under that stamp, so the pristine check, the
+//! build is remembered under that stamp in the build's [`Memo`] (a value
+//! the build makes and hands to what hashes, dropped with the build), so the pristine check, the
 //! verify step, the rpm file digests, the Arch `.MTREE` and the .deb
 //! md5sums read a file of the tree once, not five times (the patched tree
 //! is hard links to the pristine one: the same inodes). A file modified in
@@ -19,7 +20,7 @@ use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
 use anyhow::{Context, Result};
@@ -112,48 +113,6 @@ impl Stamp {
     }
 }
 
-#[derive(Default)]
-struct Memo {
-    files: HashMap<Stamp, Digests>,
-    md5_of: HashMap<[u8; 32], [u8; 16]>,
-}
-
-fn memo() -> std::sync::MutexGuard<'static, Memo> {
-    static MEMO: OnceLock<Mutex<Memo>> = OnceLock::new();
-    MEMO.get_or_init(Mutex::default)
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-}
-
-/// What this process already knows of the file `meta` describes.
-pub fn known(meta: &Metadata) -> Digests {
-    let Some(stamp) = Stamp::of(meta) else {
-        return Digests::default();
-    };
-    let memo = memo();
-    let mut d = memo.files.get(&stamp).copied().unwrap_or_default();
-    if d.md5.is_none() {
-        d.md5 = d.sha256.and_then(|s| memo.md5_of.get(&s).copied());
-    }
-    d
-}
-
-/// Remembers what was taken of the file `meta` described before it was read.
-pub fn learn(meta: &Metadata, d: Digests) {
-    let mut memo = memo();
-    let all = match Stamp::of(meta) {
-        Some(stamp) => {
-            let entry = memo.files.entry(stamp).or_default();
-            *entry = entry.or(d);
-            *entry
-        }
-        None => d,
-    };
-    if let (Some(sha), Some(md5)) = (all.sha256, all.md5) {
-        memo.md5_of.insert(sha, md5);
-    }
-}
-
 /// Copies all of `src` to `dst`, taking the digests asked for; returns
 /// the bytes copied.
 pub fn copy_hashed(
@@ -179,120 +138,169 @@ pub fn copy_hashed(
     Ok((total, digests))
 }
 
-/// Copies the open file `file` (described by `meta`, taken when it was
-/// opened) to `dst`, hashing only what this process does not know of it
-/// yet; returns the bytes copied and the digests asked for.
-pub fn copy_file(
-    file: &mut dyn Read,
-    meta: &Metadata,
-    dst: &mut dyn Write,
-    want: Want,
-) -> io::Result<(u64, Digests)> {
-    let have = known(meta);
-    let (n, taken) = copy_hashed(file, dst, want.missing(&have))?;
-    let all = have.or(taken);
-    learn(meta, all);
-    Ok((n, all))
-}
-
-/// The digests of the file at `path`, from what this process knows or by
-/// reading it, and its metadata.
-pub fn of_file(path: &Path, want: Want) -> Result<(Digests, Metadata)> {
-    let mut file =
-        std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
-    let meta = file
-        .metadata()
-        .with_context(|| format!("reading metadata of {}", path.display()))?;
-    let have = known(&meta);
-    let need = want.missing(&have);
-    if !need.any() {
-        return Ok((have, meta));
-    }
-    let (_, taken) = copy_hashed(&mut file, &mut io::sink(), need)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let all = have.or(taken);
-    learn(&meta, all);
-    Ok((all, meta))
-}
-
-/// Takes the digests asked for of every file in `paths` that this process
-/// does not know yet, on all cores, so that the writers that follow read
-/// each file once and hash nothing.
-pub fn take_all(paths: &[&Path], want: Want) -> Result<()> {
-    let next = AtomicUsize::new(0);
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    while let Some(path) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        of_file(path, want)?;
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .try_for_each(|w| w.join().expect("hashing thread panicked"))
-    })
-}
-
 /// The book's first line, naming its format.
 const BOOK_HEADER: &[u8] = b"rocm-patchkit md5-by-sha256 v1\n";
 /// At most this many md5s are kept (2,870 make the amdgpu tree).
 const BOOK_LIMIT: usize = 200_000;
 
-/// Reads the md5s a book at `path` holds into this process, when it is
-/// whole (its last 32 bytes are the BLAKE3 of the rest); a missing or
-/// damaged book costs only time.
-pub fn read_book(path: &Path) {
-    let Ok(bytes) = std::fs::read(path) else {
-        return;
-    };
-    let Some(body_len) = bytes.len().checked_sub(32) else {
-        return;
-    };
-    let (body, check) = bytes.split_at(body_len);
-    let Some(records) = body.strip_prefix(BOOK_HEADER) else {
-        return;
-    };
-    if blake3::hash(body).as_bytes() != check || records.len() % 48 != 0 {
-        return;
-    }
-    let mut memo = memo();
-    for r in records.chunks_exact(48) {
-        let sha: [u8; 32] = r[..32].try_into().expect("32 bytes");
-        let md5: [u8; 16] = r[32..].try_into().expect("16 bytes");
-        memo.md5_of.insert(sha, md5);
-    }
+/// What one build knows of file digests: by stamp, and md5 by sha256.
+/// Shared by the threads that hash (it locks inside).
+#[derive(Debug, Default)]
+pub struct Memo(Mutex<Known>);
+
+#[derive(Debug, Default)]
+struct Known {
+    files: HashMap<Stamp, Digests>,
+    md5_of: HashMap<[u8; 32], [u8; 16]>,
 }
 
-/// Writes what this process knows of md5s by sha256 to a book at `path`
-/// (a temporary file, then a rename), sorted so the same knowledge writes
-/// the same bytes.
-pub fn write_book(path: &Path) -> Result<()> {
-    let mut pairs: Vec<_> = memo().md5_of.iter().map(|(s, m)| (*s, *m)).collect();
-    pairs.sort_unstable();
-    pairs.truncate(BOOK_LIMIT);
-    let mut body = BOOK_HEADER.to_vec();
-    for (sha, md5) in pairs {
-        body.extend_from_slice(&sha);
-        body.extend_from_slice(&md5);
+impl Memo {
+    fn lock(&self) -> MutexGuard<'_, Known> {
+        self.0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
     }
-    let check = blake3::hash(&body);
-    let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".tmp.")
-        .tempfile_in(dir)
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.write_all(&body)
-        .and_then(|_| tmp.write_all(check.as_bytes()))
-        .with_context(|| format!("writing {}", path.display()))?;
-    tmp.persist(path)
-        .with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
+
+    /// What this build already knows of the file `meta` describes.
+    pub fn known(&self, meta: &Metadata) -> Digests {
+        let Some(stamp) = Stamp::of(meta) else {
+            return Digests::default();
+        };
+        let memo = self.lock();
+        let mut d = memo.files.get(&stamp).copied().unwrap_or_default();
+        if d.md5.is_none() {
+            d.md5 = d.sha256.and_then(|s| memo.md5_of.get(&s).copied());
+        }
+        d
+    }
+
+    /// Remembers what was taken of the file `meta` described before it was read.
+    pub fn learn(&self, meta: &Metadata, d: Digests) {
+        let mut memo = self.lock();
+        let all = match Stamp::of(meta) {
+            Some(stamp) => {
+                let entry = memo.files.entry(stamp).or_default();
+                *entry = entry.or(d);
+                *entry
+            }
+            None => d,
+        };
+        if let (Some(sha), Some(md5)) = (all.sha256, all.md5) {
+            memo.md5_of.insert(sha, md5);
+        }
+    }
+
+    /// Copies the open file `file` (described by `meta`, taken when it was
+    /// opened) to `dst`, hashing only what this build does not know of it
+    /// yet; returns the bytes copied and the digests asked for.
+    pub fn copy_file(
+        &self,
+        file: &mut dyn Read,
+        meta: &Metadata,
+        dst: &mut dyn Write,
+        want: Want,
+    ) -> io::Result<(u64, Digests)> {
+        let have = self.known(meta);
+        let (n, taken) = copy_hashed(file, dst, want.missing(&have))?;
+        let all = have.or(taken);
+        self.learn(meta, all);
+        Ok((n, all))
+    }
+
+    /// The digests of the file at `path`, from what this build knows or by
+    /// reading it, and its metadata.
+    pub fn of_file(&self, path: &Path, want: Want) -> Result<(Digests, Metadata)> {
+        let mut file =
+            std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
+        let meta = file
+            .metadata()
+            .with_context(|| format!("reading metadata of {}", path.display()))?;
+        let have = self.known(&meta);
+        let need = want.missing(&have);
+        if !need.any() {
+            return Ok((have, meta));
+        }
+        let (_, taken) = copy_hashed(&mut file, &mut io::sink(), need)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let all = have.or(taken);
+        self.learn(&meta, all);
+        Ok((all, meta))
+    }
+
+    /// Takes the digests asked for of every file in `paths` that this build
+    /// does not know yet, on all cores, so that the writers that follow read
+    /// each file once and hash nothing.
+    pub fn take_all(&self, paths: &[&Path], want: Want) -> Result<()> {
+        let next = AtomicUsize::new(0);
+        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..threads)
+                .map(|_| {
+                    s.spawn(|| -> Result<()> {
+                        while let Some(path) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
+                            self.of_file(path, want)?;
+                        }
+                        Ok(())
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .try_for_each(|w| w.join().expect("hashing thread panicked"))
+        })
+    }
+
+    /// Reads the md5s a book at `path` holds into this memo, when it is
+    /// whole (its last 32 bytes are the BLAKE3 of the rest); a missing or
+    /// damaged book costs only time.
+    pub fn read_book(&self, path: &Path) {
+        let Ok(bytes) = std::fs::read(path) else {
+            return;
+        };
+        let Some(body_len) = bytes.len().checked_sub(32) else {
+            return;
+        };
+        let (body, check) = bytes.split_at(body_len);
+        let Some(records) = body.strip_prefix(BOOK_HEADER) else {
+            return;
+        };
+        if blake3::hash(body).as_bytes() != check || records.len() % 48 != 0 {
+            return;
+        }
+        let mut memo = self.lock();
+        for r in records.chunks_exact(48) {
+            let sha: [u8; 32] = r[..32].try_into().expect("32 bytes");
+            let md5: [u8; 16] = r[32..].try_into().expect("16 bytes");
+            memo.md5_of.insert(sha, md5);
+        }
+    }
+
+    /// Writes what this memo knows of md5s by sha256 to a book at `path`
+    /// (a temporary file, then a rename), sorted so the same knowledge writes
+    /// the same bytes.
+    pub fn write_book(&self, path: &Path) -> Result<()> {
+        let mut pairs: Vec<_> = self.lock().md5_of.iter().map(|(s, m)| (*s, *m)).collect();
+        pairs.sort_unstable();
+        pairs.truncate(BOOK_LIMIT);
+        let mut body = BOOK_HEADER.to_vec();
+        for (sha, md5) in pairs {
+            body.extend_from_slice(&sha);
+            body.extend_from_slice(&md5);
+        }
+        let check = blake3::hash(&body);
+        let dir = path.parent().unwrap_or(Path::new("."));
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        let mut tmp = tempfile::Builder::new()
+            .prefix(".tmp.")
+            .tempfile_in(dir)
+            .with_context(|| format!("writing {}", path.display()))?;
+        tmp.write_all(&body)
+            .and_then(|_| tmp.write_all(check.as_bytes()))
+            .with_context(|| format!("writing {}", path.display()))?;
+        tmp.persist(path)
+            .with_context(|| format!("writing {}", path.display()))?;
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -316,17 +324,24 @@ mod tests {
         std::fs::write(&old, b"abc").unwrap();
         std::fs::write(&new, b"abc").unwrap();
         aged(&old);
-        let (d, meta) = of_file(&old, Want::BOTH).unwrap();
+        let memo = Memo::default();
+        let (d, meta) = memo.of_file(&old, Want::BOTH).unwrap();
         assert_eq!(d, Digests::of_bytes(b"abc", Want::BOTH));
-        assert_eq!(known(&meta), d, "a settled file's digests are remembered");
-        let (_, meta) = of_file(&new, Want::SHA256).unwrap();
         assert_eq!(
-            known(&meta),
+            memo.known(&meta),
+            d,
+            "a settled file's digests are remembered"
+        );
+        let (_, meta) = memo.of_file(&new, Want::SHA256).unwrap();
+        assert_eq!(
+            memo.known(&meta),
             Digests::default(),
             "a file modified a moment ago could change under the same stamp"
         );
         let mut out = Vec::new();
-        let (n, d) = copy_file(&mut &b"abc"[..], &meta, &mut out, Want::BOTH).unwrap();
+        let (n, d) = memo
+            .copy_file(&mut &b"abc"[..], &meta, &mut out, Want::BOTH)
+            .unwrap();
         assert_eq!((n, out.as_slice()), (3, &b"abc"[..]));
         assert_eq!(d, Digests::of_bytes(b"abc", Want::BOTH));
     }
@@ -337,9 +352,10 @@ mod tests {
         let path = dir.path().join("f");
         std::fs::write(&path, b"one").unwrap();
         aged(&path);
-        let (first, _) = of_file(&path, Want::SHA256).unwrap();
+        let memo = Memo::default();
+        let (first, _) = memo.of_file(&path, Want::SHA256).unwrap();
         std::fs::write(&path, b"two").unwrap();
-        let (second, _) = of_file(&path, Want::SHA256).unwrap();
+        let (second, _) = memo.of_file(&path, Want::SHA256).unwrap();
         assert_ne!(first.sha256, second.sha256);
         assert_eq!(second, Digests::of_bytes(b"two", Want::SHA256));
     }
@@ -352,21 +368,22 @@ mod tests {
         let file = dir.path().join("f");
         std::fs::write(&file, content).unwrap();
         let meta = std::fs::metadata(&file).unwrap();
-        learn(&meta, d);
+        let memo = Memo::default();
+        memo.learn(&meta, d);
         let book = dir.path().join("book");
-        write_book(&book).unwrap();
+        memo.write_book(&book).unwrap();
         let bytes = std::fs::read(&book).unwrap();
         assert!(bytes.starts_with(BOOK_HEADER));
         assert_eq!((bytes.len() - BOOK_HEADER.len() - 32) % 48, 0);
-        memo().md5_of.remove(&d.sha256.unwrap());
+        memo.lock().md5_of.remove(&d.sha256.unwrap());
         let mut damaged = bytes.clone();
         let at = BOOK_HEADER.len() + 40;
         damaged[at] ^= 1;
         std::fs::write(&book, &damaged).unwrap();
-        read_book(&book);
-        assert!(!memo().md5_of.contains_key(&d.sha256.unwrap()));
+        memo.read_book(&book);
+        assert!(!memo.lock().md5_of.contains_key(&d.sha256.unwrap()));
         std::fs::write(&book, &bytes).unwrap();
-        read_book(&book);
-        assert_eq!(memo().md5_of.get(&d.sha256.unwrap()), d.md5.as_ref());
+        memo.read_book(&book);
+        assert_eq!(memo.lock().md5_of.get(&d.sha256.unwrap()), d.md5.as_ref());
     }
 }

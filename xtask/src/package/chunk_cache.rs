@@ -6,24 +6,17 @@
 //! anything else (missing, damaged, unreadable) is compressed afresh.
 //! Bounded in size: the least recently used pieces go first.
 
+use std::collections::HashMap;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::SystemTime;
 
-use super::chunked::Codec;
+use sha2::{Digest, Sha256};
 
-/// One compressed chunk: the bytes that go into the stream, and for xz
-/// blocks the sizes the stream's index records.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Piece {
-    pub bytes: Vec<u8>,
-    /// xz: the block's size without its padding; 0 for other codecs.
-    pub unpadded: u64,
-    pub uncompressed: u64,
-}
+use super::compress::{Compression, Piece};
 
 /// What the cache may hold before the oldest pieces are removed: the
 /// four packages of the amdgpu tree take about 150 MiB.
@@ -76,11 +69,11 @@ impl ChunkCache {
     /// costs time only.
     pub(crate) fn get_or_compress(
         &self,
-        codec: Codec,
+        codec: Compression,
         data: &[u8],
         last: bool,
     ) -> io::Result<Piece> {
-        let path = self.dir.join(codec.folder(last)).join(key(data));
+        let path = self.dir.join(folder(codec, last)).join(key(data));
         if let Some(piece) = read_piece(&path).filter(|p| p.uncompressed == data.len() as u64) {
             self.stats.hits.fetch_add(1, Ordering::Relaxed);
             // Mark it used, for the pruning order.
@@ -90,7 +83,7 @@ impl ChunkCache {
                 .and_then(|f| f.set_modified(SystemTime::now()));
             return Ok(piece);
         }
-        let piece = codec.compress(data, last)?;
+        let piece = codec.compress_chunk(data, last)?;
         self.stats.misses.fetch_add(1, Ordering::Relaxed);
         let _ = self.store(&path, &piece);
         Ok(piece)
@@ -147,6 +140,67 @@ impl ChunkCache {
     }
 }
 
+/// Names the cache folder: codec, level, chunk format, the codec
+/// library's version and what the encoder makes of a fixed sample, so
+/// that a cached piece is always what a cold compression would write,
+/// even after a library update that kept its version.
+pub fn tag(codec: Compression) -> String {
+    let base = match codec {
+        Compression::None => "none-v2".to_owned(),
+        Compression::Gzip(l) => format!("gzip{l}-deflate-v2"),
+        Compression::Xz(l) => format!("xz{l}-block-crc64-lzma{}-v2", xz_version()),
+        Compression::Zstd(l) => format!(
+            "zstd{l}-long27-frame-zstd{}-v2",
+            zstd::zstd_safe::version_number()
+        ),
+    };
+    format!("{base}-{}", fingerprint(codec))
+}
+
+/// The first 12 hex digits of the sha256 of this codec's piece of a
+/// fixed 256 KiB sample, taken once per process.
+fn fingerprint(codec: Compression) -> String {
+    // Not a setting: a pure function of the codec and the linked
+    // library, the same for every build of the process, kept so the
+    // probe runs once (a cache of a tool probe, never a build's choice).
+    static SEEN: OnceLock<Mutex<HashMap<Compression, String>>> = OnceLock::new();
+    let seen = SEEN.get_or_init(Mutex::default);
+    if let Some(fp) = seen.lock().ok().and_then(|m| m.get(&codec).cloned()) {
+        return fp;
+    }
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let sample: Vec<u8> = (0..256 << 10)
+        .map(|_| {
+            state = state
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            b"0123456789abcdef mmREG_\n"[(state >> 59) as usize % 24]
+        })
+        .collect();
+    let fp = match codec.compress_chunk(&sample, false) {
+        Ok(piece) => hex::encode(&Sha256::digest(&piece.bytes)[..6]),
+        Err(_) => "unknown".to_owned(),
+    };
+    if let Ok(mut m) = seen.lock() {
+        m.insert(codec, fp.clone());
+    }
+    fp
+}
+
+/// The cache folder of a chunk: a stream's last deflate chunk ends
+/// with the final block, the others with a sync flush.
+pub fn folder(codec: Compression, last: bool) -> String {
+    match codec {
+        Compression::Gzip(_) if last => format!("{}-end", tag(codec)),
+        _ => tag(codec),
+    }
+}
+
+fn xz_version() -> u32 {
+    // SAFETY: a pure function of liblzma returning a constant.
+    unsafe { lzma_sys::lzma_version_number() }
+}
+
 /// `unpadded`, `uncompressed` (u64 little-endian), then the bytes.
 fn encode(piece: &Piece) -> Vec<u8> {
     let mut body = Vec::with_capacity(16 + piece.bytes.len());
@@ -191,10 +245,10 @@ mod tests {
     fn a_damaged_piece_is_compressed_again_and_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let cache = ChunkCache::new(dir.path());
-        let codec = Codec::Zstd(3);
-        let cold = codec.compress(&data(1), false).unwrap();
+        let codec = Compression::Zstd(3);
+        let cold = codec.compress_chunk(&data(1), false).unwrap();
         assert_eq!(cache.get_or_compress(codec, &data(1), false).unwrap(), cold);
-        let path = dir.path().join(codec.tag()).join(key(&data(1)));
+        let path = dir.path().join(tag(codec)).join(key(&data(1)));
         let mut stored = fs::read(&path).unwrap();
         let last = stored.len() - 1;
         stored[last] ^= 0xff;
@@ -212,8 +266,8 @@ mod tests {
     #[test]
     fn pruning_keeps_the_recently_used_pieces_within_the_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let codec = Codec::Gzip(1);
-        let one = codec.compress(&data(1), false).unwrap().bytes.len() as u64 + 48;
+        let codec = Compression::Gzip(1);
+        let one = codec.compress_chunk(&data(1), false).unwrap().bytes.len() as u64 + 48;
         let cache = ChunkCache::with_limit(dir.path(), 2 * one + one / 2);
         for seed in 1..=3 {
             cache.get_or_compress(codec, &data(seed), false).unwrap();
@@ -230,6 +284,28 @@ mod tests {
             cache.hits(),
             hits + 2,
             "the oldest piece was kept past the limit"
+        );
+    }
+
+    #[test]
+    fn cache_folders_tell_codecs_levels_and_encoders_apart() {
+        let tags: Vec<String> = [
+            Compression::Gzip(6),
+            Compression::Gzip(9),
+            Compression::Xz(2),
+            Compression::Zstd(12),
+        ]
+        .iter()
+        .map(|&c| tag(c))
+        .collect();
+        assert!(tags[0].starts_with("gzip6-") && tags[3].starts_with("zstd12-long27"));
+        // The sample's pieces differ between levels, so the fingerprints do.
+        let fp = |t: &str| t.rsplit('-').next().unwrap().to_owned();
+        assert_ne!(fp(&tags[0]), fp(&tags[1]), "{tags:?}");
+        assert_eq!(tag(Compression::Gzip(6)), tags[0]);
+        assert_eq!(
+            folder(Compression::Gzip(6), true),
+            format!("{}-end", tags[0])
         );
     }
 }

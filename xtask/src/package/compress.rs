@@ -1,25 +1,20 @@
-//! Compressors behind one streaming writer, configured for byte-identical
-//! output: every compressed stream is written in chunks cut at entry
-//! boundaries ([`super::chunked`]), so the bytes depend on the codec, its
-//! level and the payload only (never on the thread count), and a rebuild
-//! takes unchanged chunks from the [`ChunkCache`]. Also the settings a
-//! build passes to the writers ([`Packing`]), the `--compression` value,
-//! and the digests writers need on the way.
+//! The codecs, one table: each [`Compression`] (gzip, xz, zstd at a
+//! level, or none) with its `--compression` spelling, its file extension,
+//! the levels our formats use, and how it compresses one chunk on its own
+//! into a [`Piece`] (a deflate run, an xz block, a zstd frame), configured
+//! for byte-identical output. The chunking writer that joins the pieces
+//! into one stream is in `chunked.rs`.
 
-use std::cell::RefCell;
 use std::fmt;
-use std::io::{self, Write};
+use std::io;
 use std::str::FromStr;
 
-use anyhow::{Context, Result};
-use sha2::{Digest, Sha256};
+use flate2::{Compress, FlushCompress, Status};
 
-pub use super::chunk_cache::ChunkCache;
-use super::chunked::{Chunked, Codec};
-pub use crate::hash::memo::{Digests, Want};
+use super::xz_blocks::xz_block;
 
 /// A compressor and its level.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Compression {
     None,
     /// gzip, as `gzip -n -<level>` (1..=9).
@@ -48,23 +43,35 @@ impl Compression {
     /// default level, as `tar -czf` writes them.
     pub const TARBALL: Compression = Compression::Gzip(6);
 
-    /// A compressing writer over `inner`, using the chunk cache of the
-    /// current [`Packing`]; call [`Encoder::finish`].
-    pub fn encoder<W: Write>(self, inner: W) -> Result<Encoder<W>> {
-        let cache = Packing::current().cache;
-        Ok(match self.codec() {
-            None => Encoder::Plain(inner),
-            Some(codec) => Encoder::Chunked(Box::new(Chunked::new(inner, codec, cache))),
+    /// Compresses one chunk on its own; `last` when it ends the stream
+    /// (a deflate run then ends with the final block, else with a sync
+    /// flush). Uncompressed, the piece is the chunk.
+    pub fn compress_chunk(self, data: &[u8], last: bool) -> io::Result<Piece> {
+        let bytes = match self {
+            Compression::None => data.to_vec(),
+            Compression::Gzip(level) => deflate(level, data, last)?,
+            Compression::Xz(preset) => {
+                let (bytes, unpadded) = xz_block(preset, data)?;
+                return Ok(Piece {
+                    bytes,
+                    unpadded,
+                    uncompressed: data.len() as u64,
+                });
+            }
+            Compression::Zstd(level) => {
+                let mut c = zstd::bulk::Compressor::new(level)?;
+                use zstd::zstd_safe::CParameter as P;
+                c.set_parameter(P::ChecksumFlag(true))?;
+                c.set_parameter(P::EnableLongDistanceMatching(true))?;
+                c.set_parameter(P::WindowLog(27))?;
+                c.compress(data)?
+            }
+        };
+        Ok(Piece {
+            bytes,
+            unpadded: 0,
+            uncompressed: data.len() as u64,
         })
-    }
-
-    fn codec(self) -> Option<Codec> {
-        match self {
-            Compression::None => None,
-            Compression::Gzip(l) => Some(Codec::Gzip(l)),
-            Compression::Xz(l) => Some(Codec::Xz(l)),
-            Compression::Zstd(l) => Some(Codec::Zstd(l)),
-        }
     }
 
     /// The file name extension: `xz`, `zst`, `gz` (empty for none).
@@ -131,177 +138,45 @@ impl FromStr for Compression {
     }
 }
 
-/// The compression settings of one build, read by the package writers:
-/// the `.deb`'s compression and the chunk cache. A build runs its writers
-/// inside [`Packing::scope`] (on each thread that runs one).
-#[derive(Debug, Clone, Default)]
-pub struct Packing {
-    /// The `.deb` members' compression; [`Compression::DEB`] when unset.
-    pub deb: Option<Compression>,
-    /// Where compressed chunks are kept between builds; none: compress all.
-    pub cache: Option<ChunkCache>,
+/// One compressed chunk: the bytes that go into the stream, and for xz
+/// blocks the sizes the stream's index records.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Piece {
+    pub bytes: Vec<u8>,
+    /// xz: the block's size without its padding; 0 for other codecs.
+    pub unpadded: u64,
+    pub uncompressed: u64,
 }
 
-thread_local! {
-    static CURRENT: RefCell<Packing> = RefCell::new(Packing::default());
-}
-
-impl Packing {
-    /// The settings of the build running on this thread (the defaults and
-    /// no cache outside any [`Packing::scope`]).
-    pub fn current() -> Packing {
-        CURRENT.with(|c| c.borrow().clone())
-    }
-
-    /// Runs `f` with these settings as this thread's current ones.
-    pub fn scope<R>(&self, f: impl FnOnce() -> R) -> R {
-        let _current = self.enter();
-        f()
-    }
-
-    /// Makes these settings this thread's current ones until the guard
-    /// is dropped (then the earlier ones are back).
-    pub fn enter(&self) -> PackingGuard {
-        PackingGuard(Some(CURRENT.with(|c| c.replace(self.clone()))))
-    }
-
-    /// The `.deb` members' compression.
-    pub fn deb(&self) -> Compression {
-        self.deb.unwrap_or(Compression::DEB)
-    }
-}
-
-/// Restores the settings [`Packing::enter`] replaced.
-#[must_use = "the settings apply only while the guard lives"]
-pub struct PackingGuard(Option<Packing>);
-
-impl Drop for PackingGuard {
-    fn drop(&mut self) {
-        if let Some(old) = self.0.take() {
-            CURRENT.with(|c| *c.borrow_mut() = old);
+/// Raw deflate of `data` on its own, ending byte-aligned with a sync
+/// flush, or with the final block when `last` (so a one-chunk stream is
+/// what `gzip -n` writes). A fresh compressor each time: zlib-rs keeps
+/// match-finder state across `reset`.
+fn deflate(level: u32, data: &[u8], last: bool) -> io::Result<Vec<u8>> {
+    let c = &mut Compress::new(flate2::Compression::new(level), false);
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
+    let mut out = Vec::with_capacity(data.len() / 4 + 1024);
+    loop {
+        if out.capacity() - out.len() < 1024 {
+            out.reserve(out.capacity());
+        }
+        let consumed = c.total_in() as usize;
+        let status = c
+            .compress_vec(&data[consumed..], &mut out, flush)
+            .map_err(io::Error::other)?;
+        let done_in = c.total_in() as usize == data.len();
+        match status {
+            Status::StreamEnd => break,
+            // A sync flush is complete once it leaves output space unused.
+            _ if !last && done_in && out.len() < out.capacity() => break,
+            _ => {}
         }
     }
-}
-
-/// A writer told where the entries of an archive end (tar and cpio
-/// records), so that a compressor may end a chunk there.
-pub trait EntryWrite: Write {
-    /// One whole entry (header, content, padding) has been written.
-    fn entry_end(&mut self) -> io::Result<()> {
-        Ok(())
-    }
-}
-
-impl EntryWrite for Vec<u8> {}
-impl EntryWrite for std::fs::File {}
-impl EntryWrite for io::Sink {}
-impl<W: Write> EntryWrite for io::BufWriter<W> {}
-
-impl<W: EntryWrite + ?Sized> EntryWrite for &mut W {
-    fn entry_end(&mut self) -> io::Result<()> {
-        (**self).entry_end()
-    }
-}
-
-/// A streaming compressor.
-pub enum Encoder<W: Write> {
-    Plain(W),
-    Chunked(Box<Chunked<W>>),
-}
-
-impl<W: Write> Encoder<W> {
-    /// Flushes the compressed stream's end and returns the inner writer.
-    pub fn finish(self) -> io::Result<W> {
-        match self {
-            Encoder::Plain(w) => Ok(w),
-            Encoder::Chunked(c) => c.finish(),
-        }
-    }
-}
-
-impl<W: Write> Write for Encoder<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        match self {
-            Encoder::Plain(w) => w.write(buf),
-            Encoder::Chunked(c) => c.write(buf),
-        }
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        match self {
-            Encoder::Plain(w) => w.flush(),
-            Encoder::Chunked(c) => c.flush(),
-        }
-    }
-}
-
-impl<W: Write> EntryWrite for Chunked<W> {
-    fn entry_end(&mut self) -> io::Result<()> {
-        Chunked::entry_end(self)
-    }
-}
-
-impl<W: Write> EntryWrite for Encoder<W> {
-    fn entry_end(&mut self) -> io::Result<()> {
-        match self {
-            Encoder::Plain(_) => Ok(()),
-            Encoder::Chunked(c) => c.entry_end(),
-        }
-    }
-}
-
-/// Compresses a small in-memory buffer.
-pub fn compress_bytes(compression: Compression, bytes: &[u8]) -> Result<Vec<u8>> {
-    let mut enc = compression.encoder(Vec::new())?;
-    enc.write_all(bytes).context("compressing in memory")?;
-    enc.finish().context("compressing in memory")
-}
-
-/// A writer that counts bytes and hashes them on the way to `inner`.
-pub struct Tally<W: Write> {
-    inner: W,
-    pub count: u64,
-    sha256: Option<Sha256>,
-}
-
-impl<W: Write> Tally<W> {
-    pub fn new(inner: W, sha256: bool) -> Tally<W> {
-        Tally {
-            inner,
-            count: 0,
-            sha256: sha256.then(Sha256::new),
-        }
-    }
-
-    /// The inner writer, the byte count and the sha256 (if asked for).
-    pub fn into_parts(self) -> (W, u64, Option<[u8; 32]>) {
-        (
-            self.inner,
-            self.count,
-            self.sha256.map(|h| h.finalize().into()),
-        )
-    }
-}
-
-impl<W: EntryWrite> EntryWrite for Tally<W> {
-    fn entry_end(&mut self) -> io::Result<()> {
-        self.inner.entry_end()
-    }
-}
-
-impl<W: Write> Write for Tally<W> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.count += n as u64;
-        if let Some(h) = &mut self.sha256 {
-            h.update(&buf[..n]);
-        }
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
-    }
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -310,7 +185,9 @@ mod tests {
 
     #[test]
     fn gzip_header_has_no_time_and_no_name() {
-        let out = compress_bytes(Compression::Gzip(9), b"hello").unwrap();
+        let out = super::super::Packing::default()
+            .compress(Compression::Gzip(9), b"hello")
+            .unwrap();
         assert_eq!(&out[..4], &[0x1f, 0x8b, 8, 0], "no FNAME flag");
         assert_eq!(&out[4..8], &[0, 0, 0, 0], "mtime 0");
         assert_eq!(out[8], 2, "XFL of -9");
@@ -328,34 +205,5 @@ mod tests {
         assert!(err.contains("from 0 to 6"), "{err}");
         let err = "lz4".parse::<Compression>().unwrap_err();
         assert!(err.contains("xz[:0-6], zstd[:1-19] or gzip[:1-9]"), "{err}");
-    }
-
-    #[test]
-    fn packing_is_scoped_to_its_thread_and_closure() {
-        let dir = tempfile::tempdir().unwrap();
-        let packing = Packing {
-            deb: Some(Compression::Zstd(3)),
-            cache: Some(ChunkCache::new(dir.path())),
-        };
-        assert_eq!(Packing::current().deb(), Compression::DEB);
-        packing.scope(|| {
-            assert_eq!(Packing::current().deb(), Compression::Zstd(3));
-            let other = std::thread::spawn(|| Packing::current().deb())
-                .join()
-                .unwrap();
-            assert_eq!(
-                other,
-                Compression::DEB,
-                "another thread saw this build's settings"
-            );
-            let _ = compress_bytes(Compression::Xz(0), &[7u8; 10_000]).unwrap();
-        });
-        assert_eq!(Packing::current().deb(), Compression::DEB);
-        assert!(Packing::current().cache.is_none());
-        assert_eq!(
-            packing.cache.unwrap().misses(),
-            1,
-            "the encoder did not use the scope's cache"
-        );
     }
 }

@@ -6,8 +6,9 @@ use std::io::Write;
 
 use anyhow::{Context, Result};
 
-use super::compress::{EntryWrite, Want};
+use super::entry_write::EntryWrite;
 use super::tree::{Entry, Kind};
+use crate::hash::memo::{Memo, Want};
 
 pub(crate) fn rpm_mode(entry: &Entry) -> u32 {
     match entry.kind {
@@ -17,14 +18,16 @@ pub(crate) fn rpm_mode(entry: &Entry) -> u32 {
     }
 }
 
-/// One newc record named `./<path>`; returns the sha256 of a file's bytes.
+/// One newc record named `./<path>`; returns the sha256 of a file's bytes
+/// (from `memo` when the build took it already).
 pub(crate) fn cpio_entry(
     out: &mut dyn EntryWrite,
     entry: &Entry,
     ino: u32,
     mtime: u32,
+    memo: &Memo,
 ) -> Result<Option<[u8; 32]>> {
-    cpio_entry_named(out, entry, &format!("./{}", entry.path), ino, mtime)
+    cpio_entry_named(out, entry, &format!("./{}", entry.path), ino, mtime, memo)
 }
 
 /// One newc record under `name`; returns the sha256 of a file's bytes.
@@ -34,6 +37,7 @@ pub(crate) fn cpio_entry_named(
     name: &str,
     ino: u32,
     mtime: u32,
+    memo: &Memo,
 ) -> Result<Option<[u8; 32]>> {
     let (nlink, size) = match &entry.kind {
         Kind::Dir => (2, 0),
@@ -55,7 +59,7 @@ pub(crate) fn cpio_entry_named(
             None
         }
         Kind::File(_) => {
-            let d = entry.copy_to(out, Want::SHA256)?;
+            let d = entry.copy_to(out, Want::SHA256, memo)?;
             d.sha256
         }
     };

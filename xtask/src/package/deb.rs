@@ -1,6 +1,6 @@
 //! `.deb` writer: `debian-binary`, `control.tar.xz` (control, md5sums,
 //! maintainer scripts) and `data.tar.xz` in an `ar` archive (`.zst` or
-//! `.gz` members when the build's [`Packing`] asks), plus the
+//! `.gz` members when the build's [`Packing`] says), plus the
 //! `copyright` (DEP-5) and `changelog.Debian.gz` that Debian policy asks
 //! of every binary package.
 
@@ -9,16 +9,18 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::compress::{compress_bytes, Compression, Packing, Want};
-use super::meta::{Machine, PackageMeta};
+use super::compress::Compression;
+use super::meta::{Architecture, PackageMeta};
+use super::packing::Packing;
 use super::tar::{Names, TarWriter};
 use super::tree::{FileTree, Kind};
 use super::Format;
 use super::{ar, names, rfc2822, scratch, Artifact, Output, Package, Scripts};
+use crate::hash::memo::Want;
 
 /// Writes `<out_dir>/<file name>` holding the package's tree (which should
 /// not carry `usr/share/doc/<name>`: it is generated here).
-pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
     let (meta, machine, tree, scripts, epoch) =
         (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Deb)?;
@@ -26,7 +28,7 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
     let doc = format!("usr/share/doc/{}", meta.name);
     tree.add_dir(&doc)?;
     tree.add_bytes(&format!("{doc}/copyright"), copyright(meta)?, false)?;
-    let changelog = compress_bytes(Compression::Gzip(9), changelog(meta, epoch).as_bytes())?;
+    let changelog = packing.compress(Compression::Gzip(9), changelog(meta, epoch).as_bytes())?;
     tree.add_bytes(&format!("{doc}/changelog.Debian.gz"), changelog, false)?;
     if let Some(text) = lintian_overrides(meta) {
         tree.add_bytes(
@@ -36,17 +38,8 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
         )?;
     }
 
-    let compression = Packing::current().deb();
-    let data = Data::write(&tree, epoch, compression, out_dir)?;
-    let control_tar = control_tar(
-        meta,
-        machine,
-        &tree,
-        scripts,
-        &data.md5sums,
-        epoch,
-        compression,
-    )?;
+    let data = Data::write(&tree, epoch, packing, out_dir)?;
+    let control_tar = control_tar(meta, machine, &tree, scripts, &data.md5sums, epoch, packing)?;
     data.into_deb(
         out_dir,
         &names::file_name(Format::Deb, meta, machine),
@@ -67,21 +60,24 @@ pub(super) struct Data {
 }
 
 impl Data {
+    /// In the `.deb` compression of `packing`.
     pub(super) fn write(
         tree: &FileTree,
         epoch: u64,
-        compression: Compression,
+        packing: &Packing,
         out_dir: &Path,
     ) -> Result<Data> {
+        let compression = packing.deb();
         let name = format!("data.tar.{}", compression.extension());
         let mut file = scratch(out_dir)?;
         let mut md5sums = String::new();
         {
-            let enc = compression.encoder(std::io::BufWriter::with_capacity(1 << 20, &mut file))?;
+            let buffered = std::io::BufWriter::with_capacity(1 << 20, &mut file);
+            let enc = packing.encoder(compression, buffered)?;
             let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
             tar.root()?;
             for entry in tree.entries() {
-                let digests = tar.entry(entry, Want::MD5)?;
+                let digests = tar.entry(entry, Want::MD5, &packing.digests)?;
                 if let Some(md5) = digests.md5.filter(|_| !entry.config) {
                     md5sums.push_str(&format!("{}  {}\n", hex::encode(md5), entry.path));
                 }
@@ -156,14 +152,16 @@ pub(super) fn installed_size<'a>(
     files + 2 + control
 }
 
-/// A `control.tar` of `members` (name without `./`, mode, bytes), sorted.
+/// A `control.tar` of `members` (name without `./`, mode, bytes), sorted,
+/// in the `.deb` compression of `packing`.
 pub(super) fn control_members_tar(
     mut members: Vec<(String, u32, Vec<u8>)>,
     epoch: u64,
-    compression: Compression,
+    packing: &Packing,
 ) -> Result<Vec<u8>> {
     members.sort_by(|a, b| a.0.cmp(&b.0));
-    let enc = compression.encoder(Vec::new())?;
+    let compression = packing.deb();
+    let enc = packing.encoder(compression, Vec::new())?;
     let mut tar = TarWriter::new(enc, epoch, Names::DotSlash);
     tar.root()?;
     for (name, mode, bytes) in &members {
@@ -176,12 +174,12 @@ pub(super) fn control_members_tar(
 
 fn control_tar(
     meta: &PackageMeta,
-    machine: Machine,
+    machine: Architecture,
     tree: &FileTree,
     scripts: &Scripts,
     md5sums: &str,
     epoch: u64,
-    compression: Compression,
+    packing: &Packing,
 ) -> Result<Vec<u8>> {
     let mut files: Vec<(String, u32, Vec<u8>)> = control_area(tree, scripts)
         .into_iter()
@@ -193,12 +191,12 @@ fn control_tar(
         control_for(meta, machine, tree, scripts).into_bytes(),
     ));
     files.push(("md5sums".to_owned(), 0o644, md5sums.as_bytes().to_vec()));
-    control_members_tar(files, epoch, compression)
+    control_members_tar(files, epoch, packing)
 }
 
 /// The `control` file, fields in dpkg-gencontrol's order.
 pub fn control(meta: &PackageMeta, tree: &FileTree, scripts: &Scripts) -> String {
-    control_for(meta, Machine::Any, tree, scripts)
+    control_for(meta, Architecture::Any, tree, scripts)
 }
 
 /// The control members besides `control` and `md5sums`: `conffiles` and
@@ -224,7 +222,7 @@ fn control_area(tree: &FileTree, scripts: &Scripts) -> Vec<(&'static str, u32, V
 /// [`control`] for files that run on `machine`.
 pub fn control_for(
     meta: &PackageMeta,
-    machine: Machine,
+    machine: Architecture,
     tree: &FileTree,
     scripts: &Scripts,
 ) -> String {
@@ -340,7 +338,7 @@ fn changelog_item(text: &str) -> String {
     out
 }
 
-/// Machine-readable `copyright` (DEP-5) for licences whose text Debian
+/// Architecture-readable `copyright` (DEP-5) for licences whose text Debian
 /// ships in `/usr/share/common-licenses`, and for MIT (Debian's `Expat`),
 /// whose short text goes in the file itself.
 pub fn copyright(meta: &PackageMeta) -> Result<String> {

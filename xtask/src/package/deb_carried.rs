@@ -10,8 +10,8 @@ use std::path::Path;
 
 use anyhow::{bail, Result};
 
-use super::compress::Packing;
 use super::deb::{control_members_tar, Data};
+use super::packing::Packing;
 use super::tree::FileTree;
 use super::{names, Artifact, Format, Package};
 
@@ -25,11 +25,15 @@ pub struct Carried {
 }
 
 /// Writes `<out_dir>/<name>_<version>_<arch>.deb`.
-pub fn write(pkg: &Package, carried: &Carried, out_dir: &Path) -> Result<Artifact> {
+pub fn write(
+    pkg: &Package,
+    carried: &Carried,
+    out_dir: &Path,
+    packing: &Packing,
+) -> Result<Artifact> {
     let (meta, machine, tree, epoch) = (pkg.meta, pkg.machine, pkg.tree, pkg.epoch);
     let file_name = names::file_name(Format::Deb, meta, machine);
-    let compression = Packing::current().deb();
-    let data = Data::write(tree, epoch, compression, out_dir)?;
+    let data = Data::write(tree, epoch, packing, out_dir)?;
     let control = control(
         &carried.control,
         &meta.full_version(),
@@ -42,7 +46,7 @@ pub fn write(pkg: &Package, carried: &Carried, out_dir: &Path) -> Result<Artifac
         0o644,
         data.md5sums.clone().into_bytes(),
     ));
-    let control_tar = control_members_tar(members, epoch, compression)?;
+    let control_tar = control_members_tar(members, epoch, packing)?;
     data.into_deb(out_dir, &file_name, epoch, &control_tar)
 }
 

@@ -13,6 +13,7 @@ use sha1::Sha1;
 use sha2::{Digest, Sha256};
 
 use super::compress::Compression;
+use super::packing::Packing;
 use super::tar::{write_tree, Names};
 use super::tree::FileTree;
 use super::{Artifact, Output};
@@ -52,7 +53,12 @@ pub struct DebianSource<'a> {
 
 /// Writes the `.debian.tar.xz` and then the `.dsc` into `out_dir` (the
 /// folder of the orig tarball), returning both.
-pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artifact>> {
+pub fn write(
+    src: &DebianSource,
+    epoch: u64,
+    out_dir: &Path,
+    packing: &Packing,
+) -> Result<Vec<Artifact>> {
     let control = control_text(src.debian)?;
     let stanzas = parse_control(&control)?;
     let (source, binaries) = stanzas
@@ -68,12 +74,32 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
     if src.debian.get("source/format").is_none() {
         bail!("debian/ of {name} has no source/format: render templates/debian/source/format");
     }
+    let orig_name = orig_name(src, &name, out_dir)?;
+    let tar = debian_tar(src, &name, epoch, out_dir, packing)?;
+    let tar_name = super::names::debian_tar(&name, src.version, src.revision);
+    let files = [
+        (orig_name.to_owned(), sums(src.orig)?),
+        (tar_name, sums(&tar.path)?),
+    ];
+    let packages = binary_packages(binaries)?;
+    let dsc = dsc_text(src, &name, source, binaries, &packages, &files);
+    let dsc_file = super::names::dsc(&name, src.version, src.revision);
+    let mut out = Output::create(out_dir, &dsc_file)?;
+    out.writer()
+        .write_all(dsc.as_bytes())
+        .with_context(|| format!("writing {dsc_file}"))?;
+    Ok(vec![tar, out.commit()?])
+}
+
+/// The orig tarball's file name, which must be `<name>_<version>.orig.tar.gz`
+/// in `out_dir`.
+fn orig_name<'a>(src: &DebianSource<'a>, name: &str, out_dir: &Path) -> Result<&'a str> {
     let orig_name = src
         .orig
         .file_name()
         .and_then(|n| n.to_str())
         .context("the orig tarball has no file name")?;
-    let want = format!("{name}_{}.orig.tar.gz", src.version);
+    let want = super::names::orig(name, src.version);
     if orig_name != want || src.orig.parent() != Some(out_dir) {
         bail!(
             "the .dsc of {name} needs {want} in {}, not {}",
@@ -81,26 +107,34 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
             src.orig.display()
         );
     }
+    Ok(orig_name)
+}
 
-    // debian.tar.xz: `debian/...` entries, as dpkg-source writes them.
-    let tar_name = super::names::debian_tar(&name, src.version, src.revision);
+/// The `.debian.tar.xz`: `debian/...` entries, as dpkg-source writes them.
+fn debian_tar(
+    src: &DebianSource,
+    name: &str,
+    epoch: u64,
+    out_dir: &Path,
+    packing: &Packing,
+) -> Result<Artifact> {
+    let tar_name = super::names::debian_tar(name, src.version, src.revision);
     let debian = src.debian.nested("debian")?;
     let mut out = Output::create(out_dir, &tar_name)?;
     {
-        let enc = Compression::DEB.encoder(out.writer())?;
+        let enc = packing.encoder(Compression::DEB, out.writer())?;
         let enc = write_tree(enc, &debian, epoch, Names::Plain)?;
         let mut w = enc
             .finish()
             .with_context(|| format!("compressing {tar_name}"))?;
         w.flush().with_context(|| format!("writing {tar_name}"))?;
     }
-    let tar = out.commit()?;
+    out.commit()
+}
 
-    let files = [
-        (orig_name.to_owned(), sums(src.orig)?),
-        (tar_name, sums(&tar.path)?),
-    ];
-    let packages: Vec<(&str, &str)> = binaries
+/// Each binary stanza's `Package` and `Architecture`.
+fn binary_packages(binaries: &[Vec<(String, String)>]) -> Result<Vec<(&str, &str)>> {
+    binaries
         .iter()
         .map(|b| {
             let package = field(b, "Package").context("a binary stanza has no `Package:` field")?;
@@ -108,16 +142,26 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
                 .with_context(|| format!("binary package {package} has no `Architecture:`"))?;
             Ok((package, arch))
         })
-        .collect::<Result<_>>()?;
+        .collect()
+}
+
+/// The `.dsc` text, fields in dpkg-source's order.
+fn dsc_text(
+    src: &DebianSource,
+    name: &str,
+    source: &[(String, String)],
+    binaries: &[Vec<(String, String)>],
+    packages: &[(&str, &str)],
+    files: &[(String, Sums)],
+) -> String {
     let mut archs: Vec<&str> = Vec::new();
-    for (_, arch) in &packages {
+    for (_, arch) in packages {
         for a in arch.split_whitespace() {
             if !archs.contains(&a) {
                 archs.push(a);
             }
         }
     }
-
     let mut dsc = String::from("Format: 3.0 (quilt)\n");
     dsc.push_str(&format!("Source: {name}\n"));
     let names: Vec<&str> = packages.iter().map(|(p, _)| *p).collect();
@@ -132,7 +176,7 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
     dsc.push_str("Package-List:\n");
     let section = field(source, "Section").unwrap_or("misc");
     let priority = field(source, "Priority").unwrap_or("optional");
-    for (b, (package, arch)) in binaries.iter().zip(&packages) {
+    for (b, (package, arch)) in binaries.iter().zip(packages) {
         dsc.push_str(&format!(
             " {package} deb {} {} arch={}\n",
             field(b, "Section").unwrap_or(section),
@@ -140,25 +184,18 @@ pub fn write(src: &DebianSource, epoch: u64, out_dir: &Path) -> Result<Vec<Artif
             arch.split_whitespace().collect::<Vec<_>>().join(",")
         ));
     }
-    dsc.push_str("Checksums-Sha1:\n");
-    for (file, s) in &files {
-        dsc.push_str(&format!(" {} {} {file}\n", s.sha1, s.size));
+    let sums: [(&str, fn(&Sums) -> &str); 3] = [
+        ("Checksums-Sha1", |s| &s.sha1),
+        ("Checksums-Sha256", |s| &s.sha256),
+        ("Files", |s| &s.md5),
+    ];
+    for (title, digest) in sums {
+        dsc.push_str(&format!("{title}:\n"));
+        for (file, s) in files {
+            dsc.push_str(&format!(" {} {} {file}\n", digest(s), s.size));
+        }
     }
-    dsc.push_str("Checksums-Sha256:\n");
-    for (file, s) in &files {
-        dsc.push_str(&format!(" {} {} {file}\n", s.sha256, s.size));
-    }
-    dsc.push_str("Files:\n");
-    for (file, s) in &files {
-        dsc.push_str(&format!(" {} {} {file}\n", s.md5, s.size));
-    }
-
-    let dsc_file = super::names::dsc(&name, src.version, src.revision);
-    let mut out = Output::create(out_dir, &dsc_file)?;
-    out.writer()
-        .write_all(dsc.as_bytes())
-        .with_context(|| format!("writing {dsc_file}"))?;
-    Ok(vec![tar, out.commit()?])
+    dsc
 }
 
 /// The text of `control` in a `debian/` tree.

@@ -81,7 +81,7 @@ impl Relations {
 
 /// What a package's files run on, in each format's words.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Machine {
+pub enum Architecture {
     /// Architecture-independent files (sources, scripts): `all`, `noarch`, `any`.
     #[default]
     Any,
@@ -89,30 +89,30 @@ pub enum Machine {
     Host,
 }
 
-impl Machine {
+impl Architecture {
     /// Debian's name: `all`, `amd64`, `arm64`, ...
     pub fn deb(self) -> &'static str {
         match (self, std::env::consts::ARCH) {
-            (Machine::Any, _) => "all",
-            (Machine::Host, "x86_64") => "amd64",
-            (Machine::Host, "aarch64") => "arm64",
-            (Machine::Host, "powerpc64") => "ppc64el",
-            (Machine::Host, other) => other,
+            (Architecture::Any, _) => "all",
+            (Architecture::Host, "x86_64") => "amd64",
+            (Architecture::Host, "aarch64") => "arm64",
+            (Architecture::Host, "powerpc64") => "ppc64el",
+            (Architecture::Host, other) => other,
         }
     }
 
     /// rpm's and Arch's name: `noarch`/`any`, else the kernel's (`x86_64`).
     pub fn rpm(self) -> &'static str {
         match self {
-            Machine::Any => "noarch",
-            Machine::Host => std::env::consts::ARCH,
+            Architecture::Any => "noarch",
+            Architecture::Host => std::env::consts::ARCH,
         }
     }
 
     pub fn arch(self) -> &'static str {
         match self {
-            Machine::Any => "any",
-            Machine::Host => std::env::consts::ARCH,
+            Architecture::Any => "any",
+            Architecture::Host => std::env::consts::ARCH,
         }
     }
 
@@ -120,8 +120,8 @@ impl Machine {
     /// (DKMS) packages, libraries for compiled ones.
     pub fn section(self) -> (&'static str, &'static str) {
         match self {
-            Machine::Any => ("kernel", "System Environment/Kernel"),
-            Machine::Host => ("libs", "System Environment/Libraries"),
+            Architecture::Any => ("kernel", "System Environment/Kernel"),
+            Architecture::Host => ("libs", "System Environment/Libraries"),
         }
     }
 }
@@ -129,13 +129,30 @@ impl Machine {
 impl PackageMeta {
     /// Every problem with this metadata for `format`, all at once.
     pub fn validate(&self, format: Format) -> Result<()> {
-        let mut problems = Vec::new();
         let fmt = format.label();
+        let mut problems = Vec::new();
         let mut check = |ok: bool, what: String| {
             if !ok {
                 problems.push(what);
             }
         };
+        self.name_problems(format, &mut check);
+        self.version_problems(format, &mut check);
+        self.text_problems(&mut check);
+        self.record_problems(&mut check);
+        if problems.is_empty() {
+            Ok(())
+        } else {
+            bail!(
+                "invalid {fmt} package metadata:\n  - {}",
+                problems.join("\n  - ")
+            )
+        }
+    }
+
+    /// The package's, its source's and its relations' names.
+    fn name_problems(&self, format: Format, check: &mut dyn FnMut(bool, String)) {
+        let fmt = format.label();
         check(
             name_ok(&self.name, format),
             format!(
@@ -168,6 +185,11 @@ impl PackageMeta {
                 ),
             );
         }
+    }
+
+    /// The version and the release.
+    fn version_problems(&self, format: Format, check: &mut dyn FnMut(bool, String)) {
+        let fmt = format.label();
         check(
             version_ok(&self.version),
             format!(
@@ -183,6 +205,10 @@ impl PackageMeta {
                 release_rule(format)
             ),
         );
+    }
+
+    /// The summary, description, license, homepage and maintainer.
+    fn text_problems(&self, check: &mut dyn FnMut(bool, String)) {
         check(
             one_line(&self.summary)
                 && !self.summary.trim().is_empty()
@@ -221,6 +247,10 @@ impl PackageMeta {
                 self.maintainer
             ),
         );
+    }
+
+    /// The changelog and copyright lines.
+    fn record_problems(&self, check: &mut dyn FnMut(bool, String)) {
         for line in self.changes.iter().chain(&self.copyright) {
             check(
                 one_line(line) && !line.trim().is_empty(),
@@ -237,14 +267,6 @@ impl PackageMeta {
             !self.copyright.is_empty(),
             "copyright needs at least one holder".into(),
         );
-        if problems.is_empty() {
-            Ok(())
-        } else {
-            bail!(
-                "invalid {fmt} package metadata:\n  - {}",
-                problems.join("\n  - ")
-            )
-        }
     }
 
     /// `version-release`, the full version of deb and Arch packages.

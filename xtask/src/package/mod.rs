@@ -17,14 +17,20 @@ pub mod compress;
 mod cpio;
 pub mod deb;
 pub mod deb_carried;
-pub mod dkms;
 pub mod dsc;
+pub mod encoder;
+pub mod entry_write;
 pub mod meta;
 pub mod names;
+pub mod packing;
+mod pool;
 pub mod rpm;
 mod rpm_header;
+mod rpm_tags;
+pub mod scripts;
 pub mod srcinfo;
 pub mod srpm;
+pub mod tally;
 pub mod tar;
 pub mod tarball;
 pub mod tree;
@@ -36,10 +42,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use compress::Want;
-pub use compress::{ChunkCache, Compression, Packing};
-pub use dkms::Scripts;
-pub use meta::{Machine, PackageMeta, Relations};
+use crate::hash::memo::Want;
+pub use chunk_cache::ChunkCache;
+pub use compress::Compression;
+pub use meta::{Architecture, PackageMeta, Relations};
+pub use packing::Packing;
+pub use scripts::Scripts;
 pub use tree::FileTree;
 
 /// A package format: what a recipe's `target.formats` names, what
@@ -88,7 +96,7 @@ impl Format {
 pub struct Package<'a> {
     pub meta: &'a PackageMeta,
     /// What the files run on: `all`/`noarch`/`any` or the host's machine.
-    pub machine: Machine,
+    pub machine: Architecture,
     /// The installed files, paths relative to `/`.
     pub tree: &'a FileTree,
     /// The maintainer scripts, in this format's words.
@@ -107,10 +115,11 @@ impl Package<'_> {
     }
 }
 
-/// Writes `pkg` as `format` into `out_dir`, named [`Package::file_name`].
+/// Writes `pkg` as `format` into `out_dir`, named [`Package::file_name`],
+/// with the compression, chunk cache and digest memo of `packing`.
 /// For [`Format::Tar`] the tree must hold the DKMS source at
 /// `usr/src/<module>-<version>` with its `dkms.conf`.
-pub fn write(format: Format, pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+pub fn write(format: Format, pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
     // The file digests the format lists, taken on all cores before the
     // writer streams the files on one.
     let listed = match format {
@@ -119,17 +128,24 @@ pub fn write(format: Format, pkg: &Package, out_dir: &Path) -> Result<Artifact> 
         Format::Arch => Want::BOTH,
         Format::Tar => Want::default(),
     };
-    pkg.tree.take_digests(listed)?;
+    pkg.tree.take_digests(listed, &packing.digests)?;
     match format {
-        Format::Deb => deb::write(pkg, out_dir),
-        Format::Rpm => rpm::write(pkg, out_dir),
-        Format::Arch => arch::write(pkg, out_dir),
+        Format::Deb => deb::write(pkg, out_dir, packing),
+        Format::Rpm => rpm::write(pkg, out_dir, packing),
+        Format::Arch => arch::write(pkg, out_dir, packing),
         Format::Tar => {
             let module = names::source_name(pkg.meta);
             let source = pkg
                 .tree
-                .subtree(&dkms::source_dir(module, &pkg.meta.version))?;
-            tarball::write_dkms(&source, module, &pkg.meta.version, pkg.epoch, out_dir)
+                .subtree(&names::dkms_source_dir(module, &pkg.meta.version))?;
+            tarball::write_dkms(
+                &source,
+                module,
+                &pkg.meta.version,
+                pkg.epoch,
+                out_dir,
+                packing,
+            )
         }
     }
 }

@@ -1,14 +1,14 @@
 //! Every file name a build publishes, in one place: the plan names the
 //! outputs with the very functions the writers name their files with.
 
-use super::{Format, Machine, PackageMeta};
+use super::{Architecture, Format, PackageMeta};
 
 /// The binary package of `format`: `<name>_<version>-<release>_<arch>.deb`,
 /// `<name>-<version>-<release>.<arch>.rpm`,
 /// `<name>-<version>-<release>-<arch>.pkg.tar.zst`, or the DKMS tarball
 /// `<module>-<version>-source-only.dkms.tar.gz` (the name
 /// `dkms mktarball --source-only` gives; the module is the meta's source).
-pub fn file_name(format: Format, meta: &PackageMeta, machine: Machine) -> String {
+pub fn file_name(format: Format, meta: &PackageMeta, machine: Architecture) -> String {
     let full = meta.full_version();
     match format {
         Format::Deb => format!("{}_{full}_{}.deb", meta.name, machine.deb()),
@@ -69,6 +69,48 @@ pub fn arch_source(meta: &PackageMeta) -> String {
 /// `<module>-<version>-source-only.dkms.tar.gz`
 pub fn dkms_tarball(module: &str, version: &str) -> String {
     format!("{module}-{version}-source-only.dkms.tar.gz")
+}
+
+/// `<module>-dkms`, the DKMS package name every format uses.
+pub fn dkms_package(module: &str) -> String {
+    format!("{module}-dkms")
+}
+
+/// `usr/src/<module>-<version>`, where DKMS expects the source.
+pub fn dkms_source_dir(module: &str, version: &str) -> String {
+    format!("usr/src/{module}-{version}")
+}
+
+/// The rendered packaging files, as paths in the publication's
+/// `packaging/` folder (and the keys of a rendering): `dkms.conf`.
+pub const DKMS_CONF: &str = "dkms.conf";
+/// `arch/PKGBUILD`
+pub const PKGBUILD: &str = "arch/PKGBUILD";
+/// `arch/.SRCINFO`, read back from the PKGBUILD.
+pub const SRCINFO: &str = "arch/.SRCINFO";
+/// `debian/copyright`
+pub const DEBIAN_COPYRIGHT: &str = "debian/copyright";
+/// `debian/changelog`
+pub const DEBIAN_CHANGELOG: &str = "debian/changelog";
+
+/// `rpm/<pkgname>.spec`
+pub fn spec(pkgname: &str) -> String {
+    format!("rpm/{pkgname}.spec")
+}
+
+/// `arch/<pkgname>.install`
+pub fn arch_install(pkgname: &str) -> String {
+    format!("arch/{pkgname}.install")
+}
+
+/// `debian/<pkgname>.dkms`: dh_dkms's copy of `dkms.conf`.
+pub fn debian_dkms(pkgname: &str) -> String {
+    format!("debian/{pkgname}.dkms")
+}
+
+/// `debian/<name>.lintian-overrides`
+pub fn debian_lintian_overrides(name: &str) -> String {
+    format!("debian/{name}.lintian-overrides")
 }
 
 /// `<name>_<version>.orig.tar.gz`: the pristine upstream source.

@@ -14,102 +14,34 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 use sha2::{Digest, Sha256};
 
-use super::compress::{Compression, EntryWrite, Tally};
+use super::compress::Compression;
 use super::cpio::{cpio_entry, cpio_trailer, rpm_mode};
+use super::entry_write::EntryWrite;
 use super::meta::PackageMeta;
+use super::packing::Packing;
 use super::rpm_header::{Header, Value};
+use super::rpm_tags::{sense, tag, CONFIG_NOREPLACE, SHA256_ALGO};
+use super::tally::Tally;
 use super::tree::{Entry, FileTree, Kind};
 use super::Format;
 use super::{names, scratch, Artifact, Output, Package, Scripts};
+use crate::hash::memo::Memo;
 
-/// rpmtag.h / rpmds.h numbers used here.
-pub(super) mod tag {
-    pub const SIG_SIZE: u32 = 1000;
-    pub const SIG_PAYLOADSIZE: u32 = 1007;
-    pub const SIG_SHA256: u32 = 273;
-    pub const SIG_LONGSIZE: u32 = 270;
-    pub const SIG_LONGARCHIVESIZE: u32 = 271;
-    pub const I18NTABLE: u32 = 100;
-    pub const NAME: u32 = 1000;
-    pub const VERSION: u32 = 1001;
-    pub const RELEASE: u32 = 1002;
-    pub const SUMMARY: u32 = 1004;
-    pub const DESCRIPTION: u32 = 1005;
-    pub const BUILDTIME: u32 = 1006;
-    pub const BUILDHOST: u32 = 1007;
-    pub const SIZE: u32 = 1009;
-    pub const LICENSE: u32 = 1014;
-    pub const PACKAGER: u32 = 1015;
-    pub const GROUP: u32 = 1016;
-    pub const URL: u32 = 1020;
-    pub const OS: u32 = 1021;
-    pub const ARCH: u32 = 1022;
-    pub const POSTIN: u32 = 1024;
-    pub const PREUN: u32 = 1025;
-    pub const FILESIZES: u32 = 1028;
-    pub const FILEMODES: u32 = 1030;
-    pub const FILERDEVS: u32 = 1033;
-    pub const FILEMTIMES: u32 = 1034;
-    pub const FILEDIGESTS: u32 = 1035;
-    pub const FILELINKTOS: u32 = 1036;
-    pub const FILEFLAGS: u32 = 1037;
-    pub const FILEUSERNAME: u32 = 1039;
-    pub const FILEGROUPNAME: u32 = 1040;
-    pub const SOURCERPM: u32 = 1044;
-    pub const FILEVERIFYFLAGS: u32 = 1045;
-    pub const PROVIDENAME: u32 = 1047;
-    pub const REQUIREFLAGS: u32 = 1048;
-    pub const REQUIRENAME: u32 = 1049;
-    pub const REQUIREVERSION: u32 = 1050;
-    pub const RPMVERSION: u32 = 1064;
-    pub const CHANGELOGTIME: u32 = 1080;
-    pub const CHANGELOGNAME: u32 = 1081;
-    pub const CHANGELOGTEXT: u32 = 1082;
-    pub const POSTINPROG: u32 = 1086;
-    pub const PREUNPROG: u32 = 1087;
-    pub const FILEDEVICES: u32 = 1095;
-    pub const FILEINODES: u32 = 1096;
-    pub const FILELANGS: u32 = 1097;
-    pub const CONFLICTFLAGS: u32 = 1053;
-    pub const CONFLICTNAME: u32 = 1054;
-    pub const CONFLICTVERSION: u32 = 1055;
-    pub const PROVIDEFLAGS: u32 = 1112;
-    pub const PROVIDEVERSION: u32 = 1113;
-    pub const DIRINDEXES: u32 = 1116;
-    pub const BASENAMES: u32 = 1117;
-    pub const DIRNAMES: u32 = 1118;
-    pub const PAYLOADFORMAT: u32 = 1124;
-    pub const PAYLOADCOMPRESSOR: u32 = 1125;
-    pub const PAYLOADFLAGS: u32 = 1126;
-    pub const FILEDIGESTALGO: u32 = 5011;
-    pub const ENCODING: u32 = 5062;
-    pub const PAYLOADDIGEST: u32 = 5092;
-    pub const PAYLOADDIGESTALGO: u32 = 5093;
-}
-
-/// Dependency sense flags (rpmds.h).
-pub(super) mod sense {
-    pub const LESS: u32 = 1 << 1;
-    pub const EQUAL: u32 = 1 << 3;
-    pub const INTERP: u32 = 1 << 8;
-    pub const SCRIPT_POST: u32 = 1 << 10;
-    pub const SCRIPT_PREUN: u32 = 1 << 11;
-    pub const RPMLIB: u32 = 1 << 24;
-}
-
-pub(super) const SHA256_ALGO: u32 = 8;
-/// `RPMFILE_CONFIG | RPMFILE_NOREPLACE` (rpmfiles.h): `%config(noreplace)`.
-const CONFIG_NOREPLACE: u32 = 1 | (1 << 4);
 const BUILDHOST: &str = "rocm-patchkit";
 
 /// The payload [`write`] compresses, uncompressed: the cpio archive of
 /// `tree`'s explicit entries, streamed to `out` (which is returned).
 /// `bench package` times our compressor alone on it.
-pub fn write_payload<W: EntryWrite>(tree: &FileTree, epoch: u64, mut out: W) -> Result<W> {
+pub fn write_payload<W: EntryWrite>(
+    tree: &FileTree,
+    epoch: u64,
+    mut out: W,
+    memo: &Memo,
+) -> Result<W> {
     let epoch32 =
         u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
     for (i, entry) in tree.entries().filter(|e| e.explicit).enumerate() {
-        cpio_entry(&mut out, entry, i as u32 + 1, epoch32)?;
+        cpio_entry(&mut out, entry, i as u32 + 1, epoch32, memo)?;
     }
     cpio_trailer(&mut out).context("writing an rpm payload")?;
     Ok(out)
@@ -117,7 +49,7 @@ pub fn write_payload<W: EntryWrite>(tree: &FileTree, epoch: u64, mut out: W) -> 
 
 /// Writes `<out_dir>/<file name>`. Only explicit directories of the tree
 /// are owned by the package (not `usr` or `usr/src`).
-pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
+pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
     let (meta, machine, tree, scripts, epoch) =
         (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Rpm)?;
@@ -137,9 +69,15 @@ pub fn write(pkg: &Package, out_dir: &Path) -> Result<Artifact> {
             std::io::BufWriter::with_capacity(1 << 20, &mut payload),
             true,
         );
-        let mut raw = Tally::new(compression.encoder(packed)?, false);
+        let mut raw = Tally::new(packing.encoder(compression, packed)?, false);
         for (i, entry) in entries.iter().enumerate() {
-            digests.push(cpio_entry(&mut raw, entry, i as u32 + 1, epoch32)?);
+            digests.push(cpio_entry(
+                &mut raw,
+                entry,
+                i as u32 + 1,
+                epoch32,
+                &packing.digests,
+            )?);
         }
         cpio_trailer(&mut raw).context("writing the rpm payload")?;
         let (enc, raw_size, _) = raw.into_parts();
@@ -316,10 +254,7 @@ fn main_header(
     let mut h = base_header(meta, epoch);
     h.str(tag::PACKAGER, &meta.maintainer)
         .str(tag::OS, "linux")
-        .str(
-            tag::SOURCERPM,
-            format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release),
-        )
+        .str(tag::SOURCERPM, names::srpm(meta))
         .str(tag::RPMVERSION, "4.18.0")
         .str(tag::ENCODING, "utf-8")
         .str(tag::PAYLOADFORMAT, "cpio");

@@ -9,28 +9,18 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::compress::{Compression, Tally};
+use super::compress::Compression;
 use super::cpio::{cpio_entry_named, cpio_trailer};
 use super::meta::PackageMeta;
-use super::rpm::{lead_of, sense, tag, SHA256_ALGO};
+use super::packing::Packing;
+use super::rpm::lead_of;
 use super::rpm_header::{Header, Value};
+use super::rpm_tags::{sense, src_tag, tag, SHA256_ALGO, SPECFILE};
+use super::tally::Tally;
 use super::tree::{Entry, FileTree, Kind};
 use super::Format;
 use super::{scratch, Artifact};
 
-/// Tags only a source rpm carries (rpmtag.h).
-mod src_tag {
-    pub const SOURCE: u32 = 1018;
-    pub const PATCH: u32 = 1019;
-    pub const BUILDARCHS: u32 = 1089;
-    pub const COOKIE: u32 = 1094;
-    pub const SOURCEPACKAGE: u32 = 1106;
-    pub const PAYLOADDIGESTALT: u32 = 5097;
-    pub const SPEC: u32 = 5099;
-}
-
-/// `RPMFILE_SPECFILE` (rpmfiles.h): the spec among a source rpm's files.
-const SPECFILE: u32 = 1 << 5;
 /// rpmbuild's payload for source rpms on Debian: `gzip -9`, which every
 /// rpm that a build farm runs reads.
 const PAYLOAD: Compression = Compression::Gzip(9);
@@ -50,7 +40,13 @@ pub struct SourceRpm<'a> {
 }
 
 /// Writes `<out_dir>/<file_name>`.
-pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) -> Result<Artifact> {
+pub fn write(
+    meta: &PackageMeta,
+    src: &SourceRpm,
+    epoch: u64,
+    out_dir: &Path,
+    packing: &Packing,
+) -> Result<Artifact> {
     meta.validate(Format::Rpm)?;
     let epoch32 =
         u32::try_from(epoch).context("SOURCE_DATE_EPOCH does not fit rpm's 32-bit times")?;
@@ -75,7 +71,7 @@ pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) ->
             std::io::BufWriter::with_capacity(1 << 20, &mut payload),
             true,
         );
-        let mut raw = Tally::new(PAYLOAD.encoder(packed)?, true);
+        let mut raw = Tally::new(packing.encoder(PAYLOAD, packed)?, true);
         for (i, entry) in entries.iter().enumerate() {
             digests.push(cpio_entry_named(
                 &mut raw,
@@ -83,6 +79,7 @@ pub fn write(meta: &PackageMeta, src: &SourceRpm, epoch: u64, out_dir: &Path) ->
                 &entry.path,
                 i as u32 + 1,
                 epoch32,
+                &packing.digests,
             )?);
         }
         cpio_trailer(&mut raw).context("writing the source rpm payload")?;

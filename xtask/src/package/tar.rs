@@ -5,8 +5,9 @@
 
 use anyhow::{bail, Context, Result};
 
-use super::compress::{Digests, EntryWrite, Want};
+use super::entry_write::EntryWrite;
 use super::tree::{Entry, Kind};
+use crate::hash::memo::{Digests, Memo, Want};
 
 const BLOCK: usize = 512;
 
@@ -39,8 +40,8 @@ impl<W: EntryWrite> TarWriter<W> {
 
     /// Appends one entry of a tree, streaming a file's content and taking
     /// the digests asked for.
-    pub fn entry(&mut self, entry: &Entry, want: Want) -> Result<Digests> {
-        let digests = self.record(entry, want)?;
+    pub fn entry(&mut self, entry: &Entry, want: Want, memo: &Memo) -> Result<Digests> {
+        let digests = self.record(entry, want, memo)?;
         self.entry_end()?;
         Ok(digests)
     }
@@ -50,7 +51,7 @@ impl<W: EntryWrite> TarWriter<W> {
         self.out.entry_end().context("writing a tar stream")
     }
 
-    fn record(&mut self, entry: &Entry, want: Want) -> Result<Digests> {
+    fn record(&mut self, entry: &Entry, want: Want, memo: &Memo) -> Result<Digests> {
         let name = self.name(&entry.path, entry.is_dir());
         match &entry.kind {
             Kind::Dir => {
@@ -63,7 +64,7 @@ impl<W: EntryWrite> TarWriter<W> {
             }
             Kind::File(_) => {
                 self.header(&name, b'0', entry.mode, entry.size, "")?;
-                let digests = entry.copy_to(&mut self.out, want)?;
+                let digests = entry.copy_to(&mut self.out, want, memo)?;
                 self.pad(entry.size)?;
                 Ok(digests)
             }
@@ -189,7 +190,7 @@ pub fn write_tree<W: EntryWrite>(
         tar.root()?;
     }
     for entry in tree.entries() {
-        tar.entry(entry, Want::default())?;
+        tar.entry(entry, Want::default(), &Memo::default())?;
     }
     tar.finish()
 }

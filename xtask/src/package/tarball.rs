@@ -9,6 +9,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::compress::Compression;
+use super::packing::Packing;
 use super::tar::{write_tree, Names};
 use super::tree::FileTree;
 use super::{Artifact, Output};
@@ -21,10 +22,11 @@ pub fn write_tar_gz(
     epoch: u64,
     out_dir: &Path,
     name: &str,
+    packing: &Packing,
 ) -> Result<Artifact> {
     let mut out = Output::create(out_dir, name)?;
     {
-        let enc = Compression::TARBALL.encoder(out.writer())?;
+        let enc = packing.encoder(Compression::TARBALL, out.writer())?;
         let enc = write_tree(enc, tree, epoch, names)?;
         let mut w = enc
             .finish()
@@ -42,6 +44,7 @@ pub fn write_dkms(
     version: &str,
     epoch: u64,
     out_dir: &Path,
+    packing: &Packing,
 ) -> Result<Artifact> {
     if source.get("dkms.conf").is_none_or(|e| e.is_dir()) {
         bail!("the DKMS source of {module} {version} has no dkms.conf at its top; render it into the staging tree first");
@@ -54,5 +57,6 @@ pub fn write_dkms(
         epoch,
         out_dir,
         &super::names::dkms_tarball(module, version),
+        packing,
     )
 }

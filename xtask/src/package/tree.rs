@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
 
-use crate::hash::memo::{self, Digests, Want};
+use crate::hash::memo::{copy_hashed, Digests, Memo, Want};
 
 /// Where a file's bytes come from.
 #[derive(Debug, Clone)]
@@ -62,9 +62,9 @@ impl Entry {
 
     /// Copies the entry's bytes to `dst` (none for a directory or a
     /// symlink), taking the digests asked for: a file on disk is hashed
-    /// only when this build has not hashed it yet (see `hash::memo`).
+    /// only when this build's `memo` does not hold them yet.
     /// Fails when the file on disk no longer has the size the tree records.
-    pub fn copy_to(&self, dst: &mut dyn Write, want: Want) -> Result<Digests> {
+    pub fn copy_to(&self, dst: &mut dyn Write, want: Want, memo: &Memo) -> Result<Digests> {
         let what = || format!("adding {} to a package", self.origin());
         let (n, digests) = match &self.kind {
             Kind::File(Content::Disk(src)) => {
@@ -73,10 +73,11 @@ impl Entry {
                     .metadata()
                     .with_context(|| format!("reading metadata of {}", src.display()))?;
                 self.check_size(meta.len())?;
-                memo::copy_file(&mut file.take(self.size), &meta, dst, want).with_context(what)?
+                memo.copy_file(&mut file.take(self.size), &meta, dst, want)
+                    .with_context(what)?
             }
             Kind::File(Content::Bytes(bytes)) => {
-                memo::copy_hashed(&mut &bytes[..], dst, want).with_context(what)?
+                copy_hashed(&mut &bytes[..], dst, want).with_context(what)?
             }
             Kind::Dir | Kind::Symlink(_) => return Ok(Digests::default()),
         };
@@ -87,7 +88,8 @@ impl Entry {
     /// A file's content as UTF-8 text.
     pub fn text(&self) -> Result<String> {
         let mut bytes = Vec::new();
-        self.copy_to(&mut bytes, Want::default())?;
+        // No digest is taken: there is nothing to remember.
+        self.copy_to(&mut bytes, Want::default(), &Memo::default())?;
         String::from_utf8(bytes).with_context(|| format!("{} is not UTF-8 text", self.origin()))
     }
 
@@ -315,8 +317,8 @@ impl FileTree {
     }
 
     /// Takes the digests asked for of the tree's files on disk that this
-    /// build has not hashed yet, on all cores (see `hash::memo`).
-    pub fn take_digests(&self, want: Want) -> Result<()> {
+    /// build's `memo` does not hold yet, on all cores.
+    pub fn take_digests(&self, want: Want, memo: &Memo) -> Result<()> {
         if want == Want::default() {
             return Ok(());
         }
@@ -327,7 +329,7 @@ impl FileTree {
                 _ => None,
             })
             .collect();
-        memo::take_all(&paths, want)
+        memo.take_all(&paths, want)
     }
 
     pub fn entries(&self) -> impl Iterator<Item = &Entry> {

@@ -8,18 +8,17 @@ use std::io::{self, Write};
 
 use flate2::Crc;
 
-use super::chunk_cache::Piece;
-
 /// Stream header: magic, flags (check CRC64), CRC32 of the flags.
 pub(super) const XZ_HEADER: [u8; 12] = [
     0xfd, b'7', b'z', b'X', b'Z', 0, 0, 0x04, 0xe6, 0xd6, 0xb4, 0x46,
 ];
 
-/// One xz block of `data`: the single block of a one-shot xz stream at
-/// `preset`, cut out of that stream with the sizes its index records.
-pub(super) fn xz_block(preset: u32, data: &[u8]) -> io::Result<Piece> {
+/// One xz block of `data` and its unpadded size: the single block of a
+/// one-shot xz stream at `preset`, cut out of that stream with the sizes
+/// its index records (nothing for no data).
+pub(super) fn xz_block(preset: u32, data: &[u8]) -> io::Result<(Vec<u8>, u64)> {
     if data.is_empty() {
-        return Ok(Piece::default());
+        return Ok((Vec::new(), 0));
     }
     let stream = xz2::stream::Stream::new_easy_encoder(preset, xz2::stream::Check::Crc64)
         .map_err(io::Error::other)?;
@@ -52,11 +51,7 @@ pub(super) fn xz_block(preset: u32, data: &[u8]) -> io::Result<Piece> {
     {
         return Err(bad());
     }
-    Ok(Piece {
-        bytes: xz[12..index_at].to_vec(),
-        unpadded,
-        uncompressed,
-    })
+    Ok((xz[12..index_at].to_vec(), unpadded))
 }
 
 fn varint(bytes: &mut &[u8]) -> Option<u64> {

@@ -12,6 +12,7 @@ use anyhow::{Context, Result};
 
 use crate::extract::{self, Selection};
 use crate::fetch::FetchedSource;
+use crate::hash::memo::Memo;
 use crate::recipe::Recipe;
 use crate::report::Reporter;
 use crate::state::{self, Manifest};
@@ -31,6 +32,7 @@ pub fn ensure(
     recipe: &Recipe,
     source: &FetchedSource,
     dir: &Path,
+    memo: &Memo,
     reporter: &Reporter,
 ) -> Result<Pristine> {
     let selection = Selection::of(&recipe.source);
@@ -40,7 +42,7 @@ pub fn ensure(
     let listing = dir.with_extension("manifest");
     if pin.pin.is_some() && dir.is_dir() && std::fs::read_to_string(&marker).is_ok_and(|m| m == key)
     {
-        if let Some(manifest) = kept(dir, &listing, reporter)? {
+        if let Some(manifest) = kept(dir, &listing, memo, reporter)? {
             reporter.step(format!("pristine: {} kept", dir.display()));
             return Ok(Pristine {
                 dir: dir.to_path_buf(),
@@ -81,14 +83,14 @@ pub fn ensure(
 }
 
 /// The listing of a kept tree, when the tree still hashes as listed.
-fn kept(dir: &Path, listing: &Path, reporter: &Reporter) -> Result<Option<Manifest>> {
+fn kept(dir: &Path, listing: &Path, memo: &Memo, reporter: &Reporter) -> Result<Option<Manifest>> {
     let Ok(text) = std::fs::read_to_string(listing) else {
         return Ok(None);
     };
     let Ok(manifest) = state::manifest_from_text(&text) else {
         return Ok(None);
     };
-    let now = super::scan::scan(dir, reporter)?;
+    let now = super::scan::scan(dir, memo, reporter)?;
     Ok((now == manifest).then_some(manifest))
 }
 

@@ -10,11 +10,12 @@ use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 
+use crate::hash::memo::{Memo, Want};
 use crate::report::Reporter;
 use crate::state::{self, FileId, Manifest};
 
 /// Every file below `root` but `.patchkit/`, hashed on every core.
-pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
+pub fn scan(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<Manifest> {
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     let mut manifest = Manifest::new();
     let mut stack = vec![(String::new(), root.to_path_buf())];
@@ -72,7 +73,7 @@ pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
                         let Some((rel, path)) = files.get(i) else {
                             break;
                         };
-                        mine.push((rel.clone(), hash_file(path)?));
+                        mine.push((rel.clone(), hash_file(path, memo)?));
                     }
                     found.lock().expect("hash results").extend(mine);
                     Ok(())
@@ -90,8 +91,8 @@ pub fn scan(root: &Path, reporter: &Reporter) -> Result<Manifest> {
 
 /// A file's identity, hashed unless this build already hashed it (the
 /// patched tree's files are hard links to the pristine tree's).
-fn hash_file(path: &Path) -> Result<FileId> {
-    let (digests, meta) = crate::hash::memo::of_file(path, crate::hash::memo::Want::SHA256)?;
+fn hash_file(path: &Path, memo: &Memo) -> Result<FileId> {
+    let (digests, meta) = memo.of_file(path, Want::SHA256)?;
     Ok(FileId {
         mode: 0o100000 | super::tree::mode_of(&meta),
         sha256: hex::encode(digests.sha256.expect("asked for")),

@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use xtask::package::{self, dkms, FileTree, PackageMeta, Relations};
+use xtask::package::{self, names, FileTree, PackageMeta, Relations};
 
 use crate::support::package::{meta, write_module, EPOCH};
 use crate::support::tools::{pacman_info, run};
@@ -14,7 +14,7 @@ use crate::support::{ci, have_tool};
 
 fn amdgpu_meta(name: &str, version: &str) -> PackageMeta {
     PackageMeta {
-        name: dkms::package_name(name),
+        name: names::dkms_package(name),
         version: version.to_owned(),
         relations: Relations::for_dkms_modules(["amdgpu"]),
         ..meta()
@@ -22,7 +22,7 @@ fn amdgpu_meta(name: &str, version: &str) -> PackageMeta {
 }
 
 fn tree(staging: &Path, name: &str, version: &str) -> FileTree {
-    FileTree::from_dir(staging, &dkms::source_dir(name, version)).unwrap()
+    FileTree::from_dir(staging, &names::dkms_source_dir(name, version)).unwrap()
 }
 
 #[test]
@@ -45,13 +45,15 @@ fn each_format_declares_the_conflicts_in_its_own_terms() {
     let write = |format| {
         let pkg = package::Package {
             meta: &m,
-            machine: package::Machine::Any,
+            machine: package::Architecture::Any,
             tree: &t,
             scripts: &none,
             pkgbuild: None,
             epoch: EPOCH,
         };
-        package::write(format, &pkg, &out).unwrap().path
+        package::write(format, &pkg, &out, &Default::default())
+            .unwrap()
+            .path
     };
     let deb = write(package::Format::Deb);
     let rpm = write(package::Format::Rpm);
@@ -133,13 +135,13 @@ fn dpkg_keeps_one_series_installed_at_a_time() {
     .map(|(name, version)| {
         let pkg = package::Package {
             meta: &amdgpu_meta(name, version),
-            machine: package::Machine::Any,
+            machine: package::Architecture::Any,
             tree: &tree(&staging, name, version),
             scripts: &none,
             pkgbuild: None,
             epoch: EPOCH,
         };
-        package::write(package::Format::Deb, &pkg, &out)
+        package::write(package::Format::Deb, &pkg, &out, &Default::default())
             .unwrap()
             .path
     })

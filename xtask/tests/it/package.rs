@@ -221,10 +221,11 @@ fn rpm_payload_is_the_uncompressed_write_payload() {
     assert!(cpio.status.success(), "rpm2cpio failed: {cpio:?}");
     let tree = xtask::package::FileTree::from_dir(
         &dir.path().join("staging"),
-        &xtask::package::dkms::source_dir(MODULE, VERSION),
+        &xtask::package::names::dkms_source_dir(MODULE, VERSION),
     )
     .unwrap();
-    let payload = xtask::package::rpm::write_payload(&tree, EPOCH, Vec::new()).unwrap();
+    let payload =
+        xtask::package::rpm::write_payload(&tree, EPOCH, Vec::new(), &Default::default()).unwrap();
     assert!(cpio.stdout == payload, "rpm2cpio and write_payload differ");
 }
 

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use xtask::packaging::{self, Inputs};
+use xtask::packaging::dkms::{self as packaging, Inputs};
 use xtask::recipe::Recipe;
 use xtask::render::{Rendered, Renderer};
 
@@ -42,14 +42,14 @@ fn render_config(root: &Path, recipe: &str) -> Rendered {
     let recipe = Recipe::load(root, recipe).unwrap();
     let plan = xtask::plan::plan(&recipe).unwrap();
     let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
-    let inputs = xtask::packaging_config::Inputs {
+    let inputs = xtask::packaging::config::Inputs {
         orig_tarball: format!("{}_{}.orig.tar.gz", recipe.name, recipe.package.version),
         orig_sha256: "1".repeat(64),
         source_dir: format!("{}-{}", recipe.name, recipe.package.version),
         patch_sha256: vec!["2".repeat(64); recipe.patches.len()],
     };
-    let values = xtask::packaging_config::values(&recipe, &plan, &inputs).unwrap();
-    xtask::packaging_config::render(&renderer, &values).unwrap()
+    let values = xtask::packaging::config::values(&recipe, &plan, &inputs).unwrap();
+    xtask::packaging::config::render(&renderer, &values).unwrap()
 }
 
 #[test]

@@ -176,8 +176,8 @@ fn rewrite_all(
 }
 
 /// Whether `tree` verifies against its record and no kernel file has a site.
-pub fn check(tree: &Path, reporter: &Reporter) -> Result<bool> {
-    let report = crate::verify::tree(tree, reporter)?;
+pub fn check(tree: &Path, memo: &crate::hash::memo::Memo, reporter: &Reporter) -> Result<bool> {
+    let report = crate::verify::tree(tree, memo, reporter)?;
     if !report.ok {
         return Ok(false);
     }

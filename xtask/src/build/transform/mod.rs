@@ -15,6 +15,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::extract::Selection;
 use crate::fetch::Fetched;
+use crate::hash::memo::Memo;
 use crate::manifest::Manifest;
 use crate::patch::pristine::{self, Pristine};
 use crate::patch::{stage, Tolerance};
@@ -67,10 +68,10 @@ impl Transform {
     }
 
     /// Whether `tree` is as its state record says the transform left it.
-    fn check(self, tree: &Path, reporter: &Reporter) -> Result<bool> {
+    fn check(self, tree: &Path, memo: &Memo, reporter: &Reporter) -> Result<bool> {
         match self {
-            Transform::Patches(_) => Ok(crate::verify::tree(tree, reporter)?.ok),
-            Transform::ExpertSchedOff => expert_sched_off::check(tree, reporter),
+            Transform::Patches(_) => Ok(crate::verify::tree(tree, memo, reporter)?.ok),
+            Transform::ExpertSchedOff => expert_sched_off::check(tree, memo, reporter),
         }
     }
 
@@ -168,10 +169,17 @@ pub fn ensure_applied(
     recipe: &Recipe,
     fetched: &Fetched,
     work: &Path,
+    memo: &Memo,
     reporter: &Reporter,
 ) -> Result<Applied> {
     let dest = work.join("tree");
-    let pristine = pristine::ensure(recipe, &fetched.source, &work.join("pristine"), reporter)?;
+    let pristine = pristine::ensure(
+        recipe,
+        &fetched.source,
+        &work.join("pristine"),
+        memo,
+        reporter,
+    )?;
     let reused = matches!(state::read(&dest), Ok(Some((recorded, _)))
         if made_by(&recorded, recipe, fetched, transform));
     let applied = Applied {
@@ -200,18 +208,19 @@ pub fn verify(
     recipe: &Recipe,
     fetched: &Fetched,
     manifest: &mut Manifest,
+    memo: &Memo,
     reporter: &Reporter,
 ) -> Result<()> {
     let tree = &applied.tree;
     let (_, made, again) = transform.words();
-    let mut ok = transform.check(tree, reporter)?;
+    let mut ok = transform.check(tree, memo, reporter)?;
     if !ok && applied.reused {
         reporter.warn(format!(
             "{} was changed since it was {made}: {again}",
             tree.display()
         ));
         transform.apply(recipe, fetched, applied, reporter)?;
-        ok = transform.check(tree, reporter)?;
+        ok = transform.check(tree, memo, reporter)?;
     }
     if !ok {
         bail!(

@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use xtask::package::{self, dkms, tar::Names, Artifact, FileTree, PackageMeta};
+use xtask::package::{self, names, tar::Names, Artifact, FileTree, PackageMeta};
 
 pub const MODULE: &str = "patchkit-pkgtest";
 pub const VERSION: &str = "0.1.0";
@@ -81,7 +81,7 @@ pub fn write_module(root: &Path, odd: bool) {
 
 pub fn meta() -> PackageMeta {
     PackageMeta {
-        name: dkms::package_name(MODULE),
+        name: names::dkms_package(MODULE),
         source: None,
         version: VERSION.into(),
         release: "1".into(),
@@ -104,19 +104,19 @@ pub fn meta() -> PackageMeta {
 /// deb, rpm, Arch, DKMS tarball, plain source tarball.
 pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
     let meta = meta();
-    let src_dir = dkms::source_dir(MODULE, VERSION);
+    let src_dir = names::dkms_source_dir(MODULE, VERSION);
     let tree = FileTree::from_dir(staging, &src_dir).unwrap();
     let source = FileTree::from_dir(staging, "").unwrap();
     let write = |format, scripts: &package::Scripts, pkgbuild: Option<&[u8]>| {
         let pkg = package::Package {
             meta: &meta,
-            machine: package::Machine::Any,
+            machine: package::Architecture::Any,
             tree: &tree,
             scripts,
             pkgbuild,
             epoch: EPOCH,
         };
-        package::write(format, &pkg, out).unwrap()
+        package::write(format, &pkg, out, &Default::default()).unwrap()
     };
     vec![
         write(package::Format::Deb, &scripts("postinst", "prerm"), None),
@@ -130,13 +130,15 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
             &package::Scripts::default(),
             Some(b"pkgname=x\n"),
         ),
-        package::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out).unwrap(),
+        package::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out, &Default::default())
+            .unwrap(),
         package::tarball::write_tar_gz(
             &source.nested(&format!("{MODULE}-{VERSION}")).unwrap(),
             Names::Plain,
             EPOCH,
             out,
             &format!("{MODULE}-{VERSION}.tar.gz"),
+            &Default::default(),
         )
         .unwrap(),
     ]
@@ -166,7 +168,7 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
 /// The maintainer scripts as build-dkms makes them: rendered from the
 /// repository's `templates/scripts/`.
 pub fn scripts(post: &str, _pre: &str) -> package::Scripts {
-    let (deb, rpm) = xtask::packaging::dkms_scripts(
+    let (deb, rpm) = xtask::packaging::dkms::dkms_scripts(
         &crate::support::repo_root().join("templates"),
         MODULE,
         VERSION,

@@ -7,6 +7,7 @@
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
+use crate::package::names;
 use crate::plan::Plan;
 use crate::recipe::Recipe;
 use crate::render::{Rendered, Renderer};
@@ -75,7 +76,7 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
         "license": p.license,
         "homepage": p.homepage,
         "maintainer": p.maintainer,
-        "section": crate::package::Machine::Any.section().0,
+        "section": crate::package::Architecture::Any.section().0,
         "orig_tarball": inputs.orig_tarball,
         "source_dir": inputs.source_dir,
         "patches": patches,
@@ -104,14 +105,14 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
         "templates/{debian} has no control.hbs or rules.hbs: restore them from git"
     );
     out.insert(
-        format!("rpm/{name}.spec"),
+        names::spec(&name),
         renderer.render(&format!("{TEMPLATES}rpm/spec"), values)?,
     );
     let pkgbuild = renderer.render(&format!("{TEMPLATES}arch/PKGBUILD"), values)?;
     out.insert(
-        "arch/.SRCINFO".to_owned(),
+        names::SRCINFO.to_owned(),
         crate::package::srcinfo::from_pkgbuild(&pkgbuild)?,
     );
-    out.insert("arch/PKGBUILD".to_owned(), pkgbuild);
+    out.insert(names::PKGBUILD.to_owned(), pkgbuild);
     Ok(out)
 }

@@ -1,15 +1,16 @@
 //! Packaging files of a DKMS recipe: the values the templates see, and every
 //! file rendered from them (`dkms.conf`, the maintainer scripts, `debian/`,
-//! the RPM spec, the PKGBUILD and its .SRCINFO). Pure: no I/O beyond the renderer's templates.
+//! the RPM spec, the PKGBUILD and its .SRCINFO). Pure: no I/O beyond the
+//! renderer's templates.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
-use crate::package::{deb, PackageMeta, Scripts};
+use crate::package::{names, Scripts};
 use crate::plan::Plan;
-use crate::recipe::{Recipe, Source};
+use crate::recipe::Recipe;
 use crate::render::{Rendered, Renderer};
 
 /// What the rendered files need to know beyond the recipe.
@@ -35,7 +36,7 @@ pub fn values(recipe: &Recipe, plan: &Plan, inputs: &Inputs) -> Result<Value> {
         .dkms()
         .context("a dkms recipe needs a `[dkms]` table")?;
     let p = &recipe.package;
-    let pkgname = format!("{}-dkms", p.name);
+    let pkgname = crate::package::names::dkms_package(&p.name);
     let kernel_regex = match (&recipe.target.kernel_regex, &recipe.target.kernel) {
         (Some(regex), _) => regex.clone(),
         (None, Some(range)) => range.to_regex(),
@@ -89,12 +90,12 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     let mut values = values.clone();
     let pkgname = values["pkgname"].as_str().unwrap_or_default().to_owned();
     let mut out = BTreeMap::new();
-    let dkms_conf = renderer.render("dkms.conf", &values)?;
+    let dkms_conf = renderer.render(names::DKMS_CONF, &values)?;
     if let Some(sources) = values["sources"].as_array_mut() {
         let sha256 = crate::hash::sha256_hex(dkms_conf.as_bytes());
-        sources.push(json!({ "file": "dkms.conf", "sha256": sha256 }));
+        sources.push(json!({ "file": names::DKMS_CONF, "sha256": sha256 }));
     }
-    out.insert("dkms.conf".to_owned(), dkms_conf);
+    out.insert(names::DKMS_CONF.to_owned(), dkms_conf);
     for name in [
         "scripts/initramfs",
         "scripts/postinst",
@@ -106,7 +107,7 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
         out.insert(name.to_owned(), renderer.render(name, &values)?);
     }
     out.insert(
-        format!("arch/{pkgname}.install"),
+        names::arch_install(&pkgname),
         out["scripts/arch-install"].clone(),
     );
     values["post_script"] = Value::from(out["scripts/rpm-post"].trim_end());
@@ -114,18 +115,15 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     for name in renderer.names_under("debian/") {
         out.insert(name.clone(), renderer.render(&name, &values)?);
     }
-    out.insert(format!("debian/{pkgname}.dkms"), out["dkms.conf"].clone());
+    out.insert(names::debian_dkms(&pkgname), out[names::DKMS_CONF].clone());
+    out.insert(names::spec(&pkgname), renderer.render("rpm/spec", &values)?);
     out.insert(
-        format!("rpm/{pkgname}.spec"),
-        renderer.render("rpm/spec", &values)?,
-    );
-    out.insert(
-        "arch/PKGBUILD".to_owned(),
+        names::PKGBUILD.to_owned(),
         renderer.render("arch/PKGBUILD", &values)?,
     );
     out.insert(
-        "arch/.SRCINFO".to_owned(),
-        crate::package::srcinfo::from_pkgbuild(&out["arch/PKGBUILD"])?,
+        names::SRCINFO.to_owned(),
+        crate::package::srcinfo::from_pkgbuild(&out[names::PKGBUILD])?,
     );
     Ok(out)
 }
@@ -139,7 +137,7 @@ pub fn dkms_scripts(
     version: &str,
 ) -> Result<(Scripts, Scripts)> {
     let renderer = Renderer::new(templates)?;
-    let values = json!({ "name": name, "pkgname": crate::package::dkms::package_name(name), "version": version });
+    let values = json!({ "name": name, "pkgname": crate::package::names::dkms_package(name), "version": version });
     let pair = |post: &str, pre: &str| -> Result<Scripts> {
         Ok(Scripts {
             post_install: Some(renderer.render(&format!("scripts/{post}"), &values)?),
@@ -148,43 +146,6 @@ pub fn dkms_scripts(
         })
     };
     Ok((pair("postinst", "prerm")?, pair("rpm-post", "rpm-preun")?))
-}
-
-/// The Debian packager's `debian/copyright`, `debian/changelog` and
-/// `debian/<package>.lintian-overrides`: the very texts the `.deb` carries,
-/// so a package rebuilt with dpkg-buildpackage documents itself as ours.
-pub fn debian_docs(meta: &PackageMeta, epoch: u64) -> Result<Rendered> {
-    let mut out = Rendered::new();
-    out.insert("debian/copyright".to_owned(), deb::copyright(meta)?);
-    out.insert("debian/changelog".to_owned(), deb::changelog(meta, epoch));
-    if let Some(text) = deb::lintian_overrides(meta) {
-        out.insert(format!("debian/{}.lintian-overrides", meta.name), text);
-    }
-    Ok(out)
-}
-
-/// Where a recipe's source comes from, in words, for the changelog.
-pub fn source_line(source: &Source) -> String {
-    match source {
-        Source::Git { url, commit, .. } => format!(
-            "{url} at {}",
-            commit.as_deref().unwrap_or("an unpinned commit")
-        ),
-        Source::Tarball { url, sha256, .. } => {
-            format!("{url} (sha256 {})", sha256.as_deref().unwrap_or("unpinned"))
-        }
-        Source::Local { path, sha256, .. } => {
-            let name = path
-                .file_name()
-                .map(|n| n.to_string_lossy())
-                .unwrap_or_default();
-            match sha256 {
-                Some(sha256) => format!("the local source {name} (sha256 {sha256})"),
-                None => format!("the local source {name}"),
-            }
-        }
-        Source::Deb(deb) => format!("{} (sha256 {})", deb.file_name(), deb.sha256),
-    }
 }
 
 /// `debian/install` lines: the DKMS tree's top-level entries, below the
@@ -201,21 +162,4 @@ fn install_entries(tree: &str, entries: &[String]) -> Vec<String> {
             }
         })
         .collect()
-}
-
-/// The calendar year (UTC) of `epoch`.
-pub fn year(epoch: i64) -> i64 {
-    crate::package::civil_from_days(epoch.div_euclid(86400)).0
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn years_are_utc() {
-        assert_eq!(year(1767225599), 2025);
-        assert_eq!(year(1767225600), 2026);
-        assert_eq!(year(0), 1970);
-    }
 }

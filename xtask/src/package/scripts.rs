@@ -1,5 +1,5 @@
-//! DKMS naming shared by every package format, and the scripts a package
-//! runs. The scripts themselves are rendered from `templates/scripts/`
+//! The maintainer scripts a package runs, in every format's words. The
+//! scripts themselves are rendered from `templates/scripts/`
 //! (what dh_dkms generates for Debian, the `%post`/`%preun` pair of
 //! Fedora-style DKMS packages, and Arch's install script, which also
 //! regenerates the initramfs the `dkms` package's alpm hooks leave alone).
@@ -15,14 +15,4 @@ pub struct Scripts {
     /// Arch only: a whole install script (`.INSTALL`) with its own
     /// functions, used as it is instead of the two above.
     pub arch_install: Option<String>,
-}
-
-/// `<module>-dkms`, the package name every format uses.
-pub fn package_name(module: &str) -> String {
-    format!("{module}-dkms")
-}
-
-/// `usr/src/<module>-<version>`, where DKMS expects the source.
-pub fn source_dir(module: &str, version: &str) -> String {
-    format!("usr/src/{module}-{version}")
 }
