@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Result};
 
 use crate::drift::checks_to_text;
-use crate::patch::{self, Verdict};
+use crate::patch::{self, PatchState};
 use crate::recipe::Recipe;
 use crate::verify::{self, TreeReport};
 use crate::workspace::Workspace;
@@ -54,7 +54,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         }
         let conflicts = checks
             .iter()
-            .filter(|c| c.verdict == Verdict::Conflicts)
+            .filter(|c| c.verdict == PatchState::Conflicts)
             .count();
         if conflicts > 0 {
             bail!(

@@ -346,7 +346,7 @@ pub fn check_produces(
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Verdict {
+pub enum PatchState {
     /// The tree already carries the patch (it reverse-applies cleanly).
     Applied,
     /// The patch applies to the tree.
@@ -355,12 +355,12 @@ pub enum Verdict {
     Conflicts,
 }
 
-impl Verdict {
+impl PatchState {
     pub fn as_str(self) -> &'static str {
         match self {
-            Verdict::Applied => "applied",
-            Verdict::NotApplied => "not applied",
-            Verdict::Conflicts => "conflicts",
+            PatchState::Applied => "applied",
+            PatchState::NotApplied => "not applied",
+            PatchState::Conflicts => "conflicts",
         }
     }
 }
@@ -369,7 +369,7 @@ impl Verdict {
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
     pub patch: String,
-    pub verdict: Verdict,
+    pub verdict: PatchState,
     /// Forward failures, when the verdict is `conflicts`.
     pub failures: Vec<FileFailure>,
     /// Hunks that would land away from their stated line (or with fuzz),
@@ -388,13 +388,13 @@ pub fn check(root: &std::path::Path, patches: &[PatchInput], tol: Tolerance) -> 
         let (verdict, failures, placements) = match patch(&tree, &files, tol) {
             Ok(applied) => {
                 tree.commit(applied.changes)?;
-                (Verdict::NotApplied, Vec::new(), applied.notes)
+                (PatchState::NotApplied, Vec::new(), applied.notes)
             }
             Err(forward) => {
                 let reversed: Vec<FilePatch> = files.iter().rev().map(|f| f.reversed()).collect();
                 match patch(&tree, &reversed, tol) {
-                    Ok(_) => (Verdict::Applied, Vec::new(), Vec::new()),
-                    Err(_) => (Verdict::Conflicts, vec![forward], Vec::new()),
+                    Ok(_) => (PatchState::Applied, Vec::new(), Vec::new()),
+                    Err(_) => (PatchState::Conflicts, vec![forward], Vec::new()),
                 }
             }
         };

@@ -14,7 +14,7 @@ use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-pub use apply::{Check, Verdict};
+pub use apply::{Check, PatchState};
 pub use hunk::Tolerance;
 
 use crate::fetch::FetchedPatch;

@@ -6,7 +6,7 @@ use std::path::Path;
 
 use xtask::patch::apply::{check, series};
 use xtask::patch::tree::Tree;
-use xtask::patch::{PatchInput, Tolerance, Verdict};
+use xtask::patch::{PatchInput, Tolerance, PatchState};
 
 use crate::support::patch as ps;
 
@@ -179,10 +179,10 @@ fn patch_check_gives_the_three_verdicts() {
     std::fs::write(tree.join("drivers/amd/b.c"), b).unwrap();
     let before = ps::snapshot(&tree);
     let checks = check(&tree, &ps::inputs(&s.patches), Tolerance::strict()).unwrap();
-    let verdicts: Vec<Verdict> = checks.iter().map(|c| c.verdict).collect();
+    let verdicts: Vec<PatchState> = checks.iter().map(|c| c.verdict).collect();
     assert_eq!(
         verdicts,
-        [Verdict::Applied, Verdict::Conflicts, Verdict::NotApplied]
+        [PatchState::Applied, PatchState::Conflicts, PatchState::NotApplied]
     );
     let failure = &checks[1].failures[0];
     assert_eq!(failure.file, "drivers/amd/b.c");

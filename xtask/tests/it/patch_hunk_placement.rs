@@ -3,7 +3,7 @@
 //! both lines named, fuzz only when asked, and the git blob ids of a patch's
 //! `index` lines explain a file the patch was not written for or already has.
 
-use xtask::patch::apply::{check, series, Verdict};
+use xtask::patch::apply::{check, series, PatchState};
 use xtask::patch::tree::Tree;
 use xtask::patch::{PatchInput, Tolerance};
 
@@ -156,7 +156,7 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
     );
     assert!(err.contains(&expected), "{expected:?} missing from: {err}");
     let checks = check(&tree, &first_patch(&s), Tolerance::strict()).unwrap();
-    assert_eq!(checks[0].verdict, Verdict::Applied);
+    assert_eq!(checks[0].verdict, PatchState::Applied);
 }
 
 #[test]
