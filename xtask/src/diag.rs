@@ -1,6 +1,6 @@
 //! Located diagnostics: `path:line:col: message`, collected so that a user
 //! sees every problem of a recipe at once, and the typed errors of invalid
-//! input (`crate::error` maps both to exit status 2).
+//! input (`error.rs` maps both to exit status 2).
 
 use std::fmt;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@ use crate::diag::{InvalidInput, UsageError};
 use crate::report;
 
 /// A command's ending other than success. Commands return it; only
-/// [`crate::run`] turns it into an exit status.
+/// `run.rs` turns it into an exit status.
 #[derive(Debug)]
 pub enum Error {
     /// A verdict, not a failure: doctor found a known fault affecting the

@@ -276,9 +276,9 @@ fn torch_version(root: &Path, site: &Path) -> Option<String> {
     )
 }
 
-/// Every hipBLASLt below `root`, each judged by its kernels.
-pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
-    // (library folder, kind, version note)
+/// The folders a hipBLASLt may be in, each with its kind and, for a
+/// PyTorch wheel, its version note.
+fn library_dirs(root: &Path, places: &Places) -> Vec<(PathBuf, LibraryKind, Option<String>)> {
     let mut dirs: Vec<(PathBuf, LibraryKind, Option<String>)> = Vec::new();
     for rocm in subdirs(root, Path::new("/opt"), "rocm") {
         let name = rocm.file_name().unwrap_or_default().to_string_lossy();
@@ -310,6 +310,12 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
             }
         }
     }
+    dirs
+}
+
+/// Every hipBLASLt below `root`, each judged by its kernels.
+pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
+    let dirs = library_dirs(root, places);
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();
     for (dir, kind, note) in dirs {

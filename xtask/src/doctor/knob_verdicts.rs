@@ -84,53 +84,8 @@ fn judge_one(knobs: &Knobs, m: &Machine, faults: &[FaultReport], s: &Setting) ->
         return report(Judgement::NoKnownEffect, None, why, None);
     };
     if k.gfx_override {
-        let gpus: Vec<&str> = m.gpus.iter().flatten().map(|g| g.gfx.as_str()).collect();
-        let Some(target) = override_gfx(&s.value) else {
-            return report(
-                Judgement::Harmful,
-                None,
-                format!("`{}` is not a version such as 12.0.1; {}", s.value, k.why),
-                Some(k),
-            );
-        };
-        if !gpus.is_empty() && gpus.iter().all(|g| *g == target) {
-            return report(
-                Judgement::NoEffect,
-                None,
-                format!("{target} is this machine's own GPU: the override changes nothing"),
-                Some(k),
-            );
-        }
-        let native: Vec<&str> = gpus
-            .iter()
-            .copied()
-            .filter(|g| k.gfx_native.iter().any(|n| n == g))
-            .collect();
-        if !gpus.is_empty() && native.is_empty() {
-            return report(
-                Judgement::NoKnownEffect,
-                None,
-                format!(
-                    "remaps {} to {target}, the usual way to run ROCm on a GPU it has no kernels for; no known fault depends on it",
-                    gpus.join(", ")
-                ),
-                Some(k),
-            );
-        }
-        let on = if native.is_empty() {
-            "a GPU ROCm supports as it is".to_owned()
-        } else {
-            native.join(", ")
-        };
-        return report(
-            Judgement::Harmful,
-            None,
-            format!(
-                "makes ROCm load kernels built for {target} on {on}: {}",
-                k.why
-            ),
-            Some(k),
-        );
+        let (judgement, why) = gfx_override(k, m, &s.value);
+        return report(judgement, None, why, Some(k));
     }
     let judgement = match k.effect {
         Effect::Fixes => Judgement::Fixes,
@@ -157,6 +112,50 @@ fn judge_one(knobs: &Knobs, m: &Machine, faults: &[FaultReport], s: &Setting) ->
         }
     }
     report(judgement, k.fault.clone(), k.why.clone(), Some(k))
+}
+
+/// HSA_OVERRIDE_GFX_VERSION set to `value` on this machine's GPUs: harmful
+/// where it makes ROCm load kernels built for another GPU.
+fn gfx_override(k: &Knob, m: &Machine, value: &str) -> (Judgement, String) {
+    let gpus: Vec<&str> = m.gpus.iter().flatten().map(|g| g.gfx.as_str()).collect();
+    let Some(target) = override_gfx(value) else {
+        return (
+            Judgement::Harmful,
+            format!("`{value}` is not a version such as 12.0.1; {}", k.why),
+        );
+    };
+    if !gpus.is_empty() && gpus.iter().all(|g| *g == target) {
+        return (
+            Judgement::NoEffect,
+            format!("{target} is this machine's own GPU: the override changes nothing"),
+        );
+    }
+    let native: Vec<&str> = gpus
+        .iter()
+        .copied()
+        .filter(|g| k.gfx_native.iter().any(|n| n == g))
+        .collect();
+    if !gpus.is_empty() && native.is_empty() {
+        return (
+            Judgement::NoKnownEffect,
+            format!(
+                "remaps {} to {target}, the usual way to run ROCm on a GPU it has no kernels for; no known fault depends on it",
+                gpus.join(", ")
+            ),
+        );
+    }
+    let on = if native.is_empty() {
+        "a GPU ROCm supports as it is".to_owned()
+    } else {
+        native.join(", ")
+    };
+    (
+        Judgement::Harmful,
+        format!(
+            "makes ROCm load kernels built for {target} on {on}: {}",
+            k.why
+        ),
+    )
 }
 
 /// `gfx1030` from HSA_OVERRIDE_GFX_VERSION's `10.3.0`.

@@ -45,36 +45,7 @@ pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Vec<S
             out.push(setting(KnobKind::Env, name, value, "environment"));
         }
     }
-    let mut module = Vec::new();
-    let mut files: Vec<String> = super::fsread::Root::new(root)
-        .list(Path::new("etc/modprobe.d"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.name.into_string().ok())
-        .filter(|n| n.ends_with(".conf"))
-        .collect();
-    files.sort();
-    for file in files {
-        let Some(text) = read_text(root, &format!("etc/modprobe.d/{file}")) else {
-            continue;
-        };
-        for line in text.lines() {
-            let line = line.split('#').next().unwrap_or("");
-            let mut words = line.split_whitespace();
-            if words.next() == Some("options") && words.next() == Some("amdgpu") {
-                for word in words {
-                    if let Some((k, v)) = word.split_once('=') {
-                        module.push(setting(
-                            KnobKind::Amdgpu,
-                            k,
-                            v,
-                            &format!("/etc/modprobe.d/{file}"),
-                        ));
-                    }
-                }
-            }
-        }
-    }
+    let mut module = modprobe_options(root);
     if let Some(cmdline) = read_text(root, "proc/cmdline") {
         for word in cmdline.split_whitespace() {
             if let Some((k, v)) = word.strip_prefix("amdgpu.").and_then(|w| w.split_once('=')) {
@@ -113,6 +84,42 @@ pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Vec<S
     }
     out.extend(module);
     out
+}
+
+/// The amdgpu options of `/etc/modprobe.d/*.conf`, file by file in name
+/// order.
+fn modprobe_options(root: &Path) -> Vec<Setting> {
+    let mut module = Vec::new();
+    let mut files: Vec<String> = super::fsread::Root::new(root)
+        .list(Path::new("etc/modprobe.d"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.name.into_string().ok())
+        .filter(|n| n.ends_with(".conf"))
+        .collect();
+    files.sort();
+    for file in files {
+        let Some(text) = read_text(root, &format!("etc/modprobe.d/{file}")) else {
+            continue;
+        };
+        for line in text.lines() {
+            let line = line.split('#').next().unwrap_or("");
+            let mut words = line.split_whitespace();
+            if words.next() == Some("options") && words.next() == Some("amdgpu") {
+                for word in words {
+                    if let Some((k, v)) = word.split_once('=') {
+                        module.push(setting(
+                            KnobKind::Amdgpu,
+                            k,
+                            v,
+                            &format!("/etc/modprobe.d/{file}"),
+                        ));
+                    }
+                }
+            }
+        }
+    }
+    module
 }
 
 fn setting(kind: KnobKind, name: &str, value: &str, from: &str) -> Setting {

@@ -2,6 +2,8 @@
 //! mitigated, fixed or cannot tell, with why and the next command. Pure:
 //! reads nothing but the [`Fault`] and the [`Machine`] it is given.
 
+use std::ops::ControlFlow;
+
 use serde::Serialize;
 
 use super::expert_sched::{self, Settled};
@@ -55,40 +57,10 @@ fn verdict(status: Status, why: impl Into<String>, next: Vec<Step>) -> Verdict {
 
 /// Judges `fault` on `m`.
 pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
-    let gpus = match &m.gpus {
-        None => {
-            return verdict(
-                Status::CannotTell,
-                "no AMD GPU found: could not read the KFD topology (see \"could not read\")",
-                Vec::new(),
-            )
-        }
-        Some(gpus) if gpus.is_empty() => {
-            return verdict(
-                Status::NotAffected,
-                "no AMD GPU in the KFD topology",
-                Vec::new(),
-            )
-        }
-        Some(gpus) => gpus,
+    let hit = match gpus_hit(fault, m) {
+        ControlFlow::Continue(hit) => hit,
+        ControlFlow::Break(verdict) => return verdict,
     };
-    let hit: Vec<&str> = gpus
-        .iter()
-        .filter(|g| fault.affects_gfx(&g.gfx))
-        .map(|g| g.gfx.as_str())
-        .collect();
-    if hit.is_empty() {
-        let have: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
-        return verdict(
-            Status::NotAffected,
-            format!(
-                "{} is not affected: the fault is on {}",
-                have.join(", "),
-                fault.gfx.join(", ")
-            ),
-            Vec::new(),
-        );
-    }
     let mut why = vec![hit.join(", ")];
     if fault.needs == Some(Library::Miopen) && m.miopen.is_none() {
         return verdict(
@@ -109,73 +81,12 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if let Some(early) = kernel(fault, m, &mut why) {
         return early;
     }
-    // rocBLAS or hipSPARSELt switching expert scheduling on keeps the fault
-    // affected whatever the hipBLASLt found say.
-    let other_on = m
-        .tensile_libraries
-        .iter()
-        .find(|l| matches!(l.judgement, crate::codeobj::Judgement::On { .. }));
-    if let (true, Some(l)) = (fault.trigger_expert_sched, other_on) {
-        why.push(format!(
-            "{} ({}) switches expert scheduling on: {}",
-            l.path,
-            l.kind,
-            l.judgement.describe()
-        ));
-    }
-    if fault.trigger_expert_sched && other_on.is_none() {
-        match expert_sched::judge(m, &mut why) {
-            Some(Settled::NotAffected) => {
-                return verdict(Status::NotAffected, why.join("; "), Vec::new())
-            }
-            Some(Settled::Mitigated) => {
-                let next = [expert_sched::mitigated_next(m)]
-                    .into_iter()
-                    .chain(steps::fixes(fault, m))
-                    .collect();
-                return verdict(Status::Mitigated, why.join("; "), next);
-            }
-            None => {}
-        }
+    if let Some(early) = kernel_libraries(fault, m, &mut why) {
+        return early;
     }
     let mut lead = Vec::new();
-    if let Some((prefix, in_use)) = patched_hipblaslt(fault, m) {
-        if in_use {
-            why.push(format!(
-                "this environment uses our patched hipBLASLt at {prefix} (LD_LIBRARY_PATH)"
-            ));
-            let status = if fault.kernel.is_some() {
-                Status::Mitigated
-            } else {
-                Status::Fixed
-            };
-            let next = vec![Step::KeepLibraryPath {
-                prefix: prefix.to_owned(),
-            }];
-            return verdict(status, why.join("; "), next);
-        }
-        why.push(format!(
-            "our patched hipBLASLt is installed at {prefix} but not on LD_LIBRARY_PATH"
-        ));
-        lead.push(Step::ExportLibraryPath {
-            prefix: prefix.to_owned(),
-        });
-    }
-    if !fault.mitigation.env.is_empty()
-        && fault
-            .mitigation
-            .env
-            .iter()
-            .all(|(k, v)| m.env.get(k) == Some(v))
-    {
-        let names: Vec<String> = fault
-            .mitigation
-            .env
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect();
-        why.push(format!("{} set in this environment", names.join(" ")));
-        return verdict(Status::Mitigated, why.join("; "), vec![Step::KeepVariables]);
+    if let Some(early) = ours_or_variables(fault, m, &mut why, &mut lead) {
+        return early;
     }
     if let (Some(trigger), Some(rocm)) = (&fault.trigger_rocm, &m.rocm_version) {
         match Version::parse_prefix(rocm) {
@@ -192,6 +103,121 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         lead.extend(expert_sched::rewrite_steps(m));
     }
     verdict(Status::Affected, why.join("; "), lead)
+}
+
+/// The GPUs of `m` that `fault` is on; a verdict when there are none (or
+/// none could be read).
+fn gpus_hit<'m>(fault: &Fault, m: &'m Machine) -> ControlFlow<Verdict, Vec<&'m str>> {
+    let gpus = match &m.gpus {
+        None => {
+            return ControlFlow::Break(verdict(
+                Status::CannotTell,
+                "no AMD GPU found: could not read the KFD topology (see \"could not read\")",
+                Vec::new(),
+            ))
+        }
+        Some(gpus) if gpus.is_empty() => {
+            return ControlFlow::Break(verdict(
+                Status::NotAffected,
+                "no AMD GPU in the KFD topology",
+                Vec::new(),
+            ))
+        }
+        Some(gpus) => gpus,
+    };
+    let hit: Vec<&str> = gpus
+        .iter()
+        .filter(|g| fault.affects_gfx(&g.gfx))
+        .map(|g| g.gfx.as_str())
+        .collect();
+    if hit.is_empty() {
+        let have: Vec<&str> = gpus.iter().map(|g| g.gfx.as_str()).collect();
+        return ControlFlow::Break(verdict(
+            Status::NotAffected,
+            format!(
+                "{} is not affected: the fault is on {}",
+                have.join(", "),
+                fault.gfx.join(", ")
+            ),
+            Vec::new(),
+        ));
+    }
+    ControlFlow::Continue(hit)
+}
+
+/// The expert-scheduling side in the kernel libraries: rocBLAS or
+/// hipSPARSELt switching it on keeps the fault affected whatever the
+/// hipBLASLt found say; else the hipBLASLt found may settle it.
+fn kernel_libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> {
+    if !fault.trigger_expert_sched {
+        return None;
+    }
+    let other_on = m
+        .tensile_libraries
+        .iter()
+        .find(|l| matches!(l.judgement, crate::codeobj::Judgement::On { .. }));
+    if let Some(l) = other_on {
+        why.push(format!(
+            "{} ({}) switches expert scheduling on: {}",
+            l.path,
+            l.kind,
+            l.judgement.describe()
+        ));
+        return None;
+    }
+    match expert_sched::judge(m, why)? {
+        Settled::NotAffected => Some(verdict(Status::NotAffected, why.join("; "), Vec::new())),
+        Settled::Mitigated => {
+            let next = [expert_sched::mitigated_next(m)]
+                .into_iter()
+                .chain(steps::fixes(fault, m))
+                .collect();
+            Some(verdict(Status::Mitigated, why.join("; "), next))
+        }
+    }
+}
+
+/// Our patched hipBLASLt in use, or the workaround variables set: either
+/// settles the fault. Our hipBLASLt installed but unused leads the steps.
+fn ours_or_variables(
+    fault: &Fault,
+    m: &Machine,
+    why: &mut Vec<String>,
+    lead: &mut Vec<Step>,
+) -> Option<Verdict> {
+    if let Some((prefix, in_use)) = patched_hipblaslt(fault, m) {
+        if in_use {
+            why.push(format!(
+                "this environment uses our patched hipBLASLt at {prefix} (LD_LIBRARY_PATH)"
+            ));
+            let status = if fault.kernel.is_some() {
+                Status::Mitigated
+            } else {
+                Status::Fixed
+            };
+            let next = vec![Step::KeepLibraryPath {
+                prefix: prefix.to_owned(),
+            }];
+            return Some(verdict(status, why.join("; "), next));
+        }
+        why.push(format!(
+            "our patched hipBLASLt is installed at {prefix} but not on LD_LIBRARY_PATH"
+        ));
+        lead.push(Step::ExportLibraryPath {
+            prefix: prefix.to_owned(),
+        });
+    }
+    let env = &fault.mitigation.env;
+    if env.is_empty() || !env.iter().all(|(k, v)| m.env.get(k) == Some(v)) {
+        return None;
+    }
+    let names: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    why.push(format!("{} set in this environment", names.join(" ")));
+    Some(verdict(
+        Status::Mitigated,
+        why.join("; "),
+        vec![Step::KeepVariables],
+    ))
 }
 
 /// Our patched hipBLASLt that fixes `fault` for this ROCm, if installed,
@@ -316,7 +342,8 @@ fn comgr(range: &VersionRange, m: &Machine, why: &mut Vec<String>) -> Option<Ver
 
 /// The kernel gate of kernel faults; `Some` ends the judgement.
 fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> {
-    let facts = fault.kernel.as_ref()?;
+    // only kernel faults have a kernel gate
+    fault.kernel.as_ref()?;
     if let (Some(fixed), Some((major, minor))) = (&fault.kfd_fixed, m.kfd_abi) {
         let abi = Version(vec![major, minor]);
         if fixed.matches(&abi) {
@@ -339,54 +366,95 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
         return Some(verdict(Status::CannotTell, why.join("; "), Vec::new()));
     };
     let cwsr_off = cwsr_off(m);
-    // The module's own trap handler, when the fault is judged by it: what
-    // it carries wins over what the version range says.
-    let mut content = None;
-    if let Some(file) = m.amdgpu_file.as_ref().filter(|_| facts.trap_handler) {
-        match module_content(file, m) {
-            Ok(TrapHandler::Fixed) => {
-                why.push(file.why.clone());
-                return Some(verdict(
-                    Status::Fixed,
-                    why.join("; "),
-                    fixed_next(fault, cwsr_off),
-                ));
-            }
-            Ok(TrapHandler::NoGfx12) => {
-                why.push(format!("{}; use a kernel 6.12.64 or later", file.why));
-                return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
-            }
-            Ok(TrapHandler::Unfixed) => content = Some(file.why.clone()),
-            Ok(TrapHandler::CannotTell) | Err(_) => {}
-        }
-        if let Err(reason) = module_content(file, m) {
-            why.push(format!(
-                "cannot tell from the module ({reason}): judged by the kernel version"
-            ));
+    let content = match by_module(fault, m, cwsr_off, why) {
+        ControlFlow::Continue(content) => content,
+        ControlFlow::Break(verdict) => return Some(verdict),
+    };
+    if let ControlFlow::Break(verdict) = by_range(fault, m, release, kv, &content, why) {
+        return Some(verdict);
+    }
+    if let Some(verdict) = by_loaded_module(fault, m, release, &content, why) {
+        return Some(verdict);
+    }
+    if fault.mitigation.cwsr_off {
+        if let Some(how) = cwsr_off {
+            why.push(format!("compute wave save/restore is off ({how})"));
+            let mut next = vec![Step::ForTheFixItself];
+            next.extend(steps::fixes(fault, m));
+            return Some(verdict(Status::Mitigated, why.join("; "), next));
         }
     }
-    if let Some(unfixed) = &content {
+    None
+}
+
+/// The module's own trap handler, when the fault is judged by it: what it
+/// carries wins over what the version range says. A verdict, or what the
+/// module shows unfixed.
+fn by_module(
+    fault: &Fault,
+    m: &Machine,
+    cwsr_off: Option<&str>,
+    why: &mut Vec<String>,
+) -> ControlFlow<Verdict, Option<String>> {
+    let judged_by_module = fault.kernel.as_ref().is_some_and(|f| f.trap_handler);
+    let Some(file) = m.amdgpu_file.as_ref().filter(|_| judged_by_module) else {
+        return ControlFlow::Continue(None);
+    };
+    let mut content = None;
+    match module_content(file, m) {
+        Ok(TrapHandler::Fixed) => {
+            why.push(file.why.clone());
+            return ControlFlow::Break(verdict(
+                Status::Fixed,
+                why.join("; "),
+                fixed_next(fault, cwsr_off),
+            ));
+        }
+        Ok(TrapHandler::NoGfx12) => {
+            why.push(format!("{}; use a kernel 6.12.64 or later", file.why));
+            return ControlFlow::Break(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+        }
+        Ok(TrapHandler::Unfixed) => content = Some(file.why.clone()),
+        Ok(TrapHandler::CannotTell) => {}
+        Err(reason) => why.push(format!(
+            "cannot tell from the module ({reason}): judged by the kernel version"
+        )),
+    }
+    ControlFlow::Continue(content)
+}
+
+/// The kernel version against the fault's ranges, unless the module showed
+/// it unfixed (`content`).
+fn by_range(
+    fault: &Fault,
+    m: &Machine,
+    release: &str,
+    kv: KernelVersion,
+    content: &Option<String>,
+    why: &mut Vec<String>,
+) -> ControlFlow<Verdict> {
+    let Some(facts) = fault.kernel.as_ref() else {
+        return ControlFlow::Continue(());
+    };
+    if let Some(unfixed) = content {
         why.push(format!("kernel {release}: {unfixed}"));
     } else if facts.unsupported.as_ref().is_some_and(|r| r.matches(kv)) {
         why.push(format!(
             "kernel {release}: {}",
             facts.unsupported_why.as_deref().unwrap_or("not supported")
         ));
-        return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+        return ControlFlow::Break(verdict(Status::NotAffected, why.join("; "), Vec::new()));
     } else if facts.fixed.as_ref().is_some_and(|r| r.matches(kv)) {
         let range = facts.fixed.as_ref().map_or("", |r| r.as_str());
         why.push(format!("kernel {release} carries the fix ({range})"));
-        return Some(verdict(
-            Status::Fixed,
-            why.join("; "),
-            fixed_next(fault, cwsr_off),
-        ));
+        let next = fixed_next(fault, cwsr_off(m));
+        return ControlFlow::Break(verdict(Status::Fixed, why.join("; "), next));
     } else if !facts.affected.matches(kv) {
         why.push(format!(
             "kernel {release} is outside the affected range {}",
             facts.affected.as_str()
         ));
-        return Some(verdict(Status::NotAffected, why.join("; "), Vec::new()));
+        return ControlFlow::Break(verdict(Status::NotAffected, why.join("; "), Vec::new()));
     } else {
         let judged = if m.kfd_abi.is_none() && fault.kfd_fixed.is_some() {
             " (KFD ABI judged from the kernel version)"
@@ -398,8 +466,20 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
             facts.affected.as_str()
         ));
     }
-    let ours_loaded = m.dkms.iter().find(|p| p.loaded);
-    if let Some(p) = ours_loaded {
+    ControlFlow::Continue(())
+}
+
+/// The loaded amdgpu: our DKMS package with the fix, ours without it, or an
+/// out-of-tree driver doctor cannot judge; then our packages built but not
+/// loaded.
+fn by_loaded_module(
+    fault: &Fault,
+    m: &Machine,
+    release: &str,
+    content: &Option<String>,
+    why: &mut Vec<String>,
+) -> Option<Verdict> {
+    if let Some(p) = m.dkms.iter().find(|p| p.loaded) {
         if fault.fixed_by_packages.contains(&p.name) && content.is_none() {
             why.push(format!(
                 "but the loaded amdgpu is our DKMS package {} {}, which carries the fix",
@@ -435,14 +515,6 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
             "our DKMS package {} {} {built} but not loaded: reboot, or see `dkms status`",
             p.name, p.version
         ));
-    }
-    if fault.mitigation.cwsr_off {
-        if let Some(how) = cwsr_off {
-            why.push(format!("compute wave save/restore is off ({how})"));
-            let mut next = vec![Step::ForTheFixItself];
-            next.extend(steps::fixes(fault, m));
-            return Some(verdict(Status::Mitigated, why.join("; "), next));
-        }
     }
     None
 }

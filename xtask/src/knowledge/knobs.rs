@@ -139,55 +139,7 @@ pub fn parse(path: &Path, text: &str, faults: &BTreeSet<String>) -> Result<Knobs
                 format!("knob `{name}` is listed twice for the same value"),
             );
         }
-        let acts_on_fault = matches!(
-            k.effect,
-            Effect::Fixes | Effect::Mitigates | Effect::Unconfirmed
-        );
-        match &k.fault {
-            None if acts_on_fault => err(
-                at,
-                format!("knob `{name}`: an effect on a fault names the `fault`"),
-            ),
-            Some(f) if !faults.contains(f.get_ref()) => err(
-                f.span().start,
-                format!(
-                    "`fault`: `{}` is not a fault of {}",
-                    f.get_ref(),
-                    super::PATH
-                ),
-            ),
-            Some(f) if !acts_on_fault => err(
-                f.span().start,
-                "`fault` is only for effects `fixes`, `mitigates` and `unconfirmed`".to_owned(),
-            ),
-            _ => {}
-        }
-        if matches!(k.effect, Effect::Diagnosis | Effect::Mitigates) && k.cost.is_none() {
-            err(
-                at,
-                format!("knob `{name}`: a `diagnosis` or `mitigates` knob says its `cost`"),
-            );
-        }
-        if k.gfx_override && k.effect != Effect::Harmful {
-            err(
-                at,
-                format!("knob `{name}`: `gfx_override` is for a `harmful` knob"),
-            );
-        }
-        if k.links.is_empty() {
-            err(
-                at,
-                format!("knob `{name}`: give at least one link to its source"),
-            );
-        }
-        for link in &k.links {
-            if !link.get_ref().starts_with("https://") {
-                err(
-                    link.span().start,
-                    "`links`: a source link starts with https://".to_owned(),
-                );
-            }
-        }
+        check_effect(k, name, at, faults, &mut err);
         knobs.push(Knob {
             name: name.clone(),
             kind: k.kind,
@@ -209,6 +161,66 @@ pub fn parse(path: &Path, text: &str, faults: &BTreeSet<String>) -> Result<Knobs
     } else {
         diags.sort_by_key(|d| (d.line, d.col));
         Err(InvalidInput(diags).into())
+    }
+}
+
+/// What a knob's effect asks of it: the fault it acts on, its cost, its
+/// links.
+fn check_effect(
+    k: &RawKnob,
+    name: &str,
+    at: usize,
+    faults: &BTreeSet<String>,
+    err: &mut dyn FnMut(usize, String),
+) {
+    let acts_on_fault = matches!(
+        k.effect,
+        Effect::Fixes | Effect::Mitigates | Effect::Unconfirmed
+    );
+    match &k.fault {
+        None if acts_on_fault => err(
+            at,
+            format!("knob `{name}`: an effect on a fault names the `fault`"),
+        ),
+        Some(f) if !faults.contains(f.get_ref()) => err(
+            f.span().start,
+            format!(
+                "`fault`: `{}` is not a fault of {}",
+                f.get_ref(),
+                super::PATH
+            ),
+        ),
+        Some(f) if !acts_on_fault => err(
+            f.span().start,
+            "`fault` is only for effects `fixes`, `mitigates` and `unconfirmed`".to_owned(),
+        ),
+        _ => {}
+    }
+    if matches!(k.effect, Effect::Diagnosis | Effect::Mitigates) && k.cost.is_none() {
+        err(
+            at,
+            format!("knob `{name}`: a `diagnosis` or `mitigates` knob says its `cost`"),
+        );
+    }
+    if k.gfx_override && k.effect != Effect::Harmful {
+        err(
+            at,
+            format!("knob `{name}`: `gfx_override` is for a `harmful` knob"),
+        );
+    }
+    if k.links.is_empty() {
+        err(
+            at,
+            format!("knob `{name}`: give at least one link to its source"),
+        );
+    }
+    for link in &k.links {
+        if !link.get_ref().starts_with("https://") {
+            err(
+                link.span().start,
+                "`links`: a source link starts with https://".to_owned(),
+            );
+        }
     }
 }
 

@@ -176,52 +176,8 @@ fn is_name(s: &str) -> bool {
 }
 
 fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
-    let gfx_ok = |g: &str| {
-        let body = g.strip_prefix("gfx").unwrap_or("");
-        let body = body.strip_suffix('*').unwrap_or(body);
-        !body.is_empty() && body.chars().all(|c| c.is_ascii_hexdigit())
-    };
-    if f.gfx.is_empty() {
-        c.err(at, "`gfx`: name at least one GPU target such as `gfx1201`");
-    }
-    for g in &f.gfx {
-        if !gfx_ok(g.get_ref()) {
-            c.err_at(
-                g,
-                "`gfx`: write a target such as `gfx1201` or a family such as `gfx103*`",
-            );
-        }
-    }
-    if f.links.is_empty() {
-        c.err(at, "`links`: give at least one upstream link for the fault");
-    }
-    for link in &f.links {
-        if !link.get_ref().starts_with("https://") {
-            c.err_at(link, "`links`: an upstream link starts with https://");
-        }
-    }
-    let kernel = f.kernel.as_ref().and_then(|k| {
-        let facts = KernelFacts {
-            affected: c.kernel_range(&Some(k.affected.clone()), "kernel.affected")?,
-            fixed: c.kernel_range(&k.fixed, "kernel.fixed"),
-            unsupported: c.kernel_range(&k.unsupported, "kernel.unsupported"),
-            unsupported_why: k.unsupported_why.as_ref().map(|w| w.get_ref().clone()),
-            retired: c.kernel_range(&k.retired, "kernel.retired"),
-            retired_why: k.retired_why.as_ref().map(|w| w.get_ref().clone()),
-            trap_handler: k.trap_handler,
-        };
-        match (&k.unsupported, &k.unsupported_why) {
-            (Some(u), None) => c.err_at(u, "`kernel.unsupported` needs `unsupported_why`"),
-            (None, Some(w)) => c.err_at(w, "`kernel.unsupported_why` without `unsupported`"),
-            _ => {}
-        }
-        match (&k.retired, &k.retired_why) {
-            (Some(r), None) => c.err_at(r, "`kernel.retired` needs `retired_why`"),
-            (None, Some(w)) => c.err_at(w, "`kernel.retired_why` without `retired`"),
-            _ => {}
-        }
-        Some(facts)
-    });
+    check_targets_and_links(c, f, at);
+    let kernel = f.kernel.as_ref().and_then(|k| kernel_facts(c, k));
     let rocm = c.version_range(&f.rocm, "rocm");
     let hipblaslt = c.version_range(&f.hipblaslt, "hipblaslt");
     if f.kernel.is_none()
@@ -235,36 +191,8 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
             "a fault needs something to judge by: `[fault.kernel]`, `rocm`, `hipblaslt`, `comgr` or `needs`",
         );
     }
-    let mut fixes = Vec::new();
-    for raw in &f.fix {
-        let fix = raw.get_ref();
-        if fix.kernel.is_none() && fix.rocm.is_none() {
-            c.err(
-                raw.span().start,
-                "`[[fault.fix]]` says when it applies: give `kernel` or `rocm`",
-            );
-        }
-        fixes.push(Fix {
-            recipe: c.recipe_name(&fix.recipe, "fix.recipe"),
-            build: fix.build,
-            kernel: c.kernel_range(&fix.kernel, "fix.kernel"),
-            rocm: c.version_range(&fix.rocm, "fix.rocm"),
-            release_contains: fix.release_contains.clone(),
-            note: fix.note.clone(),
-        });
-    }
-    for name in f.mitigation.env.keys() {
-        let ok = !name.is_empty()
-            && name
-                .chars()
-                .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_');
-        if !ok {
-            c.err(
-                at,
-                format!("`mitigation.env`: `{name}` is not an environment variable name"),
-            );
-        }
-    }
+    let fixes = fixes(c, f);
+    check_env_names(c, f, at);
     Fault {
         id: f.id.get_ref().clone(),
         title: f.title.clone(),
@@ -293,6 +221,97 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
         stopgap: f.stopgap.as_ref().map(|s| c.recipe_name(s, "stopgap")),
         workaround: f.workaround.trim().to_owned(),
         fixes,
+    }
+}
+
+/// `gfx` names targets or families, `links` are upstream https links.
+fn check_targets_and_links(c: &mut Checker, f: &RawFault, at: usize) {
+    let gfx_ok = |g: &str| {
+        let body = g.strip_prefix("gfx").unwrap_or("");
+        let body = body.strip_suffix('*').unwrap_or(body);
+        !body.is_empty() && body.chars().all(|c| c.is_ascii_hexdigit())
+    };
+    if f.gfx.is_empty() {
+        c.err(at, "`gfx`: name at least one GPU target such as `gfx1201`");
+    }
+    for g in &f.gfx {
+        if !gfx_ok(g.get_ref()) {
+            c.err_at(
+                g,
+                "`gfx`: write a target such as `gfx1201` or a family such as `gfx103*`",
+            );
+        }
+    }
+    if f.links.is_empty() {
+        c.err(at, "`links`: give at least one upstream link for the fault");
+    }
+    for link in &f.links {
+        if !link.get_ref().starts_with("https://") {
+            c.err_at(link, "`links`: an upstream link starts with https://");
+        }
+    }
+}
+
+/// `[fault.kernel]`: its ranges, each reason beside what it explains.
+fn kernel_facts(c: &mut Checker, k: &RawKernel) -> Option<KernelFacts> {
+    let facts = KernelFacts {
+        affected: c.kernel_range(&Some(k.affected.clone()), "kernel.affected")?,
+        fixed: c.kernel_range(&k.fixed, "kernel.fixed"),
+        unsupported: c.kernel_range(&k.unsupported, "kernel.unsupported"),
+        unsupported_why: k.unsupported_why.as_ref().map(|w| w.get_ref().clone()),
+        retired: c.kernel_range(&k.retired, "kernel.retired"),
+        retired_why: k.retired_why.as_ref().map(|w| w.get_ref().clone()),
+        trap_handler: k.trap_handler,
+    };
+    match (&k.unsupported, &k.unsupported_why) {
+        (Some(u), None) => c.err_at(u, "`kernel.unsupported` needs `unsupported_why`"),
+        (None, Some(w)) => c.err_at(w, "`kernel.unsupported_why` without `unsupported`"),
+        _ => {}
+    }
+    match (&k.retired, &k.retired_why) {
+        (Some(r), None) => c.err_at(r, "`kernel.retired` needs `retired_why`"),
+        (None, Some(w)) => c.err_at(w, "`kernel.retired_why` without `retired`"),
+        _ => {}
+    }
+    Some(facts)
+}
+
+/// `[[fault.fix]]`: each says when it applies.
+fn fixes(c: &mut Checker, f: &RawFault) -> Vec<Fix> {
+    let mut fixes = Vec::new();
+    for raw in &f.fix {
+        let fix = raw.get_ref();
+        if fix.kernel.is_none() && fix.rocm.is_none() {
+            c.err(
+                raw.span().start,
+                "`[[fault.fix]]` says when it applies: give `kernel` or `rocm`",
+            );
+        }
+        fixes.push(Fix {
+            recipe: c.recipe_name(&fix.recipe, "fix.recipe"),
+            build: fix.build,
+            kernel: c.kernel_range(&fix.kernel, "fix.kernel"),
+            rocm: c.version_range(&fix.rocm, "fix.rocm"),
+            release_contains: fix.release_contains.clone(),
+            note: fix.note.clone(),
+        });
+    }
+    fixes
+}
+
+/// `mitigation.env` names environment variables.
+fn check_env_names(c: &mut Checker, f: &RawFault, at: usize) {
+    for name in f.mitigation.env.keys() {
+        let ok = !name.is_empty()
+            && name
+                .chars()
+                .all(|ch| ch.is_ascii_uppercase() || ch.is_ascii_digit() || ch == '_');
+        if !ok {
+            c.err(
+                at,
+                format!("`mitigation.env`: `{name}` is not an environment variable name"),
+            );
+        }
     }
 }
 
