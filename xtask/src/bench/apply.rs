@@ -118,23 +118,23 @@ fn tool_command(
 ) -> Result<Command> {
     Ok(match tool {
         0 => {
-            let mut c = Command::new(&exe);
-            c.args(["bench", "apply-series"]).arg(&copy);
+            let mut c = Command::new(exe);
+            c.args(["bench", "apply-series"]).arg(copy);
             c.args(names.iter().map(|n| patch_dir.join(n)));
             c
         }
         1 => {
             let mut c = Command::new("git");
-            c.arg("apply").current_dir(&copy);
+            c.arg("apply").current_dir(copy);
             // Not the repository the work dir may sit in: paths are the copy's.
-            c.env("GIT_CEILING_DIRECTORIES", &dir);
+            c.env("GIT_CEILING_DIRECTORIES", dir);
             c.args(names.iter().map(|n| patch_dir.join(n)));
             c
         }
         _ => {
-            std::os::unix::fs::symlink(&patch_dir, copy.join("patches"))?;
+            std::os::unix::fs::symlink(patch_dir, copy.join("patches"))?;
             let mut c = Command::new("quilt");
-            c.args(["push", "-a", "-q"]).current_dir(&copy);
+            c.args(["push", "-a", "-q"]).current_dir(copy);
             c.env("QUILT_PATCHES", "patches");
             c
         }

@@ -157,7 +157,7 @@ fn deb_jobs(
     let mut jobs = Vec::new();
     // Our .deb's files and control members (control, md5sums, the
     // scripts), as dpkg-deb --build takes them.
-    run_ok(Command::new("dpkg-deb").arg("-R").arg(&ours).arg(&pkg))
+    run_ok(Command::new("dpkg-deb").arg("-R").arg(ours).arg(pkg))
         .with_context(|| format!("unpacking {}", ours.display()))?;
     let Compression::Xz(level) = Compression::DEB else {
         bail!("the deb writer no longer uses xz; teach bench package its dpkg-deb flags");
@@ -247,13 +247,13 @@ fn arch_jobs(
     let mut jobs = Vec::new();
     // Our package's files and .PKGINFO, .BUILDINFO, .INSTALL; makepkg's
     // create_package from there (root may not run makepkg itself).
-    std::fs::create_dir_all(&pkg).with_context(|| format!("creating {}", pkg.display()))?;
+    std::fs::create_dir_all(pkg).with_context(|| format!("creating {}", pkg.display()))?;
     run_ok(
         Command::new("bsdtar")
             .arg("-xpf")
-            .arg(&ours)
+            .arg(ours)
             .arg("-C")
-            .arg(&pkg),
+            .arg(pkg),
     )
     .with_context(|| format!("unpacking {}", ours.display()))?;
     let _ = std::fs::remove_file(pkg.join(".MTREE"));
@@ -287,7 +287,7 @@ fn arch_jobs(
                 "makepkg steps (bsdtar | zstd)",
                 script,
                 dest.join("ref.pkg.tar.zst"),
-                &pkg,
+                pkg,
                 dest,
             ),
         ));
@@ -331,7 +331,7 @@ fn tar_jobs(
         let dest = out_dir(setting);
         jobs.push((
             setting,
-            shell_job("tar | gzip", script, dest.join("ref.tar.gz"), &pkg, dest),
+            shell_job("tar | gzip", script, dest.join("ref.tar.gz"), pkg, dest),
         ));
     }
     Ok(jobs)

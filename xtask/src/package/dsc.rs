@@ -145,6 +145,9 @@ fn binary_packages(binaries: &[Vec<(String, String)>]) -> Result<Vec<(&str, &str
         .collect()
 }
 
+/// One digest of a file's [`Sums`], as hex.
+type SumOf = fn(&Sums) -> &str;
+
 /// The `.dsc` text, fields in dpkg-source's order.
 fn dsc_text(
     src: &DebianSource,
@@ -184,7 +187,7 @@ fn dsc_text(
             arch.split_whitespace().collect::<Vec<_>>().join(",")
         ));
     }
-    let sums: [(&str, fn(&Sums) -> &str); 3] = [
+    let sums: [(&str, SumOf); 3] = [
         ("Checksums-Sha1", |s| &s.sha1),
         ("Checksums-Sha256", |s| &s.sha256),
         ("Files", |s| &s.md5),
