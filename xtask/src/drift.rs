@@ -9,7 +9,7 @@ use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
 use crate::extract::{self, Selection};
-use crate::patch::{self, Check, PatchInput, Tolerance, PatchState};
+use crate::patch::{self, Check, PatchInput, PatchState, Tolerance};
 use crate::recipe::Recipe;
 use crate::report::Reporter;
 
@@ -73,7 +73,9 @@ pub struct DriftReport {
 impl DriftReport {
     /// Whether the series applies to the upstream as it is.
     pub fn applies(&self) -> bool {
-        self.checks.iter().all(|c| c.verdict == PatchState::NotApplied)
+        self.checks
+            .iter()
+            .all(|c| c.verdict == PatchState::NotApplied)
     }
 }
 

@@ -27,7 +27,7 @@ pub mod package;
 pub mod packaging;
 pub mod patch;
 pub mod placement;
-pub use build::plan;
+pub mod plan;
 pub mod publish;
 pub mod recipe;
 pub mod render;

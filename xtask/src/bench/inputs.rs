@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 
 use crate::package::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
 use crate::recipe::Recipe;
-use crate::{packaging, plan, state};
+use crate::{packaging, state};
 
 /// SOURCE_DATE_EPOCH of every build and package of the benchmark.
 pub const EPOCH: u64 = 1_735_787_045;
@@ -46,7 +46,7 @@ impl Inputs {
             .kind
             .dkms()
             .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
-        let plan = plan::plan(&recipe)?;
+        let plan = crate::build::plan::plan(&recipe)?;
         let meta = crate::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
         let p = &recipe.package;
         let prefix = package::names::dkms_source_dir(&p.name, &p.version);

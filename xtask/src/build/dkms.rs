@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::exec::Cx;
-use super::{identity, plan, Assembled, Options};
+use super::{identity, Assembled, Options};
 use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
 use crate::recipe::{Dkms, Recipe};
 use crate::render::{Rendered, Renderer};
@@ -140,7 +140,7 @@ fn top_level_entries(dir: &Path) -> Result<Vec<String>> {
 
 /// The package metadata of a dkms recipe: the plan's identity, with the
 /// changelog, the copyright and the relations between module packages.
-pub fn package_meta(recipe: &Recipe, plan: &plan::Plan, epoch: i64) -> Result<PackageMeta> {
+pub fn package_meta(recipe: &Recipe, plan: &crate::plan::Plan, epoch: i64) -> Result<PackageMeta> {
     let dkms = recipe
         .kind
         .dkms()

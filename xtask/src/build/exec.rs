@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::plan::{self, Plan, Step};
+use super::plan;
 use super::source::Published;
 use super::transform::{self, Applied, Transform};
 use super::{Assembled, Options, Outcome, Part};
@@ -19,6 +19,7 @@ use crate::hash;
 use crate::manifest::Manifest;
 use crate::package::{self, Package, Scripts};
 use crate::patch::Tolerance;
+use crate::plan::{Plan, Step};
 use crate::publish::{self, Stamp};
 use crate::recipe::Recipe;
 use crate::render::Rendered;

@@ -4,8 +4,6 @@
 
 use std::io::Write;
 
-use super::bundle::{self, Header};
-
 /// EF_AMDGPU_MACH of gfx1201.
 pub const GFX1201: u32 = 0x04e;
 /// EF_AMDGPU_MACH of gfx1100 (not gfx12).
@@ -86,7 +84,7 @@ pub fn elf(mach: u32, text: &[u8], functions: &[u64]) -> Vec<u8> {
 /// An uncompressed offload bundle of `entries` (triple, bytes), each
 /// payload at a 4096-byte boundary as clang lays them out.
 pub fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
-    let mut table = bundle::BUNDLE.to_vec();
+    let mut table = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
     table.extend((entries.len() as u64).to_le_bytes());
     let header_len = 32 + entries.iter().map(|(t, _)| 24 + t.len()).sum::<usize>();
     let mut at = header_len.next_multiple_of(4096) as u64;
@@ -114,7 +112,8 @@ pub fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
 /// `plain` in a `CCOB` wrapper of `version` and `method`, with the right
 /// sizes and hash, its zstd frame at `level` (single-segment: the size is pledged).
 pub fn ccob(version: u16, method: u16, plain: &[u8]) -> Vec<u8> {
-    let frame = if method == bundle::ZSTD {
+    // written here from the format, not by the code under test
+    let frame = if method == 1 {
         zstd::bulk::compress(plain, 3).expect("zstd")
     } else {
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::default());
@@ -122,18 +121,23 @@ pub fn ccob(version: u16, method: u16, plain: &[u8]) -> Vec<u8> {
         z.finish().expect("zlib")
     };
     let digest = <md5::Md5 as md5::Digest>::digest(plain);
-    let mut header = Header {
-        version,
-        method,
-        total: (version >= 2).then_some(0),
-        uncompressed: plain.len() as u64,
-        hash: digest[..8].try_into().expect("8 bytes"),
-    };
-    let len = header.len() as u64;
-    if version >= 2 {
-        header.total = Some(len + frame.len() as u64);
+    let mut out = b"CCOB".to_vec();
+    out.extend(version.to_le_bytes());
+    out.extend(method.to_le_bytes());
+    let (plain_len, frame_len) = (plain.len() as u64, frame.len() as u64);
+    match version {
+        1 => out.extend((plain_len as u32).to_le_bytes()),
+        2 => {
+            out.extend(((24 + frame_len) as u32).to_le_bytes());
+            out.extend((plain_len as u32).to_le_bytes());
+        }
+        3 => {
+            out.extend((32 + frame_len).to_le_bytes());
+            out.extend(plain_len.to_le_bytes());
+        }
+        v => panic!("CCOB version {v} is not known"),
     }
-    let mut out = header.to_bytes().expect("fits");
+    out.extend(&digest[..8]);
     out.extend(frame);
     out
 }

@@ -34,7 +34,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             crate::diag::display_path(&recipe.path).display()
         )));
     }
-    let plan = plan::plan(&recipe)?;
+    let plan = crate::build::plan::plan(&recipe)?;
     if args.json {
         crate::report::out(&crate::report::safe_json(&plan::to_json(&plan)?));
     } else {

@@ -8,8 +8,8 @@ use std::fmt;
 use serde::Serialize;
 
 use super::machine::Machine;
-use crate::knowledge::{Build, Fault, Version};
 use crate::kernel::KernelVersion;
+use crate::knowledge::{Build, Fault, Version};
 
 /// The environment variable that points programs at a patched hipBLASLt.
 pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";

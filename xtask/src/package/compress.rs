@@ -184,16 +184,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn gzip_header_has_no_time_and_no_name() {
-        let out = super::super::Packing::default()
-            .compress(Compression::Gzip(9), b"hello")
-            .unwrap();
-        assert_eq!(&out[..4], &[0x1f, 0x8b, 8, 0], "no FNAME flag");
-        assert_eq!(&out[4..8], &[0, 0, 0, 0], "mtime 0");
-        assert_eq!(out[8], 2, "XFL of -9");
-    }
-
-    #[test]
     fn compression_values_parse_and_print_back() {
         for text in ["xz:0", "xz:6", "zstd:1", "zstd:19", "gzip:9"] {
             let c: Compression = text.parse().unwrap();

@@ -51,6 +51,16 @@ mod tests {
     use super::*;
 
     #[test]
+    fn gzip_header_has_no_time_and_no_name() {
+        let out = Packing::default()
+            .compress(Compression::Gzip(9), b"hello")
+            .unwrap();
+        assert_eq!(&out[..4], &[0x1f, 0x8b, 8, 0], "no FNAME flag");
+        assert_eq!(&out[4..8], &[0, 0, 0, 0], "mtime 0");
+        assert_eq!(out[8], 2, "XFL of -9");
+    }
+
+    #[test]
     fn the_packing_passed_is_the_one_used() {
         let dir = tempfile::tempdir().unwrap();
         let packing = Packing {

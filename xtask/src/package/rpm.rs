@@ -258,6 +258,23 @@ fn main_header(
         .str(tag::RPMVERSION, "4.18.0")
         .str(tag::ENCODING, "utf-8")
         .str(tag::PAYLOADFORMAT, "cpio");
+    let compressor = add_payload(&mut h, compression, payload_sha)?;
+    add_changelog(&mut h, meta, epoch);
+    add_files(&mut h, meta, entries, digests, epoch)?;
+    let mut requires = add_scriptlets(&mut h, scripts);
+    requires.extend(dependencies(meta, scripts, compressor));
+    requires.sort();
+    add_requires(&mut h, &requires);
+    add_provides_and_conflicts(&mut h, meta);
+    Ok(h)
+}
+
+/// The payload's compressor, level and digest; returns the compressor's name.
+fn add_payload(
+    h: &mut Header,
+    compression: Compression,
+    payload_sha: &[u8; 32],
+) -> Result<&'static str> {
     let (compressor, level) = match compression {
         Compression::Zstd(l) => ("zstd", l.to_string()),
         Compression::Xz(l) => ("xz", l.to_string()),
@@ -272,8 +289,11 @@ fn main_header(
         )
         .int32(tag::PAYLOADDIGESTALGO, SHA256_ALGO)
         .int32(tag::FILEDIGESTALGO, SHA256_ALGO);
+    Ok(compressor)
+}
 
-    // Changelog: one entry for this version.
+/// The changelog: one entry for this version.
+fn add_changelog(h: &mut Header, meta: &PackageMeta, epoch: u32) {
     h.add(tag::CHANGELOGTIME, Value::Int32(vec![epoch]))
         .add(
             tag::CHANGELOGNAME,
@@ -291,8 +311,17 @@ fn main_header(
                 .collect::<Vec<_>>()
                 .join("\n")]),
         );
+}
 
-    // Files.
+/// The file list: names split into folders and base names, sizes, link
+/// targets, flags, stats and digests, and the total size.
+fn add_files(
+    h: &mut Header,
+    meta: &PackageMeta,
+    entries: &[&Entry],
+    digests: &[Option<[u8; 32]>],
+    epoch: u32,
+) -> Result<()> {
     let n = entries.len();
     let mut dir_index: BTreeMap<String, u32> = BTreeMap::new();
     let mut dirnames = Vec::new();
@@ -342,14 +371,20 @@ fn main_header(
         .iter()
         .map(|e| if e.config { CONFIG_NOREPLACE } else { 0 })
         .collect();
-    add_file_stats(&mut h, entries, digests, flags, epoch);
+    add_file_stats(h, entries, digests, flags, epoch);
     match u32::try_from(total) {
         Ok(t) => h.int32(tag::SIZE, t),
         Err(_) => bail!("{} holds over 4 GiB of files; split the package", meta.name),
     };
+    Ok(())
+}
 
-    // Scriptlets.
-    let mut requires: Vec<(String, u32, String)> = Vec::new();
+/// A requirement: name, sense flags, version.
+type Require = (String, u32, String);
+
+/// The scriptlets and their interpreter; returns what they require.
+fn add_scriptlets(h: &mut Header, scripts: &Scripts) -> Vec<Require> {
+    let mut requires: Vec<Require> = Vec::new();
     let sh = || Value::StrArray(vec!["/bin/sh".into()]);
     if let Some(s) = &scripts.post_install {
         h.add(tag::POSTIN, Value::Str(scriptlet(s)))
@@ -369,10 +404,14 @@ fn main_header(
             String::new(),
         ));
     }
+    requires
+}
 
-    // Dependencies, also for the scriptlets (`Requires(post)`,
-    // `Requires(preun)`: the dkms calls need dkms installed first), and the
-    // rpmlib features this package uses.
+/// Dependencies, also for the scriptlets (`Requires(post)`,
+/// `Requires(preun)`: the dkms calls need dkms installed first), and the
+/// rpmlib features this package uses.
+fn dependencies(meta: &PackageMeta, scripts: &Scripts, compressor: &str) -> Vec<Require> {
+    let mut requires = Vec::new();
     for dep in &meta.depends {
         requires.push((dep.clone(), 0, String::new()));
         if scripts.post_install.is_some() {
@@ -396,7 +435,10 @@ fn main_header(
     for (feature, version) in features {
         requires.push((format!("rpmlib({feature})"), rpmlib, version.into()));
     }
-    requires.sort();
+    requires
+}
+
+fn add_requires(h: &mut Header, requires: &[Require]) {
     h.add(
         tag::REQUIRENAME,
         Value::StrArray(requires.iter().map(|r| r.0.clone()).collect()),
@@ -409,9 +451,12 @@ fn main_header(
         tag::REQUIREVERSION,
         Value::StrArray(requires.iter().map(|r| r.2.clone()).collect()),
     );
-    // The package itself at its version, then the virtual names it stands
-    // for (versionless); a conflict with one of those is rpm's way to keep
-    // one package of the kind installed (rpm ignores a self-conflict).
+}
+
+/// The package itself at its version, then the virtual names it stands
+/// for (versionless); a conflict with one of those is rpm's way to keep
+/// one package of the kind installed (rpm ignores a self-conflict).
+fn add_provides_and_conflicts(h: &mut Header, meta: &PackageMeta) {
     let provides = &meta.relations.provides;
     let mut names = vec![meta.name.clone()];
     names.extend(provides.iter().cloned());
@@ -431,7 +476,6 @@ fn main_header(
                 Value::StrArray(vec![String::new(); conflicts.len()]),
             );
     }
-    Ok(h)
 }
 
 /// A scriptlet as rpmbuild stores one from a spec: without trailing blank

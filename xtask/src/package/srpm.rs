@@ -123,7 +123,6 @@ fn main_header(
     raw_sha: &[u8; 32],
     packed_sha: &[u8; 32],
 ) -> Result<Header> {
-    let n = entries.len();
     let names = |list: &[(String, &Path)]| -> Vec<String> {
         // rpmbuild lists them last-declared first.
         list.iter().rev().map(|(name, _)| name.clone()).collect()
@@ -161,33 +160,7 @@ fn main_header(
         h.add(src_tag::PATCH, Value::StrArray(names(src.patches)));
     }
 
-    // Files: plain names in one (empty) folder, as rpmbuild -bs lists them.
-    let mut total: u64 = 0;
-    for e in entries {
-        if !matches!(e.kind, Kind::File(_)) {
-            bail!("a source rpm holds plain files only, not {}", e.path);
-        }
-        total += e.size;
-    }
-    h.add(
-        tag::BASENAMES,
-        Value::StrArray(entries.iter().map(|e| e.path.clone()).collect()),
-    )
-    .add(tag::DIRNAMES, Value::StrArray(vec![String::new()]))
-    .add(tag::DIRINDEXES, Value::Int32(vec![0; n]))
-    .add(
-        tag::FILESIZES,
-        Value::Int32(entries.iter().map(|e| e.size as u32).collect()),
-    )
-    .add(tag::FILELINKTOS, Value::StrArray(vec![String::new(); n]));
-    let flags = entries
-        .iter()
-        .map(|e| if e.path == src.spec_name { SPECFILE } else { 0 })
-        .collect();
-    super::rpm::add_file_stats(&mut h, entries, digests, flags, epoch);
-    let total = u32::try_from(total)
-        .map_err(|_| anyhow::anyhow!("{} holds over 4 GiB of sources", meta.name))?;
-    h.int32(tag::SIZE, total);
+    add_files(&mut h, meta, src, entries, digests, epoch)?;
 
     // A source rpm needs only the rpmlib features of its file list.
     let rpmlib = sense::RPMLIB | sense::LESS | sense::EQUAL;
@@ -214,4 +187,43 @@ fn main_header(
         Value::StrArray(vec![meta.full_version()]),
     );
     Ok(h)
+}
+
+/// The files: plain names in one (empty) folder, as rpmbuild -bs lists them.
+fn add_files(
+    h: &mut Header,
+    meta: &PackageMeta,
+    src: &SourceRpm,
+    entries: &[&Entry],
+    digests: &[Option<[u8; 32]>],
+    epoch: u32,
+) -> Result<()> {
+    let n = entries.len();
+    let mut total: u64 = 0;
+    for e in entries {
+        if !matches!(e.kind, Kind::File(_)) {
+            bail!("a source rpm holds plain files only, not {}", e.path);
+        }
+        total += e.size;
+    }
+    h.add(
+        tag::BASENAMES,
+        Value::StrArray(entries.iter().map(|e| e.path.clone()).collect()),
+    )
+    .add(tag::DIRNAMES, Value::StrArray(vec![String::new()]))
+    .add(tag::DIRINDEXES, Value::Int32(vec![0; n]))
+    .add(
+        tag::FILESIZES,
+        Value::Int32(entries.iter().map(|e| e.size as u32).collect()),
+    )
+    .add(tag::FILELINKTOS, Value::StrArray(vec![String::new(); n]));
+    let flags = entries
+        .iter()
+        .map(|e| if e.path == src.spec_name { SPECFILE } else { 0 })
+        .collect();
+    super::rpm::add_file_stats(h, entries, digests, flags, epoch);
+    let total = u32::try_from(total)
+        .map_err(|_| anyhow::anyhow!("{} holds over 4 GiB of sources", meta.name))?;
+    h.int32(tag::SIZE, total);
+    Ok(())
 }

@@ -15,8 +15,8 @@ use super::grammar::{
 };
 use super::raw::{self, RawRecipe};
 use super::{ExpertSched, Kind, KindName, PackageInfo, Recipe, Source, Target};
-use crate::kernel::KernelRange;
 use crate::diag::InvalidInput;
+use crate::kernel::KernelRange;
 use crate::package::{Compression, Format};
 
 pub fn validate(path: &Path, root: &Path, text: &str) -> Result<Recipe> {

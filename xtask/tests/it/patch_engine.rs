@@ -6,7 +6,7 @@ use std::path::Path;
 
 use xtask::patch::apply::{check, series};
 use xtask::patch::tree::Tree;
-use xtask::patch::{PatchInput, Tolerance, PatchState};
+use xtask::patch::{PatchInput, PatchState, Tolerance};
 
 use crate::support::patch as ps;
 
@@ -182,7 +182,11 @@ fn patch_check_gives_the_three_verdicts() {
     let verdicts: Vec<PatchState> = checks.iter().map(|c| c.verdict).collect();
     assert_eq!(
         verdicts,
-        [PatchState::Applied, PatchState::Conflicts, PatchState::NotApplied]
+        [
+            PatchState::Applied,
+            PatchState::Conflicts,
+            PatchState::NotApplied
+        ]
     );
     let failure = &checks[1].failures[0];
     assert_eq!(failure.file, "drivers/amd/b.c");

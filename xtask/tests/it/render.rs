@@ -28,7 +28,7 @@ fn inputs() -> Inputs {
 
 fn render(root: &Path, recipe: &str) -> Rendered {
     let recipe = Recipe::load(root, recipe).unwrap();
-    let plan = xtask::plan::plan(&recipe).unwrap();
+    let plan = xtask::build::plan::plan(&recipe).unwrap();
     let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
     packaging::render(
         &renderer,
@@ -40,7 +40,7 @@ fn render(root: &Path, recipe: &str) -> Rendered {
 /// The packaging files of config recipe `recipe` under `root`.
 fn render_config(root: &Path, recipe: &str) -> Rendered {
     let recipe = Recipe::load(root, recipe).unwrap();
-    let plan = xtask::plan::plan(&recipe).unwrap();
+    let plan = xtask::build::plan::plan(&recipe).unwrap();
     let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
     let inputs = xtask::packaging::config::Inputs {
         orig_tarball: format!("{}_{}.orig.tar.gz", recipe.name, recipe.package.version),

@@ -14,7 +14,8 @@ fn every_recipe_parses_and_plans() {
     for name in names {
         let recipe = xtask::recipe::Recipe::load(&root, &name)
             .unwrap_or_else(|e| panic!("recipe {name}: {e:#}"));
-        let plan = xtask::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
+        let plan =
+            xtask::build::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
         assert_eq!(plan.patches.len(), recipe.patches.len());
     }
 }
@@ -107,7 +108,7 @@ fn functions_stay_short() {
 fn the_demo_plan_is_stable() {
     let root = repo_root();
     let recipe = xtask::recipe::Recipe::load(&root, "demo-hello").unwrap();
-    let json = xtask::plan::to_json(&xtask::plan::plan(&recipe).unwrap()).unwrap();
+    let json = xtask::plan::to_json(&xtask::build::plan::plan(&recipe).unwrap()).unwrap();
     insta::assert_snapshot!("plan_demo_hello_json", json);
 }
 
