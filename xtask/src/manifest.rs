@@ -129,8 +129,8 @@ impl Manifest {
             kind: plan.kind.as_str().to_owned(),
             package: PackageRef {
                 name: plan.package.name.clone(),
-                version: plan.package.version.clone(),
-                release: plan.package.release.clone(),
+                version: plan.package.about.version.clone(),
+                release: plan.package.about.release.clone(),
             },
             source_date_epoch,
             source: InputRef {

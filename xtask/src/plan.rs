@@ -139,8 +139,8 @@ pub fn to_text(plan: &Plan) -> String {
         s,
         "package  {} {}-{} [{}]",
         p.name,
-        p.version,
-        p.release,
+        p.about.version,
+        p.about.release,
         plan.kind.as_str()
     );
     let _ = writeln!(s, "source   {}", source_text(&plan.source.source));

@@ -49,7 +49,7 @@ impl Inputs {
         let plan = crate::build::plan::plan(&recipe)?;
         let meta = crate::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
         let p = &recipe.package;
-        let prefix = package::names::dkms_source_dir(&p.name, &p.version);
+        let prefix = package::names::dkms_source_dir(&p.name, &p.about.version);
         let patched = root
             .join("target/patchkit/work")
             .join(&recipe.name)
@@ -76,7 +76,7 @@ impl Inputs {
         let arch_install = String::from_utf8(read(&format!("arch/{}.install", meta.name))?)
             .context("the Arch install script is not UTF-8")?;
         let (deb_scripts, rpm_scripts) =
-            packaging::dkms::dkms_scripts(&root.join("templates"), &p.name, &p.version)?;
+            packaging::dkms::dkms_scripts(&root.join("templates"), &p.name, &p.about.version)?;
         Ok(Inputs {
             root: root.to_path_buf(),
             meta,

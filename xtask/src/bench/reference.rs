@@ -195,7 +195,9 @@ fn rpm_jobs(
         bail!("the rpm writer no longer uses zstd; teach bench package its rpmbuild payload");
     };
     let p = &inputs.recipe.package;
-    let build = dir.join("build").join(format!("{}-{}", p.name, p.version));
+    let build = dir
+        .join("build")
+        .join(format!("{}-{}", p.name, p.about.version));
     link_copy(&inputs.patched, &build)?;
     let _ = std::fs::remove_dir_all(build.join(crate::state::DIR));
     let sources = dir.join("sources");

@@ -44,7 +44,7 @@ impl<'r> Part<'r> {
         let source = cx.source()?;
         let p = &cx.recipe.package;
         let inputs = packaging_config::Inputs {
-            orig_tarball: names::orig(&p.name, &p.version),
+            orig_tarball: names::orig(&p.name, &p.about.version),
             orig_sha256: source.orig_sha256.clone(),
             source_dir: source.top.clone(),
             patch_sha256: cx.patch_sha256()?,
@@ -113,7 +113,7 @@ fn meta(cx: &Cx) -> PackageMeta {
     meta.copyright = vec![format!(
         "{} {}",
         crate::packaging::year(cx.epoch),
-        cx.recipe.package.maintainer
+        cx.recipe.package.about.maintainer
     )];
     meta
 }

@@ -66,7 +66,7 @@ impl<'r> Part<'r> {
         let source = cx.source()?;
         let inputs = packaging::dkms::Inputs {
             epoch: cx.epoch,
-            orig_tarball: names::orig(&cx.recipe.package.name, &cx.recipe.package.version),
+            orig_tarball: names::orig(&cx.recipe.package.name, &cx.recipe.package.about.version),
             orig_sha256: source.orig_sha256.clone(),
             source_dir: source.top.clone(),
             patch_sha256: cx.patch_sha256()?,
@@ -91,7 +91,7 @@ impl<'r> Part<'r> {
         let rendered = cx.rendered()?;
         let meta = self.meta(cx)?;
         let p = &cx.recipe.package;
-        let prefix = package::names::dkms_source_dir(&p.name, &p.version);
+        let prefix = package::names::dkms_source_dir(&p.name, &p.about.version);
         let mut tree = FileTree::from_dir(&self.tree_root(cx)?, &prefix)?;
         tree.remove(&format!("{prefix}/{}", state::DIR));
         let dkms_conf = rendered["dkms.conf"].clone().into_bytes();

@@ -24,20 +24,17 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
     let mut meta = PackageMeta {
         name,
         source,
-        version: p.version.clone(),
-        release: p.release.clone(),
-        summary: p.summary.clone(),
-        description: p.description.trim().to_owned(),
-        license: p.license.clone(),
-        homepage: p.homepage.clone(),
-        maintainer: p.maintainer.clone(),
+        about: crate::package::About {
+            description: p.about.description.trim().to_owned(),
+            ..p.about.clone()
+        },
         depends: Vec::new(),
         changes: Vec::new(),
         copyright: Vec::new(),
         relations: Default::default(),
     };
     if recipe.kind.name() == KindName::Rewrite {
-        (meta.version, meta.release) = version_of(recipe);
+        (meta.about.version, meta.about.release) = version_of(recipe);
     }
     meta
 }
@@ -57,16 +54,16 @@ pub fn machine(kind: KindName) -> Architecture {
 pub fn version_of(recipe: &Recipe) -> (String, String) {
     let upstream = match &recipe.source {
         Source::Deb(deb) => deb.version.clone(),
-        _ => recipe.package.version.clone(),
+        _ => recipe.package.about.version.clone(),
     };
     let (version, revision) = match upstream.rsplit_once('-') {
         Some((v, r)) => (
             v.to_owned(),
-            format!("{r}{VERSION_TAG}{}", recipe.package.release),
+            format!("{r}{VERSION_TAG}{}", recipe.package.about.release),
         ),
         None => (
             upstream.clone(),
-            format!("0{VERSION_TAG}{}", recipe.package.release),
+            format!("0{VERSION_TAG}{}", recipe.package.about.release),
         ),
     };
     (version, revision)

@@ -132,9 +132,12 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
 /// hipBLASLt the patched tree.
 fn source_files(recipe: &Recipe) -> Vec<String> {
     let p = &recipe.package;
-    let mut files = vec![format!("source/{}", names::orig(&p.name, &p.version))];
+    let mut files = vec![format!("source/{}", names::orig(&p.name, &p.about.version))];
     if recipe.kind.name() == KindName::Hipblaslt {
-        files.push(format!("source/{}", names::patched(&p.name, &p.version)));
+        files.push(format!(
+            "source/{}",
+            names::patched(&p.name, &p.about.version)
+        ));
     }
     files.extend(
         recipe

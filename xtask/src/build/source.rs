@@ -58,9 +58,9 @@ pub fn publish(inputs: &Inputs) -> Result<Published> {
     } = *inputs;
     let p = &recipe.package;
     let out = inputs.dir.join("source");
-    let top = format!("{}-{}", p.name, p.version);
+    let top = format!("{}-{}", p.name, p.about.version);
     let keep = inputs.work.join("orig");
-    let name = names::orig(&p.name, &p.version);
+    let name = names::orig(&p.name, &p.about.version);
     let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, inputs)?;
     if recipe.kind.name() == KindName::Hipblaslt {
         let patched = without_record(inputs.tree, &top)?;
@@ -68,7 +68,7 @@ pub fn publish(inputs: &Inputs) -> Result<Published> {
             &patched,
             epoch,
             &out,
-            &names::patched(&p.name, &p.version),
+            &names::patched(&p.name, &p.about.version),
             inputs,
         )?;
     }

@@ -80,8 +80,8 @@ fn debian(cx: &Cx, epoch: u64, dir: &Path) -> Result<Vec<Artifact>> {
     }
     package::dsc::write(
         &package::dsc::DebianSource {
-            version: &cx.recipe.package.version,
-            revision: &cx.recipe.package.release,
+            version: &cx.recipe.package.about.version,
+            revision: &cx.recipe.package.about.release,
             debian: &debian,
             orig: &cx.source()?.orig,
         },

@@ -166,7 +166,7 @@ fn default_recipe(ws: &Workspace, args: &Args) -> Result<String> {
     };
     let matching: Vec<&Recipe> = candidates
         .iter()
-        .filter(|r| toolchain::major_minor(&r.package.version).as_deref() == Some(&*release))
+        .filter(|r| toolchain::major_minor(&r.package.about.version).as_deref() == Some(&*release))
         .collect();
     match matching.as_slice() {
         [one] => Ok(one.name.clone()),

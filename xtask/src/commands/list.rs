@@ -32,7 +32,7 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                     "{name:width$}  {:<9} {} {}  {} patches  {pins}{kernel}",
                     r.kind.name().as_str(),
                     r.package.name,
-                    r.package.version,
+                    r.package.about.version,
                     r.patches.len()
                 );
                 for (input, why) in reasons {

@@ -92,7 +92,7 @@ pub fn normalize_gpu_targets(list: &str) -> Result<String> {
 /// Warns when the toolchain's ROCm release is not the one the recipe's
 /// version names (a 7.1 hipBLASLt built against a 7.2 HIP).
 pub fn check_release(recipe: &Recipe, tc: &Toolchain, reporter: &crate::report::Reporter) {
-    let want = toolchain::major_minor(&recipe.package.version);
+    let want = toolchain::major_minor(&recipe.package.about.version);
     let have = tc.version.as_deref().and_then(toolchain::major_minor);
     match (want, have) {
         (Some(want), Some(have)) if want != have => reporter.warn(format!(

@@ -17,7 +17,7 @@ pub const PREFIX_ROOT: &str = "/opt/rocm-patchkit";
 /// `/opt/rocm-patchkit/hipblaslt-<version>`: one prefix per version, so
 /// builds for several ROCm releases can sit side by side.
 pub fn install_prefix(recipe: &Recipe) -> String {
-    format!("{PREFIX_ROOT}/hipblaslt-{}", recipe.package.version)
+    format!("{PREFIX_ROOT}/hipblaslt-{}", recipe.package.about.version)
 }
 
 /// The package metadata of a recipe's binary packages.
@@ -27,23 +27,26 @@ pub fn meta(recipe: &Recipe) -> PackageMeta {
     PackageMeta {
         name: p.name.clone(),
         source: None,
-        version: p.version.clone(),
-        release: p.release.clone(),
-        summary: p.summary.clone(),
-        description: format!(
-            "{}\n\nInstalled in {} so that it never replaces the hipblaslt of the \
-             distribution or of AMD's packages; programs use it only when pointed \
-             at it (LD_LIBRARY_PATH={0}/lib).",
-            p.description.trim(),
-            install_prefix(recipe)
-        ),
-        license: p.license.clone(),
-        homepage: Some(
-            p.homepage
-                .clone()
-                .unwrap_or_else(|| "https://github.com/ROCm/rocm-libraries".to_owned()),
-        ),
-        maintainer: p.maintainer.clone(),
+        about: crate::package::About {
+            version: p.about.version.clone(),
+            release: p.about.release.clone(),
+            summary: p.about.summary.clone(),
+            description: format!(
+                "{}\n\nInstalled in {} so that it never replaces the hipblaslt of the \
+                         distribution or of AMD's packages; programs use it only when pointed \
+                         at it (LD_LIBRARY_PATH={0}/lib).",
+                p.about.description.trim(),
+                install_prefix(recipe)
+            ),
+            license: p.about.license.clone(),
+            homepage: Some(
+                p.about
+                    .homepage
+                    .clone()
+                    .unwrap_or_else(|| "https://github.com/ROCm/rocm-libraries".to_owned()),
+            ),
+            maintainer: p.about.maintainer.clone(),
+        },
         depends: Vec::new(),
         changes: vec![format!(
             "Built by rocm-patchkit from recipe {} with {}.",

@@ -119,14 +119,14 @@ fn pkginfo_for(meta: &PackageMeta, machine: Architecture, tree: &FileTree, epoch
         arch = machine.arch(),
         name = meta.name,
         ver = meta.full_version(),
-        desc = meta.summary.trim(),
+        desc = meta.about.summary.trim(),
         url = meta
-            .homepage
+            .about.homepage
             .as_ref()
             .map(|h| format!("url = {h}\n"))
             .unwrap_or_default(),
-        packager = meta.maintainer,
-        license = meta.license,
+        packager = meta.about.maintainer,
+        license = meta.about.license,
     );
     for dep in &meta.depends {
         let _ = writeln!(p, "depend = {dep}");
@@ -173,7 +173,7 @@ fn buildinfo_for(
         b,
         "packager = {}\nbuilddate = {epoch}\nbuilddir = /build\nstartdir = /build\n\
          buildtool = rocm-patchkit\nbuildtoolver = {}\n",
-        meta.maintainer,
+        meta.about.maintainer,
         env!("CARGO_PKG_VERSION")
     );
     b

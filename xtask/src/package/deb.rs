@@ -236,7 +236,7 @@ pub fn control_for(
         "Version: {}\nArchitecture: {}\nMaintainer: {}\nInstalled-Size: {kib}\n",
         meta.full_version(),
         machine.deb(),
-        meta.maintainer
+        meta.about.maintainer
     ));
     if !meta.depends.is_empty() {
         c.push_str(&format!("Depends: {}\n", meta.depends.join(", ")));
@@ -254,13 +254,14 @@ pub fn control_for(
     c.push_str(&format!(
         "Section: {}\nPriority: optional\n{}Description: {}\n",
         machine.section().0,
-        meta.homepage
+        meta.about
+            .homepage
             .as_ref()
             .map(|h| format!("Homepage: {h}\n"))
             .unwrap_or_default(),
-        meta.summary.trim()
+        meta.about.summary.trim()
     ));
-    c.push_str(&extended_description(&meta.description));
+    c.push_str(&extended_description(&meta.about.description));
     c
 }
 
@@ -300,7 +301,7 @@ pub fn extended_description(text: &str) -> String {
 /// these packages are not uploaded to Debian, which that tag's text names
 /// as the case to override.
 pub fn lintian_overrides(meta: &PackageMeta) -> Option<String> {
-    matches!(meta.release.as_str(), "1" | "0.1")
+    matches!(meta.about.release.as_str(), "1" | "0.1")
         .then(|| format!("{}: initial-upload-closes-no-bugs\n", meta.name))
 }
 
@@ -315,7 +316,11 @@ pub fn changelog(meta: &PackageMeta, epoch: u64) -> String {
     for change in &meta.changes {
         c.push_str(&changelog_item(change));
     }
-    c.push_str(&format!("\n -- {}  {}\n", meta.maintainer, rfc2822(epoch)));
+    c.push_str(&format!(
+        "\n -- {}  {}\n",
+        meta.about.maintainer,
+        rfc2822(epoch)
+    ));
     c
 }
 
@@ -342,7 +347,7 @@ fn changelog_item(text: &str) -> String {
 /// ships in `/usr/share/common-licenses`, and for MIT (Debian's `Expat`),
 /// whose short text goes in the file itself.
 pub fn copyright(meta: &PackageMeta) -> Result<String> {
-    let (short, text) = match meta.license.trim() {
+    let (short, text) = match meta.about.license.trim() {
         "MIT" => ("Expat", EXPAT.to_owned()),
         other => {
             let (short, file) = match other {
@@ -385,6 +390,7 @@ pub fn copyright(meta: &PackageMeta) -> Result<String> {
          License: {short}\n{text}",
         name = source_name(meta),
         url = meta
+            .about
             .homepage
             .as_ref()
             .map(|h| format!("Source: {h}\n"))

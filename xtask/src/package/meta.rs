@@ -14,6 +14,22 @@ pub struct PackageMeta {
     /// for `amdgpu-patchkit-dkms`): the control file's `Source:`, the
     /// changelog's heading and the copyright's `Upstream-Name`.
     pub source: Option<String>,
+    /// Its version and description, as the recipe's `[package]` gives them.
+    pub about: About,
+    /// Names of packages this one needs (`dkms`), without versions.
+    pub depends: Vec<String>,
+    /// Changes of this version, one line each (changelog entries).
+    pub changes: Vec<String>,
+    /// Copyright holders, one per line (`2025 The rocm-patchkit authors`).
+    pub copyright: Vec<String>,
+    /// What this package stands in for and what it cannot live beside.
+    pub relations: Relations,
+}
+
+/// What a package says of itself beside its name: the recipe's
+/// `[package]` keys, and the part of [`PackageMeta`] every format writes.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct About {
     /// Upstream version, e.g. `6.12.64` (no `-`, no epoch).
     pub version: String,
     /// Packaging revision: Debian revision, rpm release, Arch pkgrel
@@ -29,14 +45,6 @@ pub struct PackageMeta {
     pub homepage: Option<String>,
     /// `Name <address>`
     pub maintainer: String,
-    /// Names of packages this one needs (`dkms`), without versions.
-    pub depends: Vec<String>,
-    /// Changes of this version, one line each (changelog entries).
-    pub changes: Vec<String>,
-    /// Copyright holders, one per line (`2025 The rocm-patchkit authors`).
-    pub copyright: Vec<String>,
-    /// What this package stands in for and what it cannot live beside.
-    pub relations: Relations,
 }
 
 /// Package relations beyond `depends`, names without versions: each format
@@ -191,17 +199,17 @@ impl PackageMeta {
     fn version_problems(&self, format: Format, check: &mut dyn FnMut(bool, String)) {
         let fmt = format.label();
         check(
-            version_ok(&self.version),
+            version_ok(&self.about.version),
             format!(
                 "version {:?} must start with a digit and hold only letters, digits and `.+~` (no `-` or `:`)",
-                self.version
+                self.about.version
             ),
         );
         check(
-            release_ok(&self.release, format),
+            release_ok(&self.about.release, format),
             format!(
                 "release {:?} breaks the {fmt} rules ({})",
-                self.release,
+                self.about.release,
                 release_rule(format)
             ),
         );
@@ -210,29 +218,29 @@ impl PackageMeta {
     /// The summary, description, license, homepage and maintainer.
     fn text_problems(&self, check: &mut dyn FnMut(bool, String)) {
         check(
-            one_line(&self.summary)
-                && !self.summary.trim().is_empty()
-                && self.summary.chars().count() <= 80,
+            one_line(&self.about.summary)
+                && !self.about.summary.trim().is_empty()
+                && self.about.summary.chars().count() <= 80,
             format!(
                 "summary {:?} must be one non-empty line of at most 80 characters",
-                self.summary
+                self.about.summary
             ),
         );
         check(
-            !self.description.trim().is_empty() && !has_control(&self.description),
+            !self.about.description.trim().is_empty() && !has_control(&self.about.description),
             "description must be non-empty text without control characters other than newlines"
                 .into(),
         );
         check(
-            one_line(&self.license)
-                && !self.license.trim().is_empty()
-                && !self.license.contains(['<', '>']),
+            one_line(&self.about.license)
+                && !self.about.license.trim().is_empty()
+                && !self.about.license.contains(['<', '>']),
             format!(
                 "license {:?} must be one SPDX expression on one line",
-                self.license
+                self.about.license
             ),
         );
-        if let Some(homepage) = &self.homepage {
+        if let Some(homepage) = &self.about.homepage {
             check(
                 one_line(homepage)
                     && (homepage.starts_with("https://") || homepage.starts_with("http://"))
@@ -241,10 +249,10 @@ impl PackageMeta {
             );
         }
         check(
-            maintainer_ok(&self.maintainer),
+            maintainer_ok(&self.about.maintainer),
             format!(
                 "maintainer {:?} must read `Name <address@host>`",
-                self.maintainer
+                self.about.maintainer
             ),
         );
     }
@@ -271,15 +279,16 @@ impl PackageMeta {
 
     /// `version-release`, the full version of deb and Arch packages.
     pub fn full_version(&self) -> String {
-        format!("{}-{}", self.version, self.release)
+        format!("{}-{}", self.about.version, self.about.release)
     }
 
     /// The maintainer's name and address, split.
     pub fn maintainer_parts(&self) -> (&str, &str) {
         let (name, rest) = self
+            .about
             .maintainer
             .split_once('<')
-            .unwrap_or((&self.maintainer, ""));
+            .unwrap_or((&self.about.maintainer, ""));
         (name.trim(), rest.trim_end_matches('>').trim())
     }
 }
@@ -400,13 +409,15 @@ pub(crate) mod tests {
         PackageMeta {
             name: "patchkit-hello-dkms".into(),
             source: None,
-            version: "0.1.0".into(),
-            release: "1".into(),
-            summary: "hello module for patchkit tests (DKMS source)".into(),
-            description: "A tiny module.\n\nIt says `hello` and $(nothing) else.".into(),
-            license: "GPL-2.0-only".into(),
-            homepage: Some("https://example.org/patchkit".into()),
-            maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
+            about: About {
+                version: "0.1.0".into(),
+                release: "1".into(),
+                summary: "hello module for patchkit tests (DKMS source)".into(),
+                description: "A tiny module.\n\nIt says `hello` and $(nothing) else.".into(),
+                license: "GPL-2.0-only".into(),
+                homepage: Some("https://example.org/patchkit".into()),
+                maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
+            },
             depends: vec!["dkms".into()],
             changes: vec!["Initial package.".into()],
             copyright: vec!["2025 The rocm-patchkit authors".into()],
@@ -425,9 +436,9 @@ pub(crate) mod tests {
     fn reports_every_problem() {
         let mut m = sample();
         m.name = "Bad_Name".into();
-        m.version = "1.0-2".into();
-        m.release = "1a".into();
-        m.summary = "two\nlines".into();
+        m.about.version = "1.0-2".into();
+        m.about.release = "1a".into();
+        m.about.summary = "two\nlines".into();
         let err = m.validate(Format::Arch).unwrap_err().to_string();
         for needle in ["package name", "version", "release", "summary"] {
             assert!(err.contains(needle), "{needle} missing from {err}");

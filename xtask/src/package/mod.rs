@@ -45,7 +45,7 @@ use anyhow::{Context, Result};
 use crate::hash::memo::Want;
 pub use chunk_cache::ChunkCache;
 pub use compress::Compression;
-pub use meta::{Architecture, PackageMeta, Relations};
+pub use meta::{About, Architecture, PackageMeta, Relations};
 pub use packing::Packing;
 pub use scripts::Scripts;
 pub use tree::FileTree;
@@ -137,11 +137,11 @@ pub fn write(format: Format, pkg: &Package, out_dir: &Path, packing: &Packing) -
             let module = names::source_name(pkg.meta);
             let source = pkg
                 .tree
-                .subtree(&names::dkms_source_dir(module, &pkg.meta.version))?;
+                .subtree(&names::dkms_source_dir(module, &pkg.meta.about.version))?;
             tarball::write_dkms(
                 &source,
                 module,
-                &pkg.meta.version,
+                &pkg.meta.about.version,
                 pkg.epoch,
                 out_dir,
                 packing,

@@ -15,12 +15,12 @@ pub fn file_name(format: Format, meta: &PackageMeta, machine: Architecture) -> S
         Format::Rpm => format!(
             "{}-{}-{}.{}.rpm",
             meta.name,
-            meta.version,
-            meta.release,
+            meta.about.version,
+            meta.about.release,
             machine.rpm()
         ),
         Format::Arch => format!("{}-{full}-{}.pkg.tar.zst", meta.name, machine.arch()),
-        Format::Tar => dkms_tarball(source_name(meta), &meta.version),
+        Format::Tar => dkms_tarball(source_name(meta), &meta.about.version),
     }
 }
 
@@ -29,7 +29,7 @@ pub fn file_name(format: Format, meta: &PackageMeta, machine: Architecture) -> S
 /// `.debian.tar.xz`, `<name>-<version>-<release>.src.rpm`,
 /// `<name>-<version>-<release>.src.tar.gz` (what `makepkg --source` makes).
 pub fn source_packages(format: Format, meta: &PackageMeta) -> Vec<String> {
-    let (src, v, r) = (source_name(meta), &meta.version, &meta.release);
+    let (src, v, r) = (source_name(meta), &meta.about.version, &meta.about.release);
     match format {
         Format::Deb => vec![
             format!("source/{}", dsc(src, v, r)),
@@ -58,7 +58,10 @@ pub fn debian_tar(source: &str, version: &str, revision: &str) -> String {
 
 /// `<name>-<version>-<release>.src.rpm`
 pub fn srpm(meta: &PackageMeta) -> String {
-    format!("{}-{}-{}.src.rpm", meta.name, meta.version, meta.release)
+    format!(
+        "{}-{}-{}.src.rpm",
+        meta.name, meta.about.version, meta.about.release
+    )
 }
 
 /// `<name>-<version>-<release>.src.tar.gz`

@@ -178,7 +178,10 @@ pub(super) fn lead_of(meta: &PackageMeta, source: bool) -> [u8; 96] {
         l[7] = 1;
         l[9] = 1;
     }
-    let nevr = format!("{}-{}-{}", meta.name, meta.version, meta.release);
+    let nevr = format!(
+        "{}-{}-{}",
+        meta.name, meta.about.version, meta.about.release
+    );
     let n = nevr.len().min(65);
     l[10..10 + n].copy_from_slice(&nevr.as_bytes()[..n]);
     l[76..78].copy_from_slice(&1u16.to_be_bytes());
@@ -192,17 +195,17 @@ pub(super) fn base_header(meta: &PackageMeta, epoch: u32) -> Header {
     let mut h = Header::new();
     h.add(tag::I18NTABLE, Value::StrArray(vec!["C".into()]))
         .str(tag::NAME, &meta.name)
-        .str(tag::VERSION, &meta.version)
-        .str(tag::RELEASE, &meta.release)
-        .add(tag::SUMMARY, Value::I18n(meta.summary.trim().into()))
+        .str(tag::VERSION, &meta.about.version)
+        .str(tag::RELEASE, &meta.about.release)
+        .add(tag::SUMMARY, Value::I18n(meta.about.summary.trim().into()))
         .add(
             tag::DESCRIPTION,
-            Value::I18n(meta.description.trim().into()),
+            Value::I18n(meta.about.description.trim().into()),
         )
         .int32(tag::BUILDTIME, epoch)
         .str(tag::BUILDHOST, BUILDHOST)
-        .str(tag::LICENSE, &meta.license);
-    if let Some(homepage) = &meta.homepage {
+        .str(tag::LICENSE, &meta.about.license);
+    if let Some(homepage) = &meta.about.homepage {
         h.str(tag::URL, homepage);
     }
     h
@@ -252,7 +255,7 @@ fn main_header(
     payload_sha: &[u8; 32],
 ) -> Result<Header> {
     let mut h = base_header(meta, epoch);
-    h.str(tag::PACKAGER, &meta.maintainer)
+    h.str(tag::PACKAGER, &meta.about.maintainer)
         .str(tag::OS, "linux")
         .str(tag::SOURCERPM, names::srpm(meta))
         .str(tag::RPMVERSION, "4.18.0")
@@ -299,7 +302,7 @@ fn add_changelog(h: &mut Header, meta: &PackageMeta, epoch: u32) {
             tag::CHANGELOGNAME,
             Value::StrArray(vec![format!(
                 "{} - {}-{}",
-                meta.maintainer, meta.version, meta.release
+                meta.about.maintainer, meta.about.version, meta.about.release
             )]),
         )
         .add(

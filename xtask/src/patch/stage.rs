@@ -118,7 +118,7 @@ pub fn apply_recipe_from(
         patches: records,
         recipe: state::RecipeRef {
             name: recipe.name.clone(),
-            version: recipe.package.version.clone(),
+            version: recipe.package.about.version.clone(),
         },
         rewrites: Vec::new(),
         source: extract::source_pin(&fetched.source, &selection),

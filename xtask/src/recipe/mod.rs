@@ -43,13 +43,10 @@ pub struct Recipe {
 #[derive(Debug, Clone, Serialize)]
 pub struct PackageInfo {
     pub name: String,
-    pub version: String,
-    pub release: String,
-    pub summary: String,
-    pub description: String,
-    pub license: String,
-    pub homepage: Option<String>,
-    pub maintainer: String,
+    /// `version`, `release`, `summary`, `description`, `license`,
+    /// `homepage`, `maintainer`.
+    #[serde(flatten)]
+    pub about: crate::package::About,
     /// `package.compression`: the `.deb` members' compressor and level
     /// (`xz:6`, `zstd:19`, `gzip:9`); `--compression` overrides it.
     #[serde(skip_serializing_if = "Option::is_none")]

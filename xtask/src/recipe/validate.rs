@@ -169,7 +169,7 @@ fn rewrite_source(c: &mut Checker, raw: &RawRecipe, package: &PackageInfo, sourc
         if package.name != deb.package {
             c.err(p.span().start, format!("`package.name` of a rewrite recipe is the name of the package it takes the place of: `{}`", deb.package));
         }
-        if package.version != upstream.split_once(':').map_or(upstream, |(_, v)| v) {
+        if package.about.version != upstream.split_once(':').map_or(upstream, |(_, v)| v) {
             c.err(p.span().start, format!("`package.version` of a rewrite recipe is the upstream version of its source: `{upstream}` (the build's version is `{}+patchkit<release>`)", deb.version));
         }
     }
@@ -253,13 +253,15 @@ fn package(c: &mut Checker, p: &raw::RawPackage, table_at: usize) -> PackageInfo
         .and_then(|text| text.parse().ok());
     PackageInfo {
         name,
-        version,
-        release,
-        summary,
-        description,
-        license,
-        homepage,
-        maintainer,
+        about: crate::package::About {
+            version,
+            release,
+            summary,
+            description,
+            license,
+            homepage,
+            maintainer,
+        },
         compression,
     }
 }

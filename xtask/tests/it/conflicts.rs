@@ -13,11 +13,15 @@ use crate::support::tools::{pacman_info, run};
 use crate::support::{ci, have_tool};
 
 fn amdgpu_meta(name: &str, version: &str) -> PackageMeta {
+    let base = meta();
     PackageMeta {
         name: names::dkms_package(name),
-        version: version.to_owned(),
+        about: xtask::package::About {
+            version: version.to_owned(),
+            ..base.about.clone()
+        },
         relations: Relations::for_dkms_modules(["amdgpu"]),
-        ..meta()
+        ..base
     }
 }
 

@@ -43,9 +43,12 @@ fn render_config(root: &Path, recipe: &str) -> Rendered {
     let plan = xtask::build::plan::plan(&recipe).unwrap();
     let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
     let inputs = xtask::packaging::config::Inputs {
-        orig_tarball: format!("{}_{}.orig.tar.gz", recipe.name, recipe.package.version),
+        orig_tarball: format!(
+            "{}_{}.orig.tar.gz",
+            recipe.name, recipe.package.about.version
+        ),
         orig_sha256: "1".repeat(64),
-        source_dir: format!("{}-{}", recipe.name, recipe.package.version),
+        source_dir: format!("{}-{}", recipe.name, recipe.package.about.version),
         patch_sha256: vec!["2".repeat(64); recipe.patches.len()],
     };
     let values = xtask::packaging::config::values(&recipe, &plan, &inputs).unwrap();

@@ -53,7 +53,7 @@ pub fn apply(
             patches: Vec::new(),
             recipe: state::RecipeRef {
                 name: recipe.name.clone(),
-                version: recipe.package.version.clone(),
+                version: recipe.package.about.version.clone(),
             },
             rewrites: vec![RewriteRecord {
                 files,

@@ -150,7 +150,7 @@ pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, transform: 
         && same_rewrites
         && recorded.format == state::FORMAT
         && recorded.recipe.name == recipe.name
-        && recorded.recipe.version == recipe.package.version
+        && recorded.recipe.version == recipe.package.about.version
         && pin.pin.is_some()
         && pin == recorded.source
         && recorded.tolerance

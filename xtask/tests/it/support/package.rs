@@ -83,16 +83,18 @@ pub fn meta() -> PackageMeta {
     PackageMeta {
         name: names::dkms_package(MODULE),
         source: None,
-        version: VERSION.into(),
-        release: "1".into(),
-        summary: "Patchkit test module for DKMS".into(),
-        description: "A tiny kernel module used to test the package writers.\n\n\
-                      Text with \"quotes\", $(command substitution), `backticks` and 'single quotes'\n\
-                      must come through as plain text in every format."
-            .into(),
-        license: "GPL-2.0-only".into(),
-        homepage: Some("https://example.org/rocm-patchkit".into()),
-        maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
+        about: xtask::package::About {
+            version: VERSION.into(),
+            release: "1".into(),
+            summary: "Patchkit test module for DKMS".into(),
+            description: "A tiny kernel module used to test the package writers.\n\n\
+                                  Text with \"quotes\", $(command substitution), `backticks` and 'single quotes'\n\
+                                  must come through as plain text in every format."
+                        .into(),
+            license: "GPL-2.0-only".into(),
+            homepage: Some("https://example.org/rocm-patchkit".into()),
+            maintainer: "Patchkit Maintainers <patchkit@example.org>".into(),
+        },
         depends: vec!["dkms".into()],
         changes: vec!["Initial package of the test module.".into()],
         copyright: vec!["2025 The rocm-patchkit authors".into()],
