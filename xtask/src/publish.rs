@@ -60,7 +60,14 @@ pub fn finish(staging: Staging, manifest: Manifest, stamp: &Stamp) -> Result<Out
         ..manifest
     })?;
     stamp.write()?;
-    let outputs = Manifest::read(&dir).map(|m| m.outputs).unwrap_or_default();
+    let outputs = Manifest::read(&dir)
+        .with_context(|| {
+            format!(
+                "reading back the manifest just published in {}",
+                dir.display()
+            )
+        })?
+        .outputs;
     Ok(Outcome::Published { dir, outputs })
 }
 

@@ -309,6 +309,11 @@ pub fn out(text: &str) {
     let _ = stdout.write_all(safe(text).as_bytes());
 }
 
+/// Prints one line of a report on stdout through [`safe`].
+pub fn out_line(text: &str) {
+    out(&format!("{text}\n"));
+}
+
 /// Prints a JSON report on stdout, a newline after it, through [`safe_json`].
 pub fn out_json(json: &str) {
     use std::io::Write;

@@ -41,7 +41,7 @@ pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
                             "no reason given; run `cargo xtask lock {name}` on a networked machine"
                         )
                     });
-                    println!("{:width$}    {input}: {why}", "");
+                    crate::report::out_line(&format!("{:width$}    {input}: {why}", ""));
                 }
             }
             Err(_) => {

@@ -153,14 +153,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     };
     let libs = libraries(args, threads)?;
     if libs.is_empty() {
-        println!(
+        crate::report::out_line(&format!(
             "no hipBLASLt found {} (doctor --python DIR reads other environments)",
             if args.undo {
                 "rewritten in place"
             } else {
                 "switches expert scheduling on"
             }
-        );
+        ));
         return Ok(());
     }
     let mut failed = Vec::new();
@@ -191,13 +191,11 @@ fn undo_one(
 ) -> std::result::Result<(), String> {
     let would = if args.check { "would be " } else { "" };
     match inplace::undo(kernels, opts, &ws.reporter) {
-        Ok(u) if !u.had_record => {
-            println!(
-                "{}: no rewrite recorded, nothing to undo",
-                kernels.display()
-            )
-        }
-        Ok(u) => println!(
+        Ok(u) if !u.had_record => crate::report::out_line(&format!(
+            "{}: no rewrite recorded, nothing to undo",
+            kernels.display()
+        )),
+        Ok(u) => crate::report::out_line(&format!(
             "{}: {} kernel files {would}restored ({} already original){}",
             kernels.display(),
             u.restored.len(),
@@ -207,7 +205,7 @@ fn undo_one(
             } else {
                 "; record and kept originals removed"
             }
-        ),
+        )),
         Err(e) => return Err(format!("{e:#}")),
     }
     Ok(())
@@ -245,14 +243,14 @@ fn rewrite_one(
     }
     if args.check {
         for (rel, sites) in &summary.rewritten {
-            println!(
+            crate::report::out_line(&format!(
                 "would rewrite {} ({sites} sites)",
                 kernels.join(rel).display()
-            );
+            ));
         }
         if let Err(e) = inplace::ensure_writable(kernels) {
             if !summary.rewritten.is_empty() {
-                println!("  note: {e:#}");
+                crate::report::out_line(&format!("  note: {e:#}"));
             }
         }
     }
@@ -264,15 +262,15 @@ fn rewrite_one(
 fn say_rewritten(kernels: &Path, summary: &inplace::Summary, check: bool, system: bool) {
     let would = if check { "would be " } else { "" };
     if summary.rewritten.is_empty() {
-        println!(
+        crate::report::out_line(&format!(
             "{}: nothing to rewrite ({} kernel files rewritten before, {} without a site)",
             kernels.display(),
             summary.already,
             summary.untouched
-        );
+        ));
         return;
     }
-    println!(
+    crate::report::out_line(&format!(
         "{}: {} kernel files {would}rewritten ({} sites: expert scheduling 2 -> 0, {} -> {}), {} rewritten before, {} without a site",
         kernels.display(),
         summary.rewritten.len(),
@@ -281,18 +279,18 @@ fn say_rewritten(kernels: &Path, summary: &inplace::Summary, check: bool, system
         human_size(summary.bytes_after),
         summary.already,
         summary.untouched
-    );
+    ));
     if !check {
-        println!(
+        crate::report::out_line(&format!(
             "  originals and record in {} (undo: cargo xtask rewrite-hipblaslt --undo {})",
             kernels.join(inplace::record::DIR).display(),
             kernels.display()
-        );
+        ));
     }
     if system {
-        println!(
+        crate::report::out_line(&format!(
             "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)"
-        );
+        ));
     }
 }
 
@@ -312,7 +310,10 @@ fn comgr_cache(
         let stale = comgr::stale_entries(&dir)?;
         if stale.is_empty() {
             if dir.is_dir() {
-                println!("comgr cache {}: no entry holds the old code", dir.display());
+                crate::report::out_line(&format!(
+                    "comgr cache {}: no entry holds the old code",
+                    dir.display()
+                ));
             }
             continue;
         }
@@ -323,13 +324,13 @@ fn comgr_cache(
                 })?;
             }
         }
-        println!(
+        crate::report::out_line(&format!(
             "comgr cache {}: {} entr{} holding kernels with expert scheduling on {}removed",
             dir.display(),
             stale.len(),
             if stale.len() == 1 { "y" } else { "ies" },
             if check { "would be " } else { "" }
-        );
+        ));
     }
     if !off && !check && rewrote {
         reporter.step(

@@ -89,7 +89,7 @@ fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
     }
     let left = crate::build::transform::expert_sched_off::sites_left(tree)?;
     if !json {
-        println!(
+        crate::report::out_line(&format!(
             "{}",
             if left.is_empty() {
                 "ok: no kernel file switches expert scheduling on".to_owned()
@@ -99,7 +99,7 @@ fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
                     left.len()
                 )
             }
-        );
+        ));
     }
     if let Some((path, n)) = left.first() {
         bail!(
