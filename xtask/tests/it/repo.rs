@@ -313,7 +313,7 @@ mod tests {
             ),
             (
                 "a/x.rs",
-                "//! x\nuse super::Y;\nfn f() -> crate::C { todo!() }\n",
+                "//! x\nuse super::Y;\nfn f() -> crate::C { crate::C }\n",
             ),
             ("a/y.rs", "//! y\n#[path = \"y_tests.rs\"]\nmod tests;\n"),
             ("a/y_tests.rs", "//! y's tests\nuse crate::a::x::X;\n"),
