@@ -22,6 +22,7 @@ mod doctor_hipblaslt;
 mod doctor_hostile;
 mod doctor_kfd;
 mod doctor_knobs;
+mod doctor_layouts;
 mod doctor_module;
 mod doctor_pid;
 mod drift;
