@@ -463,6 +463,40 @@ mod tests {
     }
 
     #[test]
+    fn a_hostile_wheel_is_read_within_bounds() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let site = root.join("site-packages");
+        file(
+            root,
+            "site-packages/_rocm_sdk_libraries_gfx120X_all/lib/libhipblaslt.so.1",
+            "ELF",
+        );
+        // a FIFO named METADATA is never opened: the dist-info's name says it
+        let info = site.join("rocm_sdk_libraries_gfx120x_all-7.11.0.dist-info");
+        std::fs::create_dir_all(&info).unwrap();
+        let fifo = std::ffi::CString::new(info.join("METADATA").to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path; mkfifo reads it only.
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o644) }, 0);
+        // a platform package that is a symlink loop is no folder
+        std::os::unix::fs::symlink(
+            "_rocm_sdk_libraries_loop",
+            site.join("_rocm_sdk_libraries_loop"),
+        )
+        .unwrap();
+        let libs = python_libs(root, Path::new("/site-packages"));
+        assert_eq!(
+            libs,
+            vec![PathBuf::from(
+                "/site-packages/_rocm_sdk_libraries_gfx120X_all/lib"
+            )]
+        );
+        let release = release_of(root, &libs[0]).unwrap();
+        assert_eq!(release.version, "7.11.0");
+        assert!(release.from.ends_with(".dist-info"), "{release:?}");
+    }
+
+    #[test]
     fn rocm_core_folders_are_searched_and_named_for_their_release() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
