@@ -119,7 +119,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
         }
     }
     let places = doctor::hipblaslt::Places::from_env(&args.python);
-    machine.comgr = doctor::comgr::find(&root);
+    machine.comgr = doctor::comgr::find(&root, &places);
     let env = match args.pid {
         Some(pid) => {
             let (process, env) = doctor::pid::read(&root, pid)?;

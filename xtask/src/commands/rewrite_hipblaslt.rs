@@ -28,7 +28,8 @@ use crate::workspace::Workspace;
 /// Which library: the folder holding libhipblaslt.so (a PyTorch wheel's
 /// site-packages/torch/lib, /opt/rocm/lib, /usr/lib/x86_64-linux-gnu), or
 /// its hipblaslt/library kernel folder; --python DIR for the PyTorch wheel
-/// of a venv or conda env; --all for every affected hipBLASLt doctor finds.
+/// (or TheRock's rocm-sdk wheel, _rocm_sdk_libraries*/lib) of a venv or
+/// conda env; --all for every affected hipBLASLt doctor finds.
 ///
 /// A venv or a folder of yours needs no root. A system library does; its
 /// package manager puts the original files back at the next upgrade (doctor
@@ -42,7 +43,7 @@ pub struct Args {
     /// A folder holding libhipblaslt.so, or its hipblaslt/library kernel folder
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// The PyTorch wheel of this Python environment (a venv, conda env or
+    /// The PyTorch or TheRock wheel of this Python environment (a venv, conda env or
     /// site-packages folder; repeatable), as doctor takes it
     #[arg(long, value_name = "DIR")]
     pub python: Vec<PathBuf>,
@@ -104,11 +105,11 @@ fn libraries(args: &Args, threads: usize) -> Result<Vec<PathBuf>> {
     for env in &args.python {
         let env = std::path::absolute(env)
             .with_context(|| format!("resolving --python {}", env.display()))?;
-        let libs = found::torch_libs(Path::new("/"), &env);
+        let libs = found::python_libs(Path::new("/"), &env);
         anyhow::ensure!(
             !libs.is_empty(),
             crate::diag::UsageError(format!(
-                "no PyTorch wheel in {} (looked for site-packages/torch/lib with hipblaslt/library)",
+                "no PyTorch wheel nor TheRock wheel in {} (looked for site-packages/torch/lib and site-packages/_rocm_sdk_libraries*/lib)",
                 env.display()
             ))
         );

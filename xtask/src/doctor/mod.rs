@@ -9,6 +9,7 @@ pub mod fsread;
 pub mod hipblaslt;
 pub mod knob_verdicts;
 pub mod knobs;
+pub mod layouts;
 pub mod machine;
 pub mod module;
 pub mod pid;

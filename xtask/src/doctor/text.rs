@@ -136,6 +136,7 @@ fn libraries(out: &mut String, m: &Machine) {
     for lib in &m.hipblaslt_libraries {
         let mut notes = vec![lib.kind.to_string()];
         notes.extend(lib.version.clone());
+        notes.extend(lib.rocm.as_ref().map(|r| format!("ROCm {}", r.version)));
         if let Some(prefix) = &lib.ours {
             notes.push(format!("patched: loads ours from {prefix}"));
         }
