@@ -52,6 +52,13 @@ use crate::workspace::Workspace;
 /// build, or the stop-gap), then lists what it could not read. It never needs
 /// root and never changes the system.
 ///
+/// It lists the GPU faults of the crash the user had: those of the --log
+/// files (a saved dmesg or journalctl -k, a job's stderr, a HIP log), else
+/// of this boot's kernel log (journalctl -k -b, else /dev/kmsg; below a
+/// --root other than /, that machine's /var/log/kern.log), each with its
+/// time, process, address and UTCL2 client, and the known fault it points
+/// to.
+///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
 /// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad
@@ -76,6 +83,11 @@ pub struct Args {
     /// environment (/proc/PID/environ) and its GPU nodes (below --root)
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// Read the GPU faults of these saved logs (dmesg, journalctl -k, a
+    /// job's stderr, an AMD_LOG_LEVEL=3 HIP log) instead of this boot's
+    /// kernel log; repeatable (host paths, not taken below --root)
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub log: Vec<PathBuf>,
 }
 
 /// Prints the report; a known fault affecting the machine unmitigated ends
@@ -148,7 +160,29 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }
-    Ok(doctor::diagnose(&knowledge, machine, &recipes))
+    let (scan, unread) = doctor::log::read(&log_settings(&root, args, &knowledge));
+    machine.unread.extend(unread);
+    let mut report = doctor::diagnose(&knowledge, machine, &recipes);
+    report.logs = doctor::log::judge(scan, &knowledge, &report.faults);
+    Ok(report)
+}
+
+/// The logs to read: `--log` files, else the machine's kernel log.
+fn log_settings<'a>(
+    root: &'a Path,
+    args: &'a Args,
+    knowledge: &Knowledge,
+) -> doctor::log::Settings<'a> {
+    doctor::log::Settings {
+        root,
+        files: &args.log,
+        patterns: knowledge
+            .faults
+            .iter()
+            .flat_map(|f| f.log.kernels.iter().cloned())
+            .collect(),
+        journalctl: std::ffi::OsStr::new("journalctl"),
+    }
 }
 
 /// The recipes of this checkout, and the DKMS package names they build

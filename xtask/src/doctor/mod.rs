@@ -9,6 +9,7 @@ pub mod fsread;
 pub mod hipblaslt;
 pub mod knob_verdicts;
 pub mod knobs;
+pub mod log;
 pub mod machine;
 pub mod module;
 pub mod pid;
@@ -38,6 +39,8 @@ pub struct Report {
     pub faults: Vec<FaultReport>,
     /// Every knob set on the machine, judged.
     pub knobs: Vec<knob_verdicts::KnobReport>,
+    /// The logs read and the GPU faults in them, judged ([`log::judge`]).
+    pub logs: log::LogReport,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -86,7 +89,10 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         .faults
         .iter()
         .map(|fault| {
-            let mut verdict = assess(fault, &machine);
+            let mut verdict = match fault.judged_only_by_log() {
+                true => log::verdict_without_log(fault, &machine),
+                false => assess(fault, &machine),
+            };
             let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
             let missing: Vec<String> = fault
                 .fixes
@@ -114,6 +120,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         machine,
         faults,
         knobs,
+        logs: log::LogReport::default(),
     }
 }
 

@@ -28,6 +28,7 @@ impl Report {
         for k in &self.knobs {
             knob(&mut out, k);
         }
+        out.push_str(&self.logs.to_text());
         if let Some(advice) = m.secure_boot.advice() {
             out.push('\n');
             out.push_str(&wrapped("note", &advice));

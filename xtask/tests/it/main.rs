@@ -21,6 +21,7 @@ mod doctor_hipblaslt;
 mod doctor_hostile;
 mod doctor_kfd;
 mod doctor_knobs;
+mod doctor_log;
 mod doctor_module;
 mod doctor_pid;
 mod drift;
