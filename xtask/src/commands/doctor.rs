@@ -57,7 +57,8 @@ use crate::workspace::Workspace;
 /// of this boot's kernel log (journalctl -k -b, else /dev/kmsg; below a
 /// --root other than /, that machine's /var/log/kern.log), each with its
 /// time, process, address and UTCL2 client, and the known fault it points
-/// to.
+/// to. It checks that /dev/kfd and the render nodes are usable (for --user
+/// NAME, or for you).
 ///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
@@ -83,6 +84,10 @@ pub struct Args {
     /// environment (/proc/PID/environ) and its GPU nodes (below --root)
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// Judge access to /dev/kfd and the render nodes for this user of the
+    /// machine (its /etc/passwd and /etc/group) instead of for you
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
     /// Read the GPU faults of these saved logs (dmesg, journalctl -k, a
     /// job's stderr, an AMD_LOG_LEVEL=3 HIP log) instead of this boot's
     /// kernel log; repeatable (host paths, not taken below --root)
@@ -160,6 +165,13 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }
+    let who = match (&args.user, root == Path::new("/")) {
+        (Some(name), _) => doctor::access::Who::User(name),
+        (None, true) => doctor::access::Who::You,
+        (None, false) => doctor::access::Who::Nobody,
+    };
+    let amd_gpu = machine.gpus.as_ref().is_some_and(|g| !g.is_empty()) || machine.amdgpu.is_some();
+    machine.access = doctor::access::read(&root, who, amd_gpu);
     let (scan, unread) = doctor::log::read(&log_settings(&root, args, &knowledge));
     machine.unread.extend(unread);
     let mut report = doctor::diagnose(&knowledge, machine, &recipes);

@@ -2,6 +2,7 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
+pub mod access;
 pub mod comgr;
 mod dkms;
 mod expert_sched;

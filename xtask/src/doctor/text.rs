@@ -18,6 +18,9 @@ impl Report {
             process(&mut out, p);
         }
         dkms_and_env(&mut out, m);
+        for (key, text) in m.access.lines() {
+            line(&mut out, key, text);
+        }
         out.push_str("\nknown faults\n");
         for f in &self.faults {
             fault(&mut out, f, m);
