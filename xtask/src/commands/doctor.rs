@@ -58,7 +58,7 @@ use crate::workspace::Workspace;
 /// --root other than /, that machine's /var/log/kern.log), each with its
 /// time, process, address and UTCL2 client, and the known fault it points
 /// to. It checks that /dev/kfd and the render nodes are usable (for --user
-/// NAME, or for you).
+/// NAME, or for you), and lists the firmware versions amdgpu publishes.
 ///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
@@ -165,6 +165,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }
+    machine.firmware = doctor::firmware::read(&root, &mut machine.unread);
     let who = match (&args.user, root == Path::new("/")) {
         (Some(name), _) => doctor::access::Who::User(name),
         (None, true) => doctor::access::Who::You,

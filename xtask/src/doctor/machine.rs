@@ -59,6 +59,8 @@ pub struct Machine {
     pub process: Option<super::pid::Process>,
     /// `/dev/kfd` and the render nodes, and whether the user can open them.
     pub access: super::access::Access,
+    /// The firmware versions amdgpu publishes, per card.
+    pub firmware: Vec<super::firmware::GpuFirmware>,
     pub unread: Vec<Unread>,
 }
 

@@ -6,6 +6,7 @@ pub mod access;
 pub mod comgr;
 mod dkms;
 mod expert_sched;
+pub mod firmware;
 pub mod fsread;
 pub mod hipblaslt;
 pub mod knob_verdicts;

@@ -21,6 +21,9 @@ impl Report {
         for (key, text) in m.access.lines() {
             line(&mut out, key, text);
         }
+        for fw in &m.firmware {
+            line(&mut out, "firmware", fw.describe());
+        }
         out.push_str("\nknown faults\n");
         for f in &self.faults {
             fault(&mut out, f, m);

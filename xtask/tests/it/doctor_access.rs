@@ -1,7 +1,8 @@
 //! doctor on the GPU devices of fake machines: `/dev/kfd` and a render
 //! node a user is not allowed to open (real device nodes, made with mknod:
 //! root only), a container started without the devices, a machine whose
-//! amdgpu made no `/dev/kfd`, each with the command that fixes it.
+//! amdgpu made no `/dev/kfd`, each with the command that fixes it; and the
+//! firmware versions amdgpu publishes in sysfs, in the text and `--json`.
 
 use std::os::unix::fs::PermissionsExt;
 
@@ -196,4 +197,46 @@ fn a_machine_whose_amdgpu_made_no_kfd_is_told_to_load_it() {
     let m = FakeMachine::new();
     let (_, report) = m.report();
     assert!(problems(&report).is_empty(), "{report:#}");
+}
+
+#[test]
+fn firmware_versions_are_listed_per_card() {
+    let m = machine("");
+    let fw = "sys/class/drm/card1/device/fw_version";
+    for (block, version) in [
+        ("mes", "0x00000080"),
+        ("mec", "0x0000009a"),
+        ("sdma", "0x0000000e"),
+    ] {
+        m.file(&format!("{fw}/{block}_fw_version"), &format!("{version}\n"));
+    }
+    m.file(
+        "sys/class/drm/card1/device/vbios_version",
+        "113-D9870100-100\n",
+    )
+    .file("sys/class/drm/card1-DP-1/status", "connected\n")
+    .file("sys/class/drm/card0/device/vendor", "0x8086\n");
+    let (_, report) = m.report();
+    let firmware = report["machine"]["firmware"].as_array().unwrap();
+    assert_eq!(firmware.len(), 1, "{firmware:#?}");
+    assert_eq!(firmware[0]["card"], "card1");
+    assert_eq!(firmware[0]["vbios"], "113-D9870100-100");
+    assert_eq!(firmware[0]["versions"]["mes"], "0x00000080");
+    assert_eq!(firmware[0]["versions"]["sdma"], "0x0000000e");
+    m.doctor(&[]).stdout_has(
+        "  firmware   card1 (VBIOS 113-D9870100-100): mec 0x0000009a, mes 0x00000080, sdma 0x0000000e\n",
+    );
+    // a firmware file doctor may not read is named, the others kept
+    std::fs::remove_file(m.root().join(fw).join("mec_fw_version")).unwrap();
+    std::fs::create_dir(m.root().join(fw).join("mec_fw_version")).unwrap();
+    let (_, report) = m.report();
+    let unread = report["machine"]["unread"].to_string();
+    assert!(
+        unread.contains(&format!("/{fw}/mec_fw_version")),
+        "{unread}"
+    );
+    assert_eq!(
+        report["machine"]["firmware"][0]["versions"]["mes"],
+        "0x00000080"
+    );
 }
