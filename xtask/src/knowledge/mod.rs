@@ -1,8 +1,8 @@
 //! The knowledge file of known faults, `knowledge/faults.toml`: each fault
 //! with its upstream links, affected GPU targets, kernel / ROCm / hipBLASLt
-//! ranges, the recipes that fix it and the workaround. Parsed with unknown
-//! keys refused and validated with every problem reported at once; nothing
-//! here reads the machine (that is `doctor`).
+//! ranges, the recipes that fix it, the workaround and how it shows in
+//! logs. Parsed with unknown keys refused and validated with every problem
+//! reported at once; nothing here reads the machine (that is `doctor`).
 
 pub mod knobs;
 pub mod log;
