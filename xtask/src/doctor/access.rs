@@ -78,8 +78,11 @@ struct Accounts {
 
 impl Accounts {
     fn read(fs: &Root) -> Accounts {
+        // read lossily: one byte that is not UTF-8 (a Latin-1 name) must
+        // not hide every account
         let text = |p: &str| {
-            fs.read_text(Path::new(p), fsread::SMALL)
+            fs.read(Path::new(p), fsread::SMALL)
+                .map(|b| String::from_utf8_lossy(&b).into_owned())
                 .unwrap_or_default()
         };
         Accounts {

@@ -137,6 +137,14 @@ fn a_device_that_is_no_device_node_is_not_usable() {
     m.doctor(&[]).stdout_has(
         "  access     not judged below --root: give --user NAME, a user of that machine\n",
     );
+    // a Latin-1 byte in the account files hides no account
+    std::fs::write(
+        m.root().join("etc/passwd"),
+        b"ren\xe9:x:1001:1001:Ren\xe9:/home/rene:/bin/sh\nalice:x:1000:1000::/home/alice:/bin/sh\n",
+    )
+    .unwrap();
+    let (_, report) = FakeMachine::report_with(&m, &["--user", "alice"]);
+    assert_eq!(report["machine"]["access"]["user"], "alice (uid 1000)");
     let (_, report) = FakeMachine::report_with(&m, &["--user", "mallory"]);
     assert!(problems(&report)[0]["what"]
         .as_str()
