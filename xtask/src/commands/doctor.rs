@@ -52,6 +52,14 @@ use crate::workspace::Workspace;
 /// build, or the stop-gap), then lists what it could not read. It never needs
 /// root and never changes the system.
 ///
+/// It lists the GPU faults of the crash the user had: those of the --log
+/// files (a saved dmesg or journalctl -k, a job's stderr, a HIP log), else
+/// of this boot's kernel log (journalctl -k -b, else /dev/kmsg; below a
+/// --root other than /, that machine's /var/log/kern.log), each with its
+/// time, process, address and UTCL2 client, and the known fault it points
+/// to. It checks that /dev/kfd and the render nodes are usable (for --user
+/// NAME, or for you), and lists the firmware versions amdgpu publishes.
+///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
 /// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad
@@ -76,6 +84,15 @@ pub struct Args {
     /// environment (/proc/PID/environ) and its GPU nodes (below --root)
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// Judge access to /dev/kfd and the render nodes for this user of the
+    /// machine (its /etc/passwd and /etc/group) instead of for you
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Read the GPU faults of these saved logs (dmesg, journalctl -k, a
+    /// job's stderr, an AMD_LOG_LEVEL=3 HIP log) instead of this boot's
+    /// kernel log; repeatable (host paths, not taken below --root)
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub log: Vec<PathBuf>,
 }
 
 /// Prints the report; a known fault affecting the machine unmitigated ends
@@ -148,7 +165,37 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }
-    Ok(doctor::diagnose(&knowledge, machine, &recipes))
+    machine.firmware = doctor::firmware::read(&root, &mut machine.unread);
+    let who = match (&args.user, root == Path::new("/")) {
+        (Some(name), _) => doctor::access::Who::User(name),
+        (None, true) => doctor::access::Who::You,
+        (None, false) => doctor::access::Who::Nobody,
+    };
+    let amd_gpu = machine.gpus.as_ref().is_some_and(|g| !g.is_empty()) || machine.amdgpu.is_some();
+    machine.access = doctor::access::read(&root, who, amd_gpu);
+    let (scan, unread) = doctor::log::read(&log_settings(&root, args, &knowledge));
+    machine.unread.extend(unread);
+    let mut report = doctor::diagnose(&knowledge, machine, &recipes);
+    report.logs = doctor::log::judge(scan, &knowledge, &report.faults);
+    Ok(report)
+}
+
+/// The logs to read: `--log` files, else the machine's kernel log.
+fn log_settings<'a>(
+    root: &'a Path,
+    args: &'a Args,
+    knowledge: &Knowledge,
+) -> doctor::log::Settings<'a> {
+    doctor::log::Settings {
+        root,
+        files: &args.log,
+        patterns: knowledge
+            .faults
+            .iter()
+            .flat_map(|f| f.log.kernels.iter().cloned())
+            .collect(),
+        journalctl: std::ffi::OsStr::new("journalctl"),
+    }
 }
 
 /// The recipes of this checkout, and the DKMS package names they build

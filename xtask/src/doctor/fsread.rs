@@ -99,6 +99,16 @@ pub struct Meta {
     pub ino: u64,
 }
 
+/// A path's kind, owner and permission bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: Kind,
+    /// The permission bits (`0o660`), setuid/setgid/sticky included.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
 /// One entry of a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -243,6 +253,20 @@ impl Root {
             dev: meta.dev(),
             ino: meta.ino(),
             real,
+        })
+    }
+
+    /// Who owns `path` and its permission bits (symlinks followed inside
+    /// the root): stat only, never opened, whatever it is.
+    pub fn owner(&self, path: &Path) -> Result<Owner, Unread> {
+        let real = self.resolve(path)?;
+        let meta =
+            std::fs::symlink_metadata(self.on_host(&real)).map_err(|e| unread(path, io_why(&e)))?;
+        Ok(Owner {
+            kind: Kind::of(meta.file_type()),
+            mode: meta.mode() & 0o7777,
+            uid: meta.uid(),
+            gid: meta.gid(),
         })
     }
 

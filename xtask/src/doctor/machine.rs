@@ -57,6 +57,10 @@ pub struct Machine {
     pub comgr: Option<super::comgr::Comgr>,
     /// The running program judged (`doctor --pid`), if any.
     pub process: Option<super::pid::Process>,
+    /// `/dev/kfd` and the render nodes, and whether the user can open them.
+    pub access: super::access::Access,
+    /// The firmware versions amdgpu publishes, per card.
+    pub firmware: Vec<super::firmware::GpuFirmware>,
     pub unread: Vec<Unread>,
 }
 

@@ -2,14 +2,17 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
+pub mod access;
 pub mod comgr;
 mod dkms;
 mod expert_sched;
+pub mod firmware;
 pub mod fsread;
 pub mod hipblaslt;
 pub mod knob_verdicts;
 pub mod knobs;
 pub mod layouts;
+pub mod log;
 pub mod machine;
 pub mod module;
 pub mod pid;
@@ -39,6 +42,8 @@ pub struct Report {
     pub faults: Vec<FaultReport>,
     /// Every knob set on the machine, judged.
     pub knobs: Vec<knob_verdicts::KnobReport>,
+    /// The logs read and the GPU faults in them, judged ([`log::judge`]).
+    pub logs: log::LogReport,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -87,7 +92,10 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         .faults
         .iter()
         .map(|fault| {
-            let mut verdict = assess(fault, &machine);
+            let mut verdict = match fault.judged_only_by_log() {
+                true => log::verdict_without_log(fault, &machine),
+                false => assess(fault, &machine),
+            };
             let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
             let missing: Vec<String> = fault
                 .fixes
@@ -115,6 +123,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         machine,
         faults,
         knobs,
+        logs: log::LogReport::default(),
     }
 }
 

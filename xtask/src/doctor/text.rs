@@ -18,6 +18,12 @@ impl Report {
             process(&mut out, p);
         }
         dkms_and_env(&mut out, m);
+        for (key, text) in m.access.lines() {
+            line(&mut out, key, text);
+        }
+        for fw in &m.firmware {
+            line(&mut out, "firmware", fw.describe());
+        }
         out.push_str("\nknown faults\n");
         for f in &self.faults {
             fault(&mut out, f, m);
@@ -28,6 +34,7 @@ impl Report {
         for k in &self.knobs {
             knob(&mut out, k);
         }
+        out.push_str(&self.logs.to_text());
         if let Some(advice) = m.secure_boot.advice() {
             out.push('\n');
             out.push_str(&wrapped("note", &advice));

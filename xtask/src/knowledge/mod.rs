@@ -1,10 +1,11 @@
 //! The knowledge file of known faults, `knowledge/faults.toml`: each fault
 //! with its upstream links, affected GPU targets, kernel / ROCm / hipBLASLt
-//! ranges, the recipes that fix it and the workaround. Parsed with unknown
-//! keys refused and validated with every problem reported at once; nothing
-//! here reads the machine (that is `doctor`).
+//! ranges, the recipes that fix it, the workaround and how it shows in
+//! logs. Parsed with unknown keys refused and validated with every problem
+//! reported at once; nothing here reads the machine (that is `doctor`).
 
 pub mod knobs;
+pub mod log;
 mod parse;
 mod version;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::KernelRange;
 pub use knobs::{Effect, Knob, KnobKind, Knobs};
+pub use log::{Glob, LogFacts};
 pub use parse::parse;
 pub use version::{Version, VersionRange};
 
@@ -103,6 +105,8 @@ pub struct Fault {
     pub stopgap: Option<String>,
     pub workaround: String,
     pub fixes: Vec<Fix>,
+    /// How it shows in logs (`[fault.log]`), for `doctor --log`.
+    pub log: LogFacts,
 }
 
 /// The kernels a kernel-side fault affects, is fixed in, or cannot happen on.

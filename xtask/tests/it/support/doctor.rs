@@ -182,7 +182,14 @@ impl FakeMachine {
 
     /// The `--json` report, parsed.
     pub fn report(&self) -> (Run, serde_json::Value) {
-        let run = self.doctor(&["--json"]);
+        self.report_with(&[])
+    }
+
+    /// The `--json` report of a run with these arguments too, parsed.
+    pub fn report_with(&self, args: &[&str]) -> (Run, serde_json::Value) {
+        let mut all = vec!["--json"];
+        all.extend(args);
+        let run = self.doctor(&all);
         let json = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}\n{}", run.stdout, run.stderr));
         (run, json)
