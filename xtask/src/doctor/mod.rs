@@ -12,6 +12,7 @@ pub mod knobs;
 pub mod layouts;
 pub mod machine;
 pub mod module;
+mod module_scan;
 pub mod pid;
 pub mod probe;
 pub mod secure_boot;
