@@ -81,6 +81,20 @@ pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
     names
 }
 
+/// doctor's own environment, every name and value read as bytes and shown
+/// as text (a byte that is not UTF-8 replaced): a variable that is not
+/// UTF-8 (an `OLDPWD` naming a Latin-1 folder) is kept, never a panic.
+pub fn environment() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Judges every fault on `machine`. `recipes` are the recipes of this
 /// checkout: a next step naming one that is missing says so.
 pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<String>) -> Report {

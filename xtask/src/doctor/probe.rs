@@ -99,7 +99,10 @@ impl Probe<'_> {
         m.env = self
             .env_names
             .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .filter_map(|name| {
+                let value = std::env::var_os(name)?;
+                Some((name.clone(), value.to_string_lossy().into_owned()))
+            })
             .collect();
         m
     }

@@ -22,11 +22,14 @@ impl Report {
         for f in &self.faults {
             fault(&mut out, f, m);
         }
-        if !self.knobs.is_empty() {
+        if !self.knobs.is_empty() || !m.knob_notes.is_empty() {
             out.push_str("\nknobs set (environment, /etc/modprobe.d, kernel command line, amdgpu parameters)\n");
         }
         for k in &self.knobs {
             knob(&mut out, k);
+        }
+        for note in &m.knob_notes {
+            out.push_str(&wrapped("note", note));
         }
         if let Some(advice) = m.secure_boot.advice() {
             out.push('\n');
