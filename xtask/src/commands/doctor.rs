@@ -124,15 +124,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
         Some(pid) => {
             let (process, env) = doctor::pid::read(&root, pid)?;
             let names = doctor::env_names(&knowledge);
-            doctor::probe::apply_process(
-                &root,
-                &process,
-                &env,
-                &names,
-                &mut machine,
-                &places,
-                &mut cache,
-            );
+            doctor::probe::apply_process(&process, &env, &names, &mut machine, &places, &mut cache);
             machine.process = Some(process);
             env
         }

@@ -366,11 +366,14 @@ impl Root {
         let mut problems = walk.unread;
         for entry in walk.found {
             if entry.kind == Kind::Symlink {
-                let host = std::fs::canonicalize(self.on_host(&entry.path)).ok();
-                let machine = self
-                    .resolve(&entry.path)
+                // the same file both ways, by identity: a path compared as
+                // text would break below a root that is the kernel's link
+                // (`/proc/PID/root`), where the host follows an absolute
+                // target from its own root
+                let host = std::fs::metadata(self.on_host(&entry.path))
                     .ok()
-                    .and_then(|real| std::fs::canonicalize(self.on_host(&real)).ok());
+                    .map(|m| (m.dev(), m.ino()));
+                let machine = self.meta(&entry.path).ok().map(|m| (m.dev, m.ino));
                 // dangling both ways: nothing is read through it (a wanted
                 // name is named below, with the reason)
                 if host != machine {

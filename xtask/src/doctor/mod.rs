@@ -11,6 +11,7 @@ pub mod knob_verdicts;
 pub mod knobs;
 pub mod layouts;
 pub mod machine;
+pub mod maps;
 pub mod module;
 mod module_scan;
 pub mod pid;
