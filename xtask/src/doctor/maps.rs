@@ -252,5 +252,14 @@ mod tests {
         // map_files says unlinked
         let m = resolve(&fs, Path::new("/"), &at(b"/a\\012b", 1), None, Some(0));
         assert!(m.deleted);
+        // a chroot's paths, as the machine names them, taken below its root
+        let m = resolve(
+            &fs,
+            Path::new("/srv/jail"),
+            &at(b"/srv/jail/a\\012b", ino("a\nb")),
+            None,
+            None,
+        );
+        assert_eq!((m.path, m.deleted), (path_of(b"/a\nb"), false));
     }
 }
