@@ -141,25 +141,20 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
         Some(pid) => {
             let (process, env) = doctor::pid::read(&root, pid)?;
             let names = doctor::env_names(&knowledge);
-            doctor::probe::apply_process(
-                &root,
-                &process,
-                &env,
-                &names,
-                &mut machine,
-                &places,
-                &mut cache,
-            );
+            doctor::probe::apply_process(&process, &env, &names, &mut machine, &places, &mut cache);
             machine.process = Some(process);
             env
         }
         None => {
             machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
             machine.tensile_libraries = doctor::tensile::find(&root, &places, &mut cache);
-            std::env::vars().collect()
+            doctor::environment()
         }
     };
-    machine.knob_settings = doctor::knobs::read(&root, &env, &knowledge.knobs);
+    let knobs = doctor::knobs::read(&root, &env, &knowledge.knobs);
+    machine.knob_settings = knobs.settings;
+    machine.knob_notes = knobs.notes;
+    machine.unread.extend(knobs.unread);
     let problems = unjudged_library_problems(&root, &machine);
     machine.unread.extend(problems);
     if let Err(err) = cache.save() {

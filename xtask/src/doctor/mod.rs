@@ -14,7 +14,9 @@ pub mod knobs;
 pub mod layouts;
 pub mod log;
 pub mod machine;
+pub mod maps;
 pub mod module;
+mod module_scan;
 pub mod pid;
 pub mod probe;
 pub mod secure_boot;
@@ -83,6 +85,20 @@ pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
         .collect();
     names.insert(steps::LIBRARY_PATH.to_owned());
     names
+}
+
+/// doctor's own environment, every name and value read as bytes and shown
+/// as text (a byte that is not UTF-8 replaced): a variable that is not
+/// UTF-8 (an `OLDPWD` naming a Latin-1 folder) is kept, never a panic.
+pub fn environment() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
 }
 
 /// Judges every fault on `machine`. `recipes` are the recipes of this

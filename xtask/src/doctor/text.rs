@@ -28,11 +28,14 @@ impl Report {
         for f in &self.faults {
             fault(&mut out, f, m);
         }
-        if !self.knobs.is_empty() {
+        if !self.knobs.is_empty() || !m.knob_notes.is_empty() {
             out.push_str("\nknobs set (environment, /etc/modprobe.d, kernel command line, amdgpu parameters)\n");
         }
         for k in &self.knobs {
             knob(&mut out, k);
+        }
+        for note in &m.knob_notes {
+            out.push_str(&wrapped("note", note));
         }
         out.push_str(&self.logs.to_text());
         if let Some(advice) = m.secure_boot.advice() {
@@ -153,7 +156,7 @@ fn libraries(out: &mut String, m: &Machine) {
         line(
             out,
             "library",
-            format!("{} ({})", lib.path, notes.join(", ")),
+            format!("{} ({})", one_line(&lib.path), notes.join(", ")),
         );
         line(out, "", format!("  kernels {}", lib.kernels));
         line(out, "", format!("  {}", lib.judgement.describe()));
@@ -191,9 +194,25 @@ fn libraries(out: &mut String, m: &Machine) {
 fn process(out: &mut String, p: &Process) {
     let exe = p.exe.as_deref().unwrap_or("program not readable");
     line(out, "process", format!("{} ({exe})", p.pid));
+    if p.root != "/" {
+        line(
+            out,
+            "",
+            format!("  its files read through {} (its own root)", p.root),
+        );
+    }
     for (family, files) in &p.libraries {
         for file in files {
-            line(out, "", format!("  maps {family}: {file}"));
+            let deleted = if file.deleted {
+                " (deleted since it was mapped: the file now at this path is not the one in use)"
+            } else {
+                ""
+            };
+            line(
+                out,
+                "",
+                format!("  maps {family}: {}{deleted}", one_line(&file.to_string())),
+            );
         }
     }
     if p.libraries.is_empty() && !p.unread.iter().any(|u| u.contains("/maps:")) {
@@ -212,6 +231,11 @@ fn process(out: &mut String, p: &Process) {
     for u in &p.unread {
         line(out, "", format!("  could not read {u}"));
     }
+}
+
+/// A path on one line: a newline or tab of a file name shown escaped.
+fn one_line(path: &str) -> String {
+    path.replace('\n', "\\x0a").replace('\t', "\\x09")
 }
 
 /// The DKMS packages registered, then the workaround variables set.

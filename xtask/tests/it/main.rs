@@ -21,6 +21,8 @@ mod doctor_access;
 mod doctor_debian_modules;
 mod doctor_hipblaslt;
 mod doctor_hostile;
+mod doctor_hostile_input;
+mod doctor_hostile_pid;
 mod doctor_kfd;
 mod doctor_knobs;
 mod doctor_layouts;
