@@ -24,6 +24,7 @@ mod doctor_knobs;
 mod doctor_module;
 mod doctor_pid;
 mod drift;
+mod farm_sbuild;
 mod fetch;
 mod fetch_http;
 mod fetch_pins;
