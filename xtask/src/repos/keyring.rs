@@ -28,6 +28,20 @@ pub const DNF_REPO: &str = "etc/yum.repos.d/rocm-patchkit.repo";
 /// pacman's keyrings folder and the keyring's name there.
 pub const PACMAN_KEYRINGS: &str = "usr/share/pacman/keyrings";
 
+/// The templates of `templates/repos/`, each for one file: apt's source
+/// (in the .deb), dnf's `.repo` (in the .rpm and beside the repository),
+/// the Arch install script, and the pacman.conf section the setup appends.
+pub const APT_SOURCES_TEMPLATE: &str = "repos/apt.sources";
+pub const DNF_REPO_TEMPLATE: &str = "repos/dnf.repo";
+pub const ARCH_INSTALL_TEMPLATE: &str = "repos/keyring.install";
+pub const PACMAN_CONF_TEMPLATE: &str = "repos/pacman.conf";
+pub const TEMPLATES: [&str; 4] = [
+    APT_SOURCES_TEMPLATE,
+    DNF_REPO_TEMPLATE,
+    ARCH_INSTALL_TEMPLATE,
+    PACMAN_CONF_TEMPLATE,
+];
+
 /// The public key in both forms.
 pub struct Key {
     pub binary: Vec<u8>,
@@ -37,7 +51,7 @@ pub struct Key {
 /// The snippets rendered from `templates/repos/`, by template name.
 pub type Snippets = BTreeMap<String, String>;
 
-/// Renders every snippet of `templates/repos/` for `site`.
+/// Renders each of [`TEMPLATES`] for `site`.
 pub fn snippets(templates: &Path, site: &Site) -> Result<Snippets> {
     let renderer = Renderer::new(templates)?;
     let values = serde_json::json!({
@@ -50,8 +64,8 @@ pub fn snippets(templates: &Path, site: &Site) -> Result<Snippets> {
         "rpm_key": format!("/{RPM_KEY}"),
     });
     let mut out = Snippets::new();
-    for name in renderer.names_under("repos/") {
-        out.insert(name.clone(), renderer.render(&name, &values)?);
+    for name in TEMPLATES {
+        out.insert(name.to_owned(), renderer.render(name, &values)?);
     }
     Ok(out)
 }
@@ -74,7 +88,7 @@ pub fn write(
     };
     let mut deb = FileTree::new();
     deb.add_bytes(APT_KEYRING, key.binary.clone(), false)?;
-    deb.add_bytes(APT_SOURCES, snippet("repos/apt.sources")?, false)?;
+    deb.add_bytes(APT_SOURCES, snippet(APT_SOURCES_TEMPLATE)?, false)?;
     deb.mark_config(APT_SOURCES)?;
     // Installing an apt source is what a third-party archive's keyring
     // package is for (Debian's own archives need none).
@@ -85,7 +99,7 @@ pub fn write(
     )?;
     let mut rpm = FileTree::new();
     rpm.add_bytes(RPM_KEY, key.armored.clone(), false)?;
-    rpm.add_bytes(DNF_REPO, snippet("repos/dnf.repo")?, false)?;
+    rpm.add_bytes(DNF_REPO, snippet(DNF_REPO_TEMPLATE)?, false)?;
     rpm.mark_config(DNF_REPO)?;
     let mut arch = FileTree::new();
     let keyring = format!("{PACMAN_KEYRINGS}/{}", super::NAME);
@@ -97,7 +111,7 @@ pub fn write(
     )?;
     arch.add_bytes(&format!("{keyring}-revoked"), Vec::new(), false)?;
     let arch_scripts = Scripts {
-        arch_install: Some(String::from_utf8(snippet("repos/keyring.install")?)?),
+        arch_install: Some(String::from_utf8(snippet(ARCH_INSTALL_TEMPLATE)?)?),
         ..Scripts::default()
     };
     let none = Scripts::default();

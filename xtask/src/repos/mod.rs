@@ -232,7 +232,7 @@ fn write_all(
                 rpm_md::write(&folder, &packages, signer)?;
                 sums::write(
                     &folder.join(format!("{NAME}.repo")),
-                    &snippets["repos/dnf.repo"],
+                    &snippets[keyring::DNF_REPO_TEMPLATE],
                 )?;
                 keyring_name
             }
@@ -240,7 +240,7 @@ fn write_all(
                 pacman::write(&folder, NAME, &packages, signer)?;
                 sums::write(
                     &folder.join(format!("{NAME}.conf")),
-                    &snippets["repos/pacman.conf"],
+                    &snippets[keyring::PACMAN_CONF_TEMPLATE],
                 )?;
                 keyring_name
             }
