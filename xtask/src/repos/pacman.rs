@@ -185,15 +185,15 @@ fn database(entries: &[Entry], with_files: bool, time: u64) -> Result<Vec<u8>> {
         Ok(h)
     };
     for entry in entries {
-        let mut dir = header(&format!("{}/", entry.folder), 0, true)?;
-        tar.append(&mut dir, std::io::empty())?;
+        let dir = header(&format!("{}/", entry.folder), 0, true)?;
+        tar.append(&dir, std::io::empty())?;
         let mut members = vec![("desc", &entry.desc)];
         if with_files {
             members.insert(0, ("files", &entry.files));
         }
         for (name, text) in members {
-            let mut h = header(&format!("{}/{name}", entry.folder), text.len(), false)?;
-            tar.append(&mut h, text.as_bytes())?;
+            let h = header(&format!("{}/{name}", entry.folder), text.len(), false)?;
+            tar.append(&h, text.as_bytes())?;
         }
     }
     let mut gz = tar.into_inner().context("writing the pacman database")?;

@@ -161,8 +161,10 @@ fn stanzas(text: &str) -> Vec<BTreeMap<String, String>> {
         let mut last = String::new();
         for line in para.lines() {
             if line.starts_with(' ') {
-                map.get_mut(&last)
-                    .map(|v: &mut String| v.push_str(&format!("\n{line}")));
+                if let Some(value) = map.get_mut(&last) {
+                    let value: &mut String = value;
+                    value.push_str(&format!("\n{line}"));
+                }
             } else if let Some((k, v)) = line.split_once(':') {
                 last = k.to_owned();
                 map.insert(last.clone(), v.trim().to_owned());
