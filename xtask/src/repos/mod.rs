@@ -131,6 +131,8 @@ pub fn publish(opts: &Options, reporter: &Reporter) -> Result<Published> {
             "--formats names no repository format".to_owned()
         ));
     }
+    // Refused before any input is read (Staging::begin checks it again).
+    crate::dist::check_replaceable(&opts.to)?;
     let inputs = read_inputs(&opts.dists)?;
     let signer = gpg::Signer::find(opts.gnupghome.as_deref(), opts.key.as_deref())?;
     let newest = inputs
