@@ -32,6 +32,7 @@ pub mod publish;
 pub mod recipe;
 pub mod render;
 pub mod report;
+pub mod repos;
 pub mod run;
 pub mod state;
 pub mod target;

@@ -30,6 +30,7 @@ pub enum Command {
     BuildConfig(commands::build_config::Args),
     BuildHipblaslt(commands::build_hipblaslt::Args),
     RewriteHipblaslt(commands::rewrite_hipblaslt::Args),
+    PublishRepo(commands::publish_repo::Args),
     /// Benchmarks (commands, not tests) against the reference tools
     Bench(commands::bench::Args),
 }
@@ -64,6 +65,7 @@ fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
         Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(ws, args),
         Command::BuildConfig(args) => commands::build_config::run(ws, args),
         Command::RewriteHipblaslt(args) => commands::rewrite_hipblaslt::run(ws, args),
+        Command::PublishRepo(args) => commands::publish_repo::run(ws, args),
     };
     Ok(result?)
 }

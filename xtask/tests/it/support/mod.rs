@@ -5,6 +5,7 @@
 
 pub mod bounded;
 pub mod build_farm;
+pub mod chroot;
 pub mod codeobj;
 pub mod cwsr_off;
 pub mod demo;
@@ -21,6 +22,7 @@ pub mod package;
 pub mod patch;
 pub mod qemu;
 pub mod rebuild;
+pub mod repos;
 pub mod rust_text;
 pub mod scripts;
 pub mod tools;
