@@ -79,13 +79,7 @@ impl Step {
     }
 
     fn write(&self, f: &mut impl fmt::Write, inv: &Invocation) -> fmt::Result {
-        let build = |command: &str, recipe: &str| {
-            if inv.checkout {
-                format!("cargo xtask {command} {recipe}")
-            } else {
-                format!("in a rocm-patchkit checkout: cargo xtask {command} {recipe}")
-            }
-        };
+        let build = |command: &str, recipe: &str| build_command(inv, command, recipe);
         match self {
             Step::Build {
                 build: b,
@@ -119,20 +113,7 @@ impl Step {
             Step::Workaround { text, or: false } => write!(f, "workaround: {text}"),
             Step::Retired { why } => write!(f, "no package of ours for this kernel: {why}"),
             Step::Rewrite { dir, first, system } => {
-                let or = if *first {
-                    "or now, the hipBLASLt side without a reboot: "
-                } else {
-                    "  and: "
-                };
-                let (program, root) = if *system {
-                    (
-                        &inv.as_root,
-                        " (as root: a package's files, which its next upgrade puts back)",
-                    )
-                } else {
-                    (&inv.program, "")
-                };
-                write!(f, "{or}{program} rewrite-hipblaslt {dir}{root}")
+                f.write_str(&rewrite_command(inv, dir, *first, *system))
             }
             Step::ExportLibraryPath { prefix } => write!(
                 f,
@@ -161,6 +142,33 @@ impl Step {
                 recipes.join(", ")
             ),
         }
+    }
+}
+
+/// A build command of a checkout; the installed command sends the user to one.
+fn build_command(inv: &Invocation, command: &str, recipe: &str) -> String {
+    if inv.checkout {
+        format!("cargo xtask {command} {recipe}")
+    } else {
+        format!("in a rocm-patchkit checkout: cargo xtask {command} {recipe}")
+    }
+}
+
+/// The rewrite of one library folder, as root (`sudo` and the binary's
+/// path) when it holds a package's files.
+fn rewrite_command(inv: &Invocation, dir: &str, first: bool, system: bool) -> String {
+    let or = if first {
+        "or now, the hipBLASLt side without a reboot: "
+    } else {
+        "  and: "
+    };
+    if system {
+        format!(
+            "{or}{} rewrite-hipblaslt {dir} (as root: a package's files, which its next upgrade puts back)",
+            inv.as_root
+        )
+    } else {
+        format!("{or}{} rewrite-hipblaslt {dir}", inv.program)
     }
 }
 

@@ -1,6 +1,6 @@
 //! The user command's man pages and shell completions, rendered from its
 //! clap definition (clap_mangen, clap_complete): what the wheel and the
-//! tarball ship in `share/`, kept in the repository's `wheel/data/` (a test
+//! tarball ship in `share/`, kept in the repository's `wheel/data/data/` (a test
 //! holds them to the CLI and renders them again when they differ).
 
 use clap::CommandFactory;

@@ -51,4 +51,5 @@ mod source_packages;
 mod source_packages_config;
 mod user_docs;
 mod verify;
+mod wheel;
 mod workflows;

@@ -1,5 +1,5 @@
 //! The installed command's man pages and completions: the files the wheel
-//! and the tarball ship (`wheel/data/share/`) are the ones the CLI renders
+//! and the tarball ship (`wheel/data/data/share/`) are the ones the CLI renders
 //! today, and the man pages list the same commands and flags as `--help`.
 
 use std::collections::BTreeSet;
@@ -10,10 +10,10 @@ use xtask::user::docs;
 
 use crate::support::repo_root;
 
-/// `wheel/data/`: maturin's `data` folder; its `data/` goes below the
+/// `wheel/data/data/`: the `data/` of maturin's `data` folder, which goes below the
 /// environment's prefix.
 fn share_root() -> std::path::PathBuf {
-    repo_root().join("wheel/data")
+    repo_root().join("wheel/data/data")
 }
 
 /// Every file below `dir`, relative, sorted.
