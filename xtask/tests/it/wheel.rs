@@ -1,5 +1,7 @@
-//! The wheel as a user gets it: built by `maturin build --release` from
-//! pyproject.toml alone (the same build the release publishes), audited by
+//! The wheel as a user gets it: built by `maturin build` from pyproject.toml
+//! alone (every setting of the release's; cargo's dev profile, whose
+//! optimised dependencies the test build shares, instead of `--release`:
+//! a release build from nothing is the heaviest part of CI), audited by
 //! auditwheel (manylinux, glibc 2.28 or older, no library outside the
 //! policy), its binary linked to glibc's libraries only; installed with pip
 //! from the file into a fresh venv with no Rust on PATH; then on a fake
@@ -23,12 +25,13 @@ fn run(cmd: &mut Command) -> Run {
     Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
 }
 
-/// `maturin build --release --out DIR` at the top, as the release runs it.
+/// `maturin build --out DIR` at the top: the release's settings, cargo's
+/// dev profile (`--release` is the release workflow's only other flag).
 fn build_wheel(maturin: &Path, out: &Path) -> PathBuf {
     let tools_bin = maturin.parent().unwrap();
     let path = format!("{}:{}", tools_bin.display(), std::env::var("PATH").unwrap());
     run(Command::new(maturin)
-        .args(["build", "--release", "--out"])
+        .args(["build", "--out"])
         .arg(out)
         .current_dir(repo_root())
         .env("PATH", path)
@@ -106,7 +109,8 @@ fn the_wheel_installs_without_rust_and_fixes_a_venv_from_its_own_binary() {
     let wheel = build_wheel(&maturin, &work.path().join("wheels"));
     audit(&auditwheel, &wheel);
     let size = std::fs::metadata(&wheel).unwrap().len();
-    assert!(size < 10 << 20, "the wheel is {size} bytes, over 10 MiB");
+    // the release's wheel is 4.6 MB; this dev-profile one is larger
+    assert!(size < 16 << 20, "the wheel is {size} bytes, over 16 MiB");
 
     // a fresh venv, pip from the file, no Rust on PATH
     let user = work.path().join("user");
