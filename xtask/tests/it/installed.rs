@@ -114,7 +114,7 @@ fn the_installed_doctor_finds_its_venv_names_itself_and_the_rewrite_it_prints_wo
         .success()
         .stdout_has("8 kernel files rewritten")
         .stdout_has(&format!(
-            "undo: rocm-patchkit rewrite-hipblaslt --undo {torch_lib}"
+            "undo: rocm-patchkit rewrite-hipblaslt --undo {torch_lib}/hipblaslt/library"
         ));
     assert_ne!(kernel_digests(&lib_dir), kernel_digests_of(&original));
     let after = run(&m, nowhere.path(), &["doctor", "--root", &root, "--json"]);
