@@ -212,6 +212,8 @@ fn the_installed_command_knows_every_dkms_package_our_recipes_build() {
     let mut built: Vec<String> =
         crate::support::repo_recipes_of_kind(xtask::recipe::KindName::Dkms)
             .iter()
+            // the demo recipe's package is the tests' hello module, not amdgpu
+            .filter(|name| !name.starts_with("demo-"))
             .map(|name| {
                 xtask::recipe::Recipe::load(&repo_root(), name)
                     .unwrap()
