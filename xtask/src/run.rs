@@ -38,7 +38,13 @@ pub enum Command {
 /// Runs `command`; its error, if any, is printed on stderr and mapped to
 /// the exit status.
 pub fn run(ws: &Workspace, command: &Command) -> ExitCode {
-    match dispatch(ws, command) {
+    exit(dispatch(ws, command))
+}
+
+/// The exit status of a command's ending (of `cargo xtask` and of the
+/// installed `rocm-patchkit`), its error printed on stderr.
+pub fn exit(result: Result<(), Error>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if let Some(message) = err.message() {

@@ -100,9 +100,9 @@ pub struct Args {
 pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
     let report = diagnose(ws, args)?;
     if args.json {
-        report::out_json(&report.to_json()?);
+        report::out_json(&report.to_json(&ws.invocation)?);
     } else {
-        report::out(&report.to_text());
+        report::out(&report.to_text(&ws.invocation));
     }
     if !report.affected().is_empty() {
         std::io::stdout().flush().context("writing the report")?;
@@ -114,7 +114,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
 /// Reads the machine below `--root` (or the process of `--pid`) and judges
 /// every known fault on it.
 fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
-    let knowledge = Knowledge::load(&ws.root)?;
+    let knowledge = Knowledge::read(&ws.knowledge)?;
     let root = std::path::absolute(&args.root)
         .with_context(|| format!("resolving --root {}", args.root.display()))?;
     anyhow::ensure!(
@@ -124,7 +124,11 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
             args.root.display()
         ))
     );
-    let (recipes, ours) = checkout_recipes(ws);
+    let (recipes, ours) = if ws.invocation.checkout {
+        checkout_recipes(ws)
+    } else {
+        installed_recipes(&knowledge)
+    };
     let mut machine = doctor::probe(&root, &knowledge, &ours);
     let mut cache = match codeobj::default_cache_path() {
         Some(path) if !args.no_cache => codeobj::Cache::load(path),
@@ -135,7 +139,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
             machine.unread.push(unread);
         }
     }
-    let places = doctor::hipblaslt::Places::from_env(&args.python);
+    let places = places(ws, &root, &args.python);
     machine.comgr = doctor::comgr::find(&root, &places);
     let env = match args.pid {
         Some(pid) => {
@@ -191,6 +195,36 @@ fn log_settings<'a>(
             .collect(),
         journalctl: std::ffi::OsStr::new("journalctl"),
     }
+}
+
+/// The DKMS packages our recipes build (`[package] name` of every recipe
+/// of kind dkms), which the installed command, without a checkout, calls
+/// ours; a test holds this list to recipes/.
+pub const DKMS_PACKAGES: &[&str] = &["amdgpu-debian", "amdgpu-expert-sched"];
+
+/// Without a checkout: the recipes the knowledge file names (a next step
+/// then sends the user to a checkout to build them) and [`DKMS_PACKAGES`].
+fn installed_recipes(knowledge: &Knowledge) -> (BTreeSet<String>, BTreeSet<String>) {
+    let ours = DKMS_PACKAGES.iter().map(|p| (*p).to_owned()).collect();
+    (knowledge.recipes(), ours)
+}
+
+/// Where hipBLASLt is looked for on the machine below `root`: the Python
+/// environment this binary is installed in first (a wheel's script; with
+/// `--root`, only when the binary lies below it), then `--python`,
+/// `$VIRTUAL_ENV`, `$CONDA_PREFIX` and the user's home.
+pub fn places(ws: &Workspace, root: &Path, python: &[PathBuf]) -> doctor::hipblaslt::Places {
+    let mut places = doctor::hipblaslt::Places::from_env(python);
+    let own = ws.invocation.python_env.as_deref().and_then(|env| {
+        let below = env.strip_prefix(root).ok()?;
+        Some(Path::new("/").join(below))
+    });
+    if let Some(env) = own {
+        if !places.pythons.contains(&env) {
+            places.pythons.insert(0, env);
+        }
+    }
+    places
 }
 
 /// The recipes of this checkout, and the DKMS package names they build

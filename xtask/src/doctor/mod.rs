@@ -31,6 +31,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::invocation::Invocation;
 use crate::knowledge::{Knowledge, Severity};
 pub use machine::Machine;
 pub use probe::Probe;
@@ -152,9 +153,17 @@ impl Report {
             .collect()
     }
 
-    /// Stable JSON: keys sorted, lists in probe and file order.
-    pub fn to_json(&self) -> Result<String> {
-        let value = serde_json::to_value(self)?;
+    /// Stable JSON: keys sorted, lists in probe and file order; each
+    /// fault's `next` its lines of the report, rendered for `inv`.
+    pub fn to_json(&self, inv: &Invocation) -> Result<String> {
+        let mut value = serde_json::to_value(self)?;
+        if let Some(faults) = value.get_mut("faults").and_then(|f| f.as_array_mut()) {
+            for (json, fault) in faults.iter_mut().zip(&self.faults) {
+                let next = fault.verdict.next.iter();
+                let next = next.map(|s| serde_json::Value::String(s.render(inv)));
+                json["next"] = serde_json::Value::Array(next.collect());
+            }
+        }
         Ok(serde_json::to_string_pretty(&sorted(value))?)
     }
 }

@@ -7,9 +7,11 @@ use super::machine::Machine;
 use super::module::TrapHandler;
 use super::pid::Process;
 use super::{FaultReport, Report, Status};
+use crate::invocation::Invocation;
 
 impl Report {
-    pub fn to_text(&self) -> String {
+    /// The report, its commands starting with the program `inv` names.
+    pub fn to_text(&self, inv: &Invocation) -> String {
         let m = &self.machine;
         let mut out = format!("machine (read below {})\n", m.root.display());
         kernel_side(&mut out, m);
@@ -26,7 +28,7 @@ impl Report {
         }
         out.push_str("\nknown faults\n");
         for f in &self.faults {
-            fault(&mut out, f, m);
+            fault(&mut out, f, m, inv);
         }
         if !self.knobs.is_empty() || !m.knob_notes.is_empty() {
             out.push_str("\nknobs set (environment, /etc/modprobe.d, kernel command line, amdgpu parameters)\n");
@@ -265,7 +267,7 @@ fn dkms_and_env(out: &mut String, m: &Machine) {
 
 /// One known fault: its verdict, why, the next steps, and what it is and
 /// where to read more when it matters here.
-fn fault(out: &mut String, f: &FaultReport, m: &Machine) {
+fn fault(out: &mut String, f: &FaultReport, m: &Machine, inv: &Invocation) {
     out.push_str(&format!(
         "\n{:<13} {}: {}\n",
         f.verdict.status.label(f.severity),
@@ -275,7 +277,7 @@ fn fault(out: &mut String, f: &FaultReport, m: &Machine) {
     out.push_str(&wrapped("why", &f.verdict.why));
     for (i, step) in f.verdict.next.iter().enumerate() {
         let key = if i == 0 { "next" } else { "" };
-        out.push_str(&format!("  {key:<6}{step}\n"));
+        out.push_str(&format!("  {key:<6}{}\n", step.render(inv)));
     }
     if matches!(f.verdict.status, Status::Affected | Status::Mitigated) {
         out.push_str(&wrapped("what", &f.summary));
