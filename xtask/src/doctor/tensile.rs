@@ -76,6 +76,7 @@ pub fn judge_in(
             kernels: kernels.display().to_string(),
             ours: None,
             rewritten: None,
+            record_refused: None,
             judgement: match judgement {
                 Judgement::On { file, gfx, offset } => Judgement::On {
                     file: Path::new("/").join(file.strip_prefix(root).unwrap_or(&file)),

@@ -43,6 +43,8 @@ mod recipes;
 mod render;
 mod repo;
 mod rewrite_inplace;
+mod rewrite_inplace_errors;
+mod rewrite_inplace_hostile;
 mod rewrite_package;
 mod rewrite_real;
 mod safe_text;
