@@ -213,6 +213,8 @@ fn a_forged_record_is_refused_by_every_reader_and_nothing_outside_is_touched() {
         for args in [&[][..], &["--check"], &["--undo"], &["--undo", "--check"]] {
             let run = rewrite(&m, args);
             run.ended_with(&[1]);
+            // the time and memory of each refusal, for `--nocapture` (never asserted)
+            eprintln!("{case}, {args:?}: {:.2}s, {} KiB", run.seconds, run.peak_kib);
             assert!(
                 run.run.stderr.contains(&patchkit) && run.run.stderr.contains("refus"),
                 "{case}, {args:?}: the refusal names the record\n{}",
@@ -224,6 +226,7 @@ fn a_forged_record_is_refused_by_every_reader_and_nothing_outside_is_touched() {
         let doctor = m.doctor_command(&["--json", "--python", &format!("/{VENV}")]);
         let run = bounded_run(doctor);
         run.ended_with(&[0, 3]);
+        eprintln!("{case}, doctor: {:.2}s, {} KiB", run.seconds, run.peak_kib);
         let report: serde_json::Value = serde_json::from_str(&run.run.stdout).unwrap();
         let lib = report["machine"]["hipblaslt_libraries"]
             .as_array()
