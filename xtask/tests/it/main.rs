@@ -46,6 +46,7 @@ mod rewrite_inplace;
 mod rewrite_inplace_errors;
 mod rewrite_inplace_hostile;
 mod rewrite_package;
+mod rewrite_package_hostile;
 mod rewrite_real;
 mod safe_text;
 mod source_packages;
