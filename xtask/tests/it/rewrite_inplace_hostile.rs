@@ -214,7 +214,10 @@ fn a_forged_record_is_refused_by_every_reader_and_nothing_outside_is_touched() {
             let run = rewrite(&m, args);
             run.ended_with(&[1]);
             // the time and memory of each refusal, for `--nocapture` (never asserted)
-            eprintln!("{case}, {args:?}: {:.2}s, {} KiB", run.seconds, run.peak_kib);
+            eprintln!(
+                "{case}, {args:?}: {:.2}s, {} KiB",
+                run.seconds, run.peak_kib
+            );
             assert!(
                 run.run.stderr.contains(&patchkit) && run.run.stderr.contains("refus"),
                 "{case}, {args:?}: the refusal names the record\n{}",
