@@ -75,6 +75,15 @@ impl Record {
     /// The record of `kernels`, `None` when there is none; refused whole
     /// (an error naming it, nothing it names read) unless [`trust`] allows it.
     pub fn load(kernels: &Path) -> Result<Option<Record>> {
+        match std::fs::symlink_metadata(kernels.join(DIR)) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                return Ok(None)
+            }
+            _ => {}
+        }
         let library_uid = std::fs::metadata(kernels)
             .with_context(|| format!("reading {}", kernels.display()))?
             .uid();
@@ -228,5 +237,42 @@ pub fn status(kernels: &Path) -> Status {
         }
     } else {
         Status::Stale { changed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_record_is_none_and_a_forged_one_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(status(&dir.path().join("missing")), Status::None);
+        assert_eq!(status(dir.path()), Status::None);
+        let mut record = Record::default();
+        record.save(dir.path()).unwrap();
+        assert_eq!(status(dir.path()), Status::None);
+        record.files.insert(
+            "../outside.co".to_owned(),
+            Entry {
+                state: State::Done,
+                size_before: 1,
+                sha256_before: "a".repeat(64),
+                size_after: 1,
+                sha256_after: "b".repeat(64),
+                sites: 1,
+                original: original_of("../outside.co"),
+            },
+        );
+        record.save(dir.path()).unwrap();
+        match status(dir.path()) {
+            Status::Refused { why } => {
+                assert!(
+                    why.contains("inplace.json") && why.contains("`..`"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
