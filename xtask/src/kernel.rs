@@ -327,10 +327,10 @@ mod tests {
         );
         for text in ranges {
             let range = KernelRange::parse(text).unwrap();
+            // Quoted as `render::sh_quote` does; the kernel module sits below render.
+            let quoted = range.to_regex().replace('\'', "'\\''");
             let script = format!(
-                "re={}; while read -r k; do if [[ $k =~ $re ]]; then echo 1; else echo 0; fi; done",
-                // Quoted as `render::sh_quote` does; the kernel module sits below render.
-                format!("'{}'", range.to_regex().replace('\'', "'\\''"))
+                "re='{quoted}'; while read -r k; do if [[ $k =~ $re ]]; then echo 1; else echo 0; fi; done"
             );
             let mut child = std::process::Command::new("bash")
                 .arg("-c")

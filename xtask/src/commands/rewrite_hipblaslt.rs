@@ -335,9 +335,9 @@ fn say_rewritten(
         ));
     }
     if system {
-        crate::report::out_line(&format!(
-            "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)"
-        ));
+        crate::report::out_line(
+            "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)",
+        );
     }
 }
 

@@ -89,17 +89,14 @@ fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
     }
     let left = crate::build::transform::expert_sched_off::sites_left(tree)?;
     if !json {
-        crate::report::out_line(&format!(
-            "{}",
-            if left.is_empty() {
-                "ok: no kernel file switches expert scheduling on".to_owned()
-            } else {
-                format!(
-                    "{} kernel file(s) still switch expert scheduling on",
-                    left.len()
-                )
-            }
-        ));
+        crate::report::out_line(&if left.is_empty() {
+            "ok: no kernel file switches expert scheduling on".to_owned()
+        } else {
+            format!(
+                "{} kernel file(s) still switch expert scheduling on",
+                left.len()
+            )
+        });
     }
     if let Some((path, n)) = left.first() {
         bail!(

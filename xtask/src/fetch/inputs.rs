@@ -1,7 +1,7 @@
 //! The fetch of one recipe, input by input: pin checks, the `--offline`
 //! inventory, the per-input work and the summary.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
@@ -235,7 +235,7 @@ fn fetch_source(
 fn local_source(
     cache: &Cache,
     reporter: &Reporter,
-    path: &PathBuf,
+    path: &Path,
     sha256: Option<&str>,
 ) -> Result<FetchedSource> {
     let checked = local::check(path, sha256, Some(&cache.root().join("local-sha256")))?;
@@ -247,7 +247,7 @@ fn local_source(
             "tree hashed"
         };
         reporter.step(format!("source: folder {}: {how}", shown.display()));
-        return Ok(FetchedSource::Dir { path: path.clone() });
+        return Ok(FetchedSource::Dir { path: path.to_path_buf() });
     }
     let how = if checked.remembered {
         "unchanged since hashed (its bytes are checked again when extracted)"
@@ -258,7 +258,7 @@ fn local_source(
     };
     reporter.step(format!("source: archive {}: {how}", shown.display()));
     Ok(FetchedSource::Archive {
-        path: path.clone(),
+        path: path.to_path_buf(),
         sha256: checked.sha256,
     })
 }

@@ -136,8 +136,14 @@ fn forge_victim(m: &FakeMachine, key: &str) {
     save(m, &rec);
 }
 
+/// A named way to forge a library's state.
+type Forgery = (&'static str, fn(&FakeMachine));
+
+/// A named hostile kernel file, made in a library; returns its name.
+type HostileFile = (&'static str, fn(&FakeMachine) -> String);
+
 /// Each forged state of a library, made from a rewritten one.
-fn cases() -> Vec<(&'static str, fn(&FakeMachine))> {
+fn cases() -> Vec<Forgery> {
     vec![
         ("an absolute key", |m| {
             let key = beside(m).join("victim.co").display().to_string();
@@ -279,7 +285,7 @@ fn kernel_files_that_are_fifos_devices_huge_or_behind_a_folder_link_are_refused(
     if !bounded::available() {
         return;
     }
-    let cases: [(&str, fn(&FakeMachine) -> String); 4] = [
+    let cases: [HostileFile; 4] = [
         ("a FIFO", |m| {
             mkfifo(&kernels(m).join("TensileLibrary_FIFO_gfx1201.co"));
             "TensileLibrary_FIFO_gfx1201.co".to_owned()

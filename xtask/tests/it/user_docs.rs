@@ -123,7 +123,7 @@ fn listed_by_man(roff: &str) -> (BTreeSet<String>, BTreeSet<String>) {
 }
 
 fn long_flags(item: &str) -> Vec<String> {
-    item.split(|c: char| c == ' ' || c == ',' || c == '=' || c == '<' || c == '[')
+    item.split([' ', ',', '=', '<', '['])
         .filter(|w| w.starts_with("--") && w.len() > 2)
         .map(str::to_owned)
         .collect()
