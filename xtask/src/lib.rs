@@ -3,7 +3,6 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
-pub mod bench;
 pub mod build;
 pub mod cache;
 pub mod codeobj;

@@ -1,7 +1,6 @@
 //! One file per `cargo xtask` command, each with its clap `Args` and one `run`.
 
 pub mod apply;
-pub mod bench;
 pub mod build;
 pub mod build_config;
 pub mod build_dkms;
