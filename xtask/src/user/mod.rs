@@ -114,7 +114,6 @@ fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
                 json: args.json,
                 series: commands::SeriesArgs {
                     offline: true,
-                    offset: false,
                     fuzz: 0,
                 },
             };
