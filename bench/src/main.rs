@@ -24,6 +24,7 @@ use anyhow::Result;
 use clap::Parser;
 use xtask::package::Format;
 use xtask::report::{Mode, Reporter};
+use xtask::settings::Settings;
 use xtask::workspace::Workspace;
 
 /// rocm-patchkit's benchmarks (commands, not tests) against the tools a user
@@ -215,8 +216,13 @@ struct RewriteArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(err) => return xtask::run::exit(Err(err.into())),
+    };
     let ws = Workspace::new(
         cli.cache_dir.clone(),
+        settings,
         Reporter::new(Mode::detect(cli.quiet)),
     );
     xtask::run::exit(run(&ws, &cli.what))

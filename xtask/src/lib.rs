@@ -34,6 +34,7 @@ pub mod render;
 pub mod report;
 pub mod repos;
 pub mod run;
+pub mod settings;
 pub mod state;
 pub mod target;
 pub mod user;
