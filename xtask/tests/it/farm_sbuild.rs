@@ -1,16 +1,21 @@
 //! The DKMS source package built the way Debian's buildds build it: sbuild
 //! (unshare mode) in the clean chroot `.ci/setup` keeps, which holds only
 //! the buildd essentials, so a Build-Depends the templates forgot fails the
-//! build. The build dependencies come from the Debian archive of this
-//! machine's apt sources, as on a buildd: this test (slow-gated) reaches the
-//! archive. Its `.deb` holds our files, is lintian-clean and installs in a
-//! fresh copy of the chroot (with `dkms` from the archive).
+//! build. The build dependencies come, as on a buildd, from an apt
+//! repository, but a local one: the `.debs` `.ci/setup` downloaded (the
+//! closure of sbuild's core dependencies, our templates' Build-Depends and
+//! `dkms`, resolved against the chroot's own packages), served on 127.0.0.1
+//! as sbuild's extra repository while the chroot's own sources are removed
+//! before sbuild's first `apt-get update`; every fetch in sbuild's log is
+//! checked to be from 127.0.0.1. Its `.deb` holds our files, is
+//! lintian-clean and installs in a fresh copy of the chroot whose one apt
+//! source is the same local repository.
 
 use std::path::Path;
 use std::process::Command;
 use std::time::Instant;
 
-use crate::support::chroot::{suite, tarball, Chroot};
+use crate::support::chroot::{assert_fetched_only_locally, suite, tarball, Chroot, LocalArchive};
 use crate::support::rebuild::assert_same_tree;
 use crate::support::tools::{lintian, run};
 use crate::support::{demo, have_tools, slow_tests_enabled};
@@ -26,6 +31,9 @@ fn sbuild_builds_the_dkms_source_package_in_a_clean_chroot() {
         return;
     }
     let Some(tarball) = tarball() else { return };
+    let Some(archive) = LocalArchive::start() else {
+        return;
+    };
     let p = demo::demo_project();
     demo::build(&p, &["--formats", "deb"]).success();
     let dist = demo::dist(&p);
@@ -48,6 +56,9 @@ fn sbuild_builds_the_dkms_source_package_in_a_clean_chroot() {
             "--no-run-autopkgtest",
         ])
         .args(["--no-apt-upgrade", "--no-apt-distupgrade", "--nolog"])
+        .arg(format!("--extra-repository={}", archive.source))
+        // Run before sbuild writes its extra repository and updates.
+        .arg("--chroot-setup-commands=rm -f /etc/apt/sources.list /etc/apt/sources.list.d/*")
         .arg(DSC)
         .current_dir(&work)
         .env("LC_ALL", "C.UTF-8"));
@@ -66,6 +77,7 @@ fn sbuild_builds_the_dkms_source_package_in_a_clean_chroot() {
         "{}",
         built.stdout
     );
+    assert_fetched_only_locally(&built.stdout);
     let deb = work.join(DEB);
     assert!(deb.is_file(), "sbuild wrote no {DEB}:\n{}", built.stdout);
 
@@ -76,18 +88,20 @@ fn sbuild_builds_the_dkms_source_package_in_a_clean_chroot() {
     }
     assert_same_tree(&ours, &theirs, &[]);
     lintian(&deb).assert_only(None, &[]);
-    installs(&tarball, &deb);
+    installs(&tarball, &archive, &deb);
 }
 
 /// `apt-get install` of the built package in a fresh copy of the chroot
-/// (its dependencies from the archive): dpkg configures it and DKMS knows
-/// the module.
-fn installs(tarball: &Path, deb: &Path) {
+/// (its dependencies from the local repository only): dpkg configures it
+/// and DKMS knows the module.
+fn installs(tarball: &Path, archive: &LocalArchive, deb: &Path) {
     let chroot = Chroot::unpack(tarball);
+    chroot.local_only(archive);
     std::fs::copy(deb, chroot.path(&format!("tmp/{DEB}"))).unwrap();
-    chroot.ok(&format!(
-        "apt-get update -q && apt-get install -y -q --no-install-recommends /tmp/{DEB}"
+    let said = chroot.ok(&format!(
+        "apt-get update && apt-get install -y --no-install-recommends /tmp/{DEB}"
     ));
+    assert_fetched_only_locally(&said);
     let status = chroot.ok("dpkg-query -W -f='${Status}' patchkit-hello-dkms && dkms status");
     assert!(status.starts_with("install ok installed"), "{status}");
     assert!(status.contains("patchkit-hello/0.1.0"), "{status}");

@@ -4,10 +4,18 @@
 //! `$PATCHKIT_CHROOT_DIR/<suite>-buildd.tar`; a test unpacks its own copy
 //! and runs commands in it as root, in a mount namespace of their own
 //! (`/proc` mounted there, nothing left mounted on the machine).
+//!
+//! The packages a test installs there that the chroot lacks (sbuild's core
+//! dependencies, our templates' Build-Depends, `dkms`) come from
+//! `$PATCHKIT_CHROOT_DIR/<suite>-debs/`, a flat repository `.ci/setup`
+//! downloads once (its "local apt repository of the chroot tests" block),
+//! served on 127.0.0.1 by [`LocalArchive`] while the chroot's own sources
+//! are removed: no test reaches beyond 127.0.0.1.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::support::repos::Served;
 use crate::support::tools::run;
 use crate::support::{ci, is_root, Run};
 
@@ -23,13 +31,16 @@ pub fn suite() -> String {
         .to_owned()
 }
 
+fn chroot_dir() -> PathBuf {
+    std::env::var_os("PATCHKIT_CHROOT_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/var/cache/rocm-patchkit/chroot"))
+}
+
 /// The kept chroot tarball, when this run can use it: root and the
 /// tarball (in CI both must be there).
 pub fn tarball() -> Option<PathBuf> {
-    let dir = std::env::var_os("PATCHKIT_CHROOT_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/var/cache/rocm-patchkit/chroot"));
-    let tarball = dir.join(format!("{}-buildd.tar", suite()));
+    let tarball = chroot_dir().join(format!("{}-buildd.tar", suite()));
     if !is_root() {
         assert!(!ci(), "the chroot tests run as root in CI");
         eprintln!("skipping: the chroot tests need root");
@@ -48,6 +59,69 @@ pub fn tarball() -> Option<PathBuf> {
         return None;
     }
     Some(tarball)
+}
+
+/// The local repository of the packages the chroot lacks, served on
+/// 127.0.0.1 until dropped (`[trusted=yes]`: its `.debs` are the ones apt
+/// verified against the archive's signed indexes in `.ci/setup`).
+pub struct LocalArchive {
+    _served: Served,
+    /// The one-line apt source of the repository.
+    pub source: String,
+}
+
+impl LocalArchive {
+    /// Serves `$PATCHKIT_CHROOT_DIR/<suite>-debs/` when `.ci/setup` made it
+    /// (in CI it must have).
+    pub fn start() -> Option<LocalArchive> {
+        let debs = chroot_dir().join(format!("{}-debs", suite()));
+        if !debs.join("DEPENDS").is_file() || !debs.join("Packages").is_file() {
+            assert!(
+                !ci(),
+                "{} is missing or incomplete and CI=true: the \"local apt repository of \
+                 the chroot tests\" block of .ci/setup makes it",
+                debs.display()
+            );
+            eprintln!("skipping: no {} (bash .ci/setup makes it)", debs.display());
+            return None;
+        }
+        let served = Served::start(&debs, Served::pick_port());
+        let source = format!("deb [trusted=yes] {}/ ./", served.url());
+        Some(LocalArchive {
+            _served: served,
+            source,
+        })
+    }
+}
+
+/// Asserts that every fetch apt reported in `log` (`Get:`, `Hit:`, `Ign:`,
+/// `Err:` lines) was from 127.0.0.1 or a local file (sbuild's own archive
+/// of its dummy package is a `copy:/` one), and that there was one from
+/// 127.0.0.1.
+#[track_caller]
+pub fn assert_fetched_only_locally(log: &str) {
+    let fetches: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            let first = l.split_whitespace().next().unwrap_or("");
+            ["Get:", "Hit:", "Ign:", "Err:"]
+                .iter()
+                .any(|p| first.starts_with(p))
+        })
+        .collect();
+    let local = |line: &&str| {
+        let uri = line.split_whitespace().nth(1).unwrap_or("");
+        ["http://127.0.0.1:", "file:/", "copy:/", "/"]
+            .iter()
+            .any(|p| uri.starts_with(p))
+    };
+    if let Some(line) = fetches.iter().find(|l| !local(l)) {
+        panic!("apt fetched from beyond 127.0.0.1: {line}\n{log}");
+    }
+    assert!(
+        fetches.iter().any(|l| l.contains(" http://127.0.0.1:")),
+        "apt fetched nothing from 127.0.0.1:\n{log}"
+    );
 }
 
 /// An unpacked copy of the chroot, removed when dropped.
@@ -88,6 +162,17 @@ impl Chroot {
             std::fs::remove_file(entry.path()).unwrap();
         }
         let _ = std::fs::remove_file(self.path("etc/apt/sources.list"));
+        self
+    }
+
+    /// [`Chroot::offline`], with `archive` as its one apt source.
+    pub fn local_only(&self, archive: &LocalArchive) -> &Chroot {
+        self.offline();
+        std::fs::write(
+            self.path("etc/apt/sources.list.d/local.list"),
+            format!("{}\n", archive.source),
+        )
+        .unwrap();
         self
     }
 
