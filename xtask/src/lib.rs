@@ -3,7 +3,6 @@
 //! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
 //! `ARCHITECTURE.md` is the map.
 
-pub mod bench;
 pub mod build;
 pub mod cache;
 pub mod codeobj;
@@ -35,6 +34,7 @@ pub mod render;
 pub mod report;
 pub mod repos;
 pub mod run;
+pub mod settings;
 pub mod state;
 pub mod target;
 pub mod user;

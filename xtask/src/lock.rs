@@ -33,7 +33,7 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
     let reporter = &ws.reporter;
     let cache = Cache::new(&ws.cache_dir);
     let _lock = cache.lock(reporter)?;
-    let mut net = Net::new(false);
+    let mut net = Net::new(false, &ws.settings);
     let mut changes = source_changes(&cache, &mut net, reporter, &recipe.source)?;
     for (i, patch) in recipe.patches.iter().enumerate() {
         if patch.pin.diff_sha256.is_some() {

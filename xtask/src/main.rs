@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use xtask::report::{Mode, Reporter};
+use xtask::settings::Settings;
 use xtask::workspace::Workspace;
 
 /// rocm-patchkit: pinned upstream fixes for amdgpu/amdkfd and hipBLASLt,
@@ -41,8 +42,13 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(err) => return xtask::run::exit(Err(err.into())),
+    };
     let ws = Workspace::new(
         cli.cache_dir.clone(),
+        settings,
         Reporter::new(Mode::detect(cli.quiet)),
     );
     xtask::run::run(&ws, &cli.command)

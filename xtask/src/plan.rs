@@ -42,8 +42,9 @@ pub enum Step {
     /// stop here when the publication is up to date.
     Fetch,
     /// Reuse the patched tree when its whole state record (pins, patches,
-    /// tolerance) is this build's, else extract and apply afresh.
-    EnsureApplied { fuzz: usize },
+    /// tolerance) is this build's, else extract and apply afresh; strictly,
+    /// but for the fuzz a recipe allows one of its patches.
+    EnsureApplied,
     /// Check the patched tree against its state record.
     Verify,
     /// The pristine source, the patches and `series` under `source/`.
@@ -68,7 +69,7 @@ impl Step {
     pub fn label(&self) -> String {
         match self {
             Step::Fetch => "fetch".to_owned(),
-            Step::EnsureApplied { .. } => "ensure-applied".to_owned(),
+            Step::EnsureApplied => "ensure-applied".to_owned(),
             Step::Verify => "verify".to_owned(),
             Step::PublishSource { .. } => "publish-source".to_owned(),
             Step::Render => "render".to_owned(),

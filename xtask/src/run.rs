@@ -31,8 +31,6 @@ pub enum Command {
     BuildHipblaslt(commands::build_hipblaslt::Args),
     RewriteHipblaslt(commands::rewrite_hipblaslt::Args),
     PublishRepo(commands::publish_repo::Args),
-    /// Benchmarks (commands, not tests) against the reference tools
-    Bench(commands::bench::Args),
 }
 
 /// Runs `command`; its error, if any, is printed on stderr and mapped to
@@ -55,7 +53,9 @@ pub fn exit(result: Result<(), Error>) -> ExitCode {
     }
 }
 
-fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
+/// Runs `command` to its ending (also the bench's way to run the product's
+/// commands in its maintainer's loop).
+pub fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
     let result = match command {
         Command::Doctor(args) => return commands::doctor::run(ws, args),
         Command::List(args) => commands::list::run(ws, args),
@@ -67,7 +67,6 @@ fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
         Command::Apply(args) => commands::apply::run(ws, args),
         Command::Verify(args) => commands::verify::run(ws, args),
         Command::Drift(args) => commands::drift::run(ws, args),
-        Command::Bench(args) => commands::bench::run(ws, args),
         Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(ws, args),
         Command::BuildConfig(args) => commands::build_config::run(ws, args),
         Command::RewriteHipblaslt(args) => commands::rewrite_hipblaslt::run(ws, args),

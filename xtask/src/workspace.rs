@@ -10,11 +10,9 @@ use anyhow::{Context, Result};
 use crate::invocation::Invocation;
 use crate::knowledge::Source;
 use crate::report::Reporter;
+use crate::settings::Settings;
 
-/// Environment variable that moves the content-addressed cache.
-pub const CACHE_ENV: &str = "PATCHKIT_CACHE_DIR";
-/// Environment variable that points the tool at another project root.
-pub const ROOT_ENV: &str = "PATCHKIT_ROOT";
+pub use crate::settings::{CACHE_ENV, ROOT_ENV};
 
 /// What every command needs: where the project is, where to cache and to
 /// work, how to report, how the user ran the tool (for the commands it
@@ -27,19 +25,17 @@ pub struct Workspace {
     pub reporter: Reporter,
     pub invocation: Invocation,
     pub knowledge: Source,
+    /// The settings of the environment, read once by `main`.
+    pub settings: Settings,
 }
 
 impl Workspace {
     /// `--cache-dir`, then `$PATCHKIT_CACHE_DIR`, then `<root>/target/patchkit/cache`;
     /// run as a checkout's `cargo xtask`, reading its knowledge files.
-    pub fn new(cache_dir: Option<PathBuf>, reporter: Reporter) -> Workspace {
-        let root = project_root();
+    pub fn new(cache_dir: Option<PathBuf>, settings: Settings, reporter: Reporter) -> Workspace {
+        let root = project_root(settings.root.as_deref());
         let cache_dir = cache_dir
-            .or_else(|| {
-                std::env::var_os(CACHE_ENV)
-                    .filter(|v| !v.is_empty())
-                    .map(PathBuf::from)
-            })
+            .or_else(|| settings.cache_dir.clone())
             .unwrap_or_else(|| root.join("target/patchkit/cache"));
         let work_dir = root.join("target/patchkit/work");
         let exe = std::env::current_exe().ok();
@@ -50,6 +46,7 @@ impl Workspace {
             work_dir,
             reporter,
             invocation: Invocation::checkout(exe.as_deref()),
+            settings,
         }
     }
 }
@@ -187,9 +184,9 @@ pub fn user_cache_home() -> Option<PathBuf> {
         })
 }
 
-pub fn project_root() -> PathBuf {
-    if let Some(root) = std::env::var_os(ROOT_ENV).filter(|v| !v.is_empty()) {
-        return absolute(Path::new(&root));
+pub fn project_root(root: Option<&Path>) -> PathBuf {
+    if let Some(root) = root {
+        return absolute(root);
     }
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()

@@ -122,7 +122,7 @@ impl Cx<'_> {
     fn run(&mut self, step: &Step, part: &Part) -> Result<Option<Outcome>> {
         match step {
             Step::Fetch => return self.fetch(part),
-            Step::EnsureApplied { fuzz } => self.ensure_applied(Tolerance::fuzz(*fuzz))?,
+            Step::EnsureApplied => self.ensure_applied(Tolerance::strict())?,
             Step::Verify => self.verify()?,
             Step::PublishSource { .. } => self.publish_source()?,
             Step::Render => {

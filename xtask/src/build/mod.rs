@@ -113,10 +113,10 @@ pub fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
     let is = recipe.kind.name();
     if is != kind {
         bail!(UsageError(format!(
-            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask build-{}`",
+            "recipe {} is `kind = \"{}\"`: build it with `cargo xtask {}`",
             recipe.name,
             is.as_str(),
-            is.as_str()
+            is.build_command()
         )));
     }
     Ok(())

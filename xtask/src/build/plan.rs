@@ -92,7 +92,7 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
 pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
     let kind = recipe.kind.name();
     let meta = identity(recipe);
-    let mut steps = vec![Step::Fetch, Step::EnsureApplied { fuzz: 0 }, Step::Verify];
+    let mut steps = vec![Step::Fetch, Step::EnsureApplied, Step::Verify];
     // A rewrite's source is a binary package, pinned in the manifest: no
     // source artifacts to publish.
     if kind != KindName::Rewrite {

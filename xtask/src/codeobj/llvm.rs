@@ -3,7 +3,7 @@
 //! --verbose` must accept a rewritten file and find its hash right, and
 //! `llvm-objdump -d` of a code object before and after must differ only
 //! at the sites, with the instruction boundaries our walker found. What
-//! the tests and `bench rewrite --disasm-all` run; the rewrite itself
+//! the tests and `patchkit-bench rewrite --disasm-all` run; the rewrite itself
 //! never calls them.
 
 use std::io::{BufRead, BufReader};

@@ -64,10 +64,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     if recipe.kind.name() != KindName::Hipblaslt {
         bail!(UsageError(format!(
             "recipe {} is of kind `{}`; build-hipblaslt builds `kind = \"hipblaslt\"` recipes \
-             (use `cargo xtask build-{} {}`)",
+             (use `cargo xtask {} {}`)",
             recipe.name,
             recipe.kind.name().as_str(),
-            recipe.kind.name().as_str(),
+            recipe.kind.name().build_command(),
             recipe.name
         )));
     }

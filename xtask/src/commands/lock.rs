@@ -3,7 +3,7 @@
 
 use anyhow::Result;
 
-use crate::diag::{display_path, UsageError};
+use crate::diag::display_path;
 use crate::lock;
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
@@ -22,23 +22,9 @@ use crate::workspace::Workspace;
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
     pub recipe: String,
-    /// Not supported: locking asks upstream where refs point now and hashes
-    /// fresh downloads, which needs the network (`fetch --offline` checks
-    /// the cache instead)
-    #[arg(long)]
-    pub offline: bool,
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
-    if args.offline {
-        let why = UsageError(
-            "lock asks upstream where each `ref` points now and hashes fresh downloads, which \
-             needs the network; run it with network access, or use \
-             `cargo xtask fetch --offline` to check what the cache holds"
-                .to_owned(),
-        );
-        return Err(anyhow::Error::new(why).context("`lock --offline` is not supported"));
-    }
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let changes = lock::lock(ws, &recipe)?;
     let file = display_path(&recipe.path);

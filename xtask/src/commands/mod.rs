@@ -1,7 +1,6 @@
 //! One file per `cargo xtask` command, each with its clap `Args` and one `run`.
 
 pub mod apply;
-pub mod bench;
 pub mod build;
 pub mod build_config;
 pub mod build_dkms;
@@ -23,10 +22,6 @@ pub struct SeriesArgs {
     /// Use only inputs already in the cache (no network)
     #[arg(long)]
     pub offline: bool,
-    /// Accepted and changes nothing: a hunk whose whole context matches at
-    /// one other line lands there by default (reported, and recorded by apply)
-    #[arg(long)]
-    pub offset: bool,
     /// Also let a hunk ignore up to N context lines at each end (opt-in, as
     /// a patch's `fuzz = N` in the recipe; reported, and recorded hunk by
     /// hunk by apply). Better: refresh the patch against the tree

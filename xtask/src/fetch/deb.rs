@@ -22,7 +22,7 @@ use crate::report::{human_size, Reporter};
 
 /// The machine's apt sources the derived ones copy their archive from;
 /// `PATCHKIT_APT_SOURCES` names another file (deb822, as Debian 12 writes it).
-pub const SOURCES_ENV: &str = "PATCHKIT_APT_SOURCES";
+pub use crate::settings::APT_SOURCES_ENV as SOURCES_ENV;
 const MACHINE_SOURCES: &str = "/etc/apt/sources.list.d/debian.sources";
 /// The suites the derived sources add to the machine's own: where a version
 /// newer than the machine's release is published.
@@ -74,7 +74,8 @@ pub(super) fn fetch(
         return Ok(archive(got.path, &deb.sha256));
     }
     net.apt()?;
-    let path = apt_download(cache, reporter, deb).with_context(|| {
+    let sources = net.settings().apt_sources.clone();
+    let path = apt_download(cache, reporter, deb, sources).with_context(|| {
         format!(
             "fetching {name} through apt; where apt is not, give `url` or `local` in `[source]` of {}",
             crate::diag::display_path(&recipe.path).display()
@@ -113,15 +114,18 @@ fn archive(path: PathBuf, sha256: &str) -> FetchedSource {
 /// `apt-get update` with the derived sources and private state, then
 /// `apt-get download`, into a fresh folder of the cache's `tmp/`; returns
 /// the downloaded file (unverified).
-fn apt_download(cache: &Cache, reporter: &Reporter, deb: &DebSource) -> Result<PathBuf> {
+fn apt_download(
+    cache: &Cache,
+    reporter: &Reporter,
+    deb: &DebSource,
+    sources: Option<PathBuf>,
+) -> Result<PathBuf> {
     let state = cache.root().join("apt");
     for dir in ["sources.list.d", "lists/partial", "cache/archives/partial"] {
         let dir = state.join(dir);
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     }
-    let machine = std::env::var_os(SOURCES_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(MACHINE_SOURCES));
+    let machine = sources.unwrap_or_else(|| PathBuf::from(MACHINE_SOURCES));
     let text = std::fs::read_to_string(&machine).with_context(|| {
         format!(
             "reading {} (the machine's apt sources, which the derived ones copy; \

@@ -30,18 +30,11 @@ pub fn has_commit(cache: &Cache, url: &str, commit: &str) -> bool {
             .is_ok_and(|repo| Oid::from_str(commit).is_ok_and(|oid| repo.find_commit(oid).is_ok()))
 }
 
-/// The most a fetch of every branch and tag may receive unless
-/// `--allow-full-fetch`: `PATCHKIT_GIT_MAX_BYTES`, default 256 MiB (a
-/// kernel repository is gigabytes; a patch is kilobytes).
-pub fn full_fetch_cap(allow_full_fetch: bool) -> Option<u64> {
-    if allow_full_fetch {
-        return None;
-    }
-    let cap = std::env::var("PATCHKIT_GIT_MAX_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .unwrap_or(256 << 20);
-    Some(cap)
+/// The most a fetch of every branch and tag may receive: `cap`
+/// (`PATCHKIT_GIT_MAX_BYTES`, default 256 MiB: a kernel repository is
+/// gigabytes, a patch kilobytes), none with `--allow-full-fetch`.
+pub fn full_fetch_cap(allow_full_fetch: bool, cap: u64) -> Option<u64> {
+    (!allow_full_fetch).then_some(cap)
 }
 
 /// Makes the cache's mirror of `url` hold `commit` (and `depth - 1`

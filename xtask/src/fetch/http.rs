@@ -16,53 +16,7 @@ use anyhow::{Context, Result};
 use crate::cache::Cache;
 use crate::report::Reporter;
 
-/// Limits of the HTTP client; each can be moved by an environment variable
-/// (tests use them to stay fast).
-#[derive(Debug, Clone)]
-pub struct HttpConfig {
-    /// `PATCHKIT_HTTP_CONNECT_TIMEOUT_MS`, default 15 s.
-    pub connect_timeout: Duration,
-    /// `PATCHKIT_HTTP_READ_TIMEOUT_MS`, default 30 s: the longest wait for
-    /// the response headers or for the next piece of the body.
-    pub read_timeout: Duration,
-    /// `PATCHKIT_HTTP_ATTEMPTS`, default 4.
-    pub attempts: u32,
-    /// `PATCHKIT_HTTP_RETRY_BASE_MS`, default 500 ms, doubled at each retry.
-    pub backoff: Duration,
-    /// `PATCHKIT_HTTP_MAX_BYTES`, default 4 GiB.
-    pub max_bytes: u64,
-    /// `PATCHKIT_HTTP_DEADLINE_MS`, default 1 hour: the longest one
-    /// download may take, retries and their waits included.
-    pub deadline: Duration,
-    /// `PATCHKIT_HTTP_MIN_RATE` (bytes per second), default 1024, 0 for
-    /// none: a body that brings less over a whole read timeout is dropped
-    /// (and retried), so a server that trickles a byte now and then cannot
-    /// hold a fetch.
-    pub min_rate: u64,
-    /// Redirects followed at most, default 10.
-    pub max_redirects: usize,
-}
-
-impl HttpConfig {
-    pub fn from_env() -> HttpConfig {
-        let num = |name: &str, default: u64| {
-            std::env::var(name)
-                .ok()
-                .and_then(|v| v.trim().parse::<u64>().ok())
-                .unwrap_or(default)
-        };
-        HttpConfig {
-            connect_timeout: Duration::from_millis(num("PATCHKIT_HTTP_CONNECT_TIMEOUT_MS", 15_000)),
-            read_timeout: Duration::from_millis(num("PATCHKIT_HTTP_READ_TIMEOUT_MS", 30_000)),
-            attempts: num("PATCHKIT_HTTP_ATTEMPTS", 4).clamp(1, 20) as u32,
-            backoff: Duration::from_millis(num("PATCHKIT_HTTP_RETRY_BASE_MS", 500)),
-            max_bytes: num("PATCHKIT_HTTP_MAX_BYTES", 4 << 30),
-            deadline: Duration::from_millis(num("PATCHKIT_HTTP_DEADLINE_MS", 3_600_000)),
-            min_rate: num("PATCHKIT_HTTP_MIN_RATE", 1024),
-            max_redirects: 10,
-        }
-    }
-}
+pub use crate::settings::HttpConfig;
 
 /// A verified download in the cache.
 #[derive(Debug, Clone)]

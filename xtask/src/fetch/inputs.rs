@@ -47,8 +47,8 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
             );
         }
     }
-    let mut net = Net::new(opts.offline);
-    net.full_fetch_cap = git::full_fetch_cap(opts.allow_full_fetch);
+    let mut net = Net::new(opts.offline, &ws.settings);
+    net.full_fetch_cap = git::full_fetch_cap(opts.allow_full_fetch, ws.settings.git_max_bytes);
     let mut tally = Tally::default();
     let source = fetch_source(&cache, &mut net, reporter, recipe, &mut tally)?;
     let mut patches = Vec::new();

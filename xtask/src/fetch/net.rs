@@ -4,26 +4,34 @@
 use anyhow::Result;
 
 use super::git::{self, GitFetched};
-use super::http::{Http, HttpConfig};
+use super::http::Http;
 use crate::cache::Cache;
 use crate::report::Reporter;
+use crate::settings::Settings;
 
 /// The network, brought up on first use so that a run that finds everything
 /// in the cache (and every `--offline` run) opens no socket.
 pub struct Net {
     offline: bool,
     http: Option<Http>,
+    settings: Settings,
     /// The cap on a git fetch of every branch and tag (`None`: none).
     pub full_fetch_cap: Option<u64>,
 }
 
 impl Net {
-    pub fn new(offline: bool) -> Net {
+    pub fn new(offline: bool, settings: &Settings) -> Net {
         Net {
             offline,
             http: None,
-            full_fetch_cap: git::full_fetch_cap(false),
+            full_fetch_cap: git::full_fetch_cap(false, settings.git_max_bytes),
+            settings: settings.clone(),
         }
+    }
+
+    /// The settings this fetch runs with.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
     }
 
     pub fn http(&mut self) -> Result<&Http> {
@@ -32,7 +40,7 @@ impl Net {
             "the network is needed but --offline was given"
         );
         if self.http.is_none() {
-            self.http = Some(Http::new(HttpConfig::from_env())?);
+            self.http = Some(Http::new(self.settings.http.clone())?);
         }
         Ok(self.http.as_ref().expect("built above"))
     }

@@ -159,7 +159,7 @@ pub struct Artifact {
 
 /// A file being written in `dir` that appears under its final name only
 /// when [`Output::commit`] succeeds.
-pub(crate) struct Output {
+pub struct Output {
     file: tempfile::NamedTempFile,
     dest: PathBuf,
 }
@@ -235,7 +235,7 @@ pub(crate) fn rfc2822(epoch: u64) -> String {
 }
 
 /// Howard Hinnant's days-to-civil for the proleptic Gregorian calendar.
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
+pub fn civil_from_days(z: i64) -> (i64, u32, u32) {
     let z = z + 719468;
     let era = z.div_euclid(146097);
     let doe = z.rem_euclid(146097);

@@ -31,7 +31,7 @@ const BUILDHOST: &str = "rocm-patchkit";
 
 /// The payload [`write`] compresses, uncompressed: the cpio archive of
 /// `tree`'s explicit entries, streamed to `out` (which is returned).
-/// `bench package` times our compressor alone on it.
+/// `patchkit-bench package` times our compressor alone on it.
 pub fn write_payload<W: EntryWrite>(
     tree: &FileTree,
     epoch: u64,

@@ -53,6 +53,17 @@ impl KindName {
         }
     }
 
+    /// The `cargo xtask` command that builds a recipe of this kind: its own
+    /// `build-<kind>`, or `build` for a kind that has none (rewrite).
+    pub fn build_command(self) -> &'static str {
+        match self {
+            KindName::Dkms => "build-dkms",
+            KindName::Hipblaslt => "build-hipblaslt",
+            KindName::Config => "build-config",
+            KindName::Rewrite => "build",
+        }
+    }
+
     /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
     /// rendered from `templates/` and its builds publish source packages.
     pub fn has_packaging(self) -> bool {

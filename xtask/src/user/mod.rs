@@ -94,7 +94,11 @@ pub struct CompletionsArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let exe = std::env::current_exe().ok();
-    let mut ws = Workspace::new(None, Reporter::new(Mode::detect(cli.quiet)));
+    let settings = match crate::settings::Settings::from_env() {
+        Ok(settings) => settings,
+        Err(err) => return crate::run::exit(Err(err.into())),
+    };
+    let mut ws = Workspace::new(None, settings, Reporter::new(Mode::detect(cli.quiet)));
     ws.invocation = Invocation::installed(std::env::args_os().next(), exe.as_deref());
     ws.knowledge = match &cli.knowledge {
         Some(dir) => Source::Dir(dir.clone()),
@@ -114,7 +118,6 @@ fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
                 json: args.json,
                 series: commands::SeriesArgs {
                     offline: true,
-                    offset: false,
                     fuzz: 0,
                 },
             };

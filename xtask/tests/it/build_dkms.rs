@@ -236,6 +236,21 @@ fn a_recipe_of_another_kind_is_refused() {
         .stderr_has("build it with `cargo xtask build-hipblaslt`");
 }
 
+/// A rewrite recipe has no `build-rewrite`: the refusal names `build`,
+/// the command that builds it, and so does build-hipblaslt's.
+#[test]
+fn a_rewrite_recipe_is_sent_to_the_build_command() {
+    let p = demo_project();
+    p.copy_from_repo(&["recipes/hipblaslt-debian-7.1.1-expert-sched-off.toml"]);
+    let recipe = "hipblaslt-debian-7.1.1-expert-sched-off";
+    p.xtask(&["build-dkms", recipe])
+        .fails_with(2)
+        .stderr_has("build it with `cargo xtask build`");
+    p.xtask(&["build-hipblaslt", recipe])
+        .fails_with(2)
+        .stderr_has(&format!("(use `cargo xtask build {recipe}`)"));
+}
+
 #[test]
 fn two_builds_are_byte_identical_across_time_zone_umask_locale_and_work_dir() {
     let first = demo_project();

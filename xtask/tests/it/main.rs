@@ -6,7 +6,6 @@ mod support;
 
 mod amdgpu_slow;
 mod apply;
-mod bench_package;
 mod boot;
 mod build_config;
 mod build_dkms;

@@ -208,7 +208,7 @@ const RPMLINT_ACCEPTED: &[(&str, &str)] = &[
     ),
 ];
 
-/// `bench package` times our compressor alone on `rpm::write_payload`:
+/// `patchkit-bench package` times our compressor alone on `rpm::write_payload`:
 /// it must be the very cpio our rpm carries.
 #[test]
 fn rpm_payload_is_the_uncompressed_write_payload() {

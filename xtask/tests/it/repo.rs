@@ -39,7 +39,7 @@ fn every_patch_folder_belongs_to_a_recipe() {
 #[test]
 fn every_module_opens_with_a_doc_line() {
     let mut missing = Vec::new();
-    for dir in ["xtask/src", "xtask/tests"] {
+    for dir in ["xtask/src", "xtask/tests", "bench/src", "bench/tests"] {
         for path in rust_files(&repo_root().join(dir)) {
             let text = std::fs::read_to_string(&path).unwrap();
             if !text.trim_start().starts_with("//!") {
@@ -53,41 +53,48 @@ fn every_module_opens_with_a_doc_line() {
     );
 }
 
-/// Dependencies point one way: no cycle between the crate's top-level
+/// The sources of the workspace's crates: the product, and the bench.
+const CRATE_SOURCES: [&str; 2] = ["xtask/src", "bench/src"];
+
+/// Dependencies point one way: no cycle between a crate's top-level
 /// modules, nor between the sibling files of a directory module. A cycle
 /// is named with every edge in it and the first `use` or path that makes
 /// that edge.
 #[test]
 fn no_import_cycles() {
-    let graphs = module_graph::read_crate(&repo_root().join("xtask/src"), "xtask/src");
-    let mut found = graphs.top.describe_cycles("between top-level modules");
-    for (dir, siblings) in &graphs.siblings {
-        found.extend(siblings.describe_cycles(&format!("between the files of {dir}/")));
+    for shown in CRATE_SOURCES {
+        let graphs = module_graph::read_crate(&repo_root().join(shown), shown);
+        let mut found = graphs.top.describe_cycles("between top-level modules");
+        for (dir, siblings) in &graphs.siblings {
+            found.extend(siblings.describe_cycles(&format!("between the files of {dir}/")));
+        }
+        assert!(
+            found.is_empty(),
+            "import cycles in {shown} (move the shared type below both, or \
+             pass it in):\n{}",
+            found.join("\n")
+        );
     }
-    assert!(
-        found.is_empty(),
-        "import cycles in xtask/src (move the shared type below both, or \
-         pass it in):\n{}",
-        found.join("\n")
-    );
 }
 
-/// The longest a function in `xtask/src` may be, from its `fn` line to its
-/// closing brace.
+/// The longest a function in `xtask/src` or `bench/src` may be, from its
+/// `fn` line to its closing brace.
 const MAX_FN_LINES: usize = 80;
 
-/// Every function fits in a head: none in `xtask/src` spans more than
-/// [`MAX_FN_LINES`] lines (tests included).
+/// Every function fits in a head: none in `xtask/src` or `bench/src` spans
+/// more than [`MAX_FN_LINES`] lines (tests included).
 #[test]
 fn functions_stay_short() {
-    let src = repo_root().join("xtask/src");
     let mut long = Vec::new();
-    for path in rust_files(&src) {
-        let rel = path.strip_prefix(&src).unwrap().display().to_string();
-        let blanked = blank_comments_and_literals(&std::fs::read_to_string(&path).unwrap());
-        for f in functions(&blanked) {
-            if f.lines > MAX_FN_LINES {
-                long.push((f.lines, format!("xtask/src/{rel}:{} {}", f.line, f.name)));
+    for shown in CRATE_SOURCES {
+        let src = repo_root().join(shown);
+        for path in rust_files(&src) {
+            let rel = path.strip_prefix(&src).unwrap().display().to_string();
+            let blanked = blank_comments_and_literals(&std::fs::read_to_string(&path).unwrap());
+            for f in functions(&blanked) {
+                if f.lines > MAX_FN_LINES {
+                    long.push((f.lines, format!("{shown}/{rel}:{} {}", f.line, f.name)));
+                }
             }
         }
     }

@@ -1,4 +1,4 @@
-//! `cargo xtask bench package`: the whole story of building packages. On a
+//! `patchkit-bench package`: the whole story of building packages. On a
 //! scratch copy of a DKMS recipe (the demo by default, Debian's amdgpu tree
 //! with `--source`): the maintainer's loop of `build-dkms` (cold, no-op, one
 //! patch changed, one source file changed), then each format's writer of
@@ -13,13 +13,14 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::inputs::Inputs;
-use super::maintainer::Scratch;
-use super::reference::{self, Job, Setting};
-use super::report::{self, Goals, Report, Row, Side};
-use super::{floor, fresh_dir, load_average, measure_ok, nfpm, Measured};
-use crate::package::Format;
-use crate::workspace::Workspace;
+use crate::inputs::Inputs;
+use crate::maintainer::Scratch;
+use crate::measure::{fresh_dir, load_average, measure_ok, Measured};
+use crate::reference::{self, Job, Setting};
+use crate::report::{self, Goals, Report, Row, Side};
+use crate::{floor, nfpm};
+use xtask::package::Format;
+use xtask::workspace::Workspace;
 
 /// The recipe benchmarked by default: small, offline, seconds.
 pub const DEMO_RECIPE: &str = "demo-hello";
@@ -42,7 +43,7 @@ pub struct Options {
     pub formats: Vec<Format>,
 }
 
-/// `bench package-one`: one of our writers (or with `floor` our compressor
+/// `patchkit-bench package-one`: one of our writers (or with `floor` our compressor
 /// alone on that payload) in a process of its own.
 #[derive(Debug, Clone)]
 pub struct OneOptions {
@@ -62,11 +63,11 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
     println!(
         "bench package: {recipe} in a scratch project under {}; {} build",
         dir.display(),
-        super::profile()
+        crate::measure::profile()
     );
     if cfg!(debug_assertions) {
         println!(
-            "(debug build: `cargo run --release -p xtask -- bench package` gives real figures)"
+            "(debug build: `cargo run --release -p patchkit-bench -- package` gives real figures)"
         );
     }
     let (scratch, steps) = maintainer_loop(ws, opts, &recipe, &dir)?;
@@ -155,7 +156,7 @@ fn maintainer_loop(
     opts: &Options,
     recipe: &str,
     dir: &Path,
-) -> Result<(Scratch, Vec<super::maintainer::Step>)> {
+) -> Result<(Scratch, Vec<crate::maintainer::Step>)> {
     let scratch = Scratch::create(
         &ws.root,
         recipe,
@@ -183,7 +184,7 @@ fn assemble(
     inputs: &Inputs,
     tree_files: usize,
     tree_bytes: u64,
-    steps: Vec<super::maintainer::Step>,
+    steps: Vec<crate::maintainer::Step>,
     rows: Vec<Row>,
     nfpm: String,
     load_before: String,
@@ -220,7 +221,7 @@ fn assemble(
         peak_at_most_384_mib: peak <= report::PEAK_GOAL_MIB,
     };
     Report {
-        profile: super::profile(),
+        profile: crate::measure::profile(),
         cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
         load_average_before: load_before,
         load_average_after: load_after,
@@ -249,7 +250,7 @@ fn assemble(
     }
 }
 
-/// `bench package-one`: our writer of one format, or with `floor` its
+/// `patchkit-bench package-one`: our writer of one format, or with `floor` its
 /// compressor alone, in this process; prints the artifact.
 pub fn run_one(opts: &OneOptions) -> Result<()> {
     let art = match &opts.floor {
@@ -278,7 +279,7 @@ impl Lane {
     fn stage(
         format: Format,
         inputs: &Inputs,
-        tree: &crate::package::FileTree,
+        tree: &xtask::package::FileTree,
         nfpm_bin: Option<&Path>,
         stage: &Path,
         out: &Path,
@@ -355,9 +356,10 @@ impl Lane {
         std::fs::remove_file(&self.payload)
             .with_context(|| format!("removing {}", self.payload.display()))?;
         let name = self.format.as_str();
-        let ours = self
-            .ours
-            .side("rocm-patchkit".into(), format!("bench package-one {name}"));
+        let ours = self.ours.side(
+            "rocm-patchkit".into(),
+            format!("patchkit-bench package-one {name}"),
+        );
         let side_of = |setting: Setting| -> Side {
             // A tool whose default is our setting ran once, for both columns.
             let (_, job, runs) = self
@@ -373,7 +375,7 @@ impl Lane {
             .map(|(job, runs)| runs.side(job.tool.clone(), job.describe()));
         let floor = self.floor.side(
             format!("{} alone", floor::describe(floor::compression(self.format))),
-            format!("bench package-one --floor {name}"),
+            format!("patchkit-bench package-one --floor {name}"),
         );
         Ok(Row::new(
             name,
@@ -418,7 +420,7 @@ fn one_command(
     floor: Option<&Path>,
 ) -> Command {
     let mut cmd = Command::new(exe);
-    cmd.args(["--quiet", "bench", "package-one"]);
+    cmd.args(["--quiet", "package-one"]);
     if let Some(payload) = floor {
         cmd.arg("--floor").arg(payload);
     }
@@ -429,7 +431,7 @@ fn one_command(
     cmd
 }
 
-/// Runs a `bench package-one` child; the package it printed, measured.
+/// Runs a `patchkit-bench package-one` child; the package it printed, measured.
 fn child_artifact(cmd: &mut Command, what: &str) -> Result<(PathBuf, Measured)> {
     let (out, m) = measure_ok(cmd, what)?;
     let stdout = String::from_utf8_lossy(&out.stdout);

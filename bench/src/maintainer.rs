@@ -10,10 +10,10 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
 
-use super::inputs::EPOCH;
-use super::{fresh_dir, measure_ok, run_ok};
-use crate::recipe::{PatchOrigin, Recipe, Source};
-use crate::workspace::{CACHE_ENV, ROOT_ENV};
+use crate::inputs::EPOCH;
+use crate::measure::{fresh_dir, measure_ok, run_ok};
+use xtask::recipe::{PatchOrigin, Recipe, Source};
+use xtask::workspace::{CACHE_ENV, ROOT_ENV};
 
 /// The recipe the loop builds, copied into a scratch project.
 pub struct Scratch {
@@ -136,7 +136,7 @@ impl Scratch {
     /// `build-dkms <recipe>` in the scratch project, measured.
     fn build(&self, step: &'static str, change: String) -> Result<Step> {
         let mut cmd = Command::new(&self.exe);
-        cmd.arg("build-dkms").arg(&self.recipe);
+        cmd.args(["xtask", "build-dkms"]).arg(&self.recipe);
         if let Some(kernel) = &self.kernel {
             cmd.args(["--kernel", kernel]);
         }
@@ -166,7 +166,7 @@ impl Scratch {
             .root
             .join("target/patchkit/work")
             .join(&self.recipe)
-            .join(crate::build::exec::STEP_LOG);
+            .join(xtask::build::exec::STEP_LOG);
         let text =
             std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
         let steps: Vec<serde_json::Value> =
@@ -198,7 +198,7 @@ impl Scratch {
             return Ok(None);
         };
         let text = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
-        let mut changed = b"Edited by cargo xtask bench package: one line more.\n".to_vec();
+        let mut changed = b"Edited by patchkit-bench package: one line more.\n".to_vec();
         changed.extend_from_slice(&text);
         std::fs::write(&path, changed).with_context(|| format!("writing {}", path.display()))?;
         Ok(Some(format!("a line added to the message of {name}")))

@@ -1,4 +1,4 @@
-//! `cargo xtask bench rewrite <DIR>`: the rewrite of expert scheduling
+//! `patchkit-bench rewrite <DIR>`: the rewrite of expert scheduling
 //! off in every gfx12 kernel file of a hipBLASLt kernel library (ours, in
 //! process, over the cores) against the same work done by the reference
 //! tools file by file on the files that have sites (`zstd -d` of the frame,
@@ -14,10 +14,10 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use crate::codeobj::bundle::ZSTD_LEVEL;
-use crate::codeobj::bundle::{self, Scratch};
-use crate::codeobj::llvm;
-use crate::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
+use xtask::codeobj::bundle::ZSTD_LEVEL;
+use xtask::codeobj::bundle::{self, Scratch};
+use xtask::codeobj::llvm;
+use xtask::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
 
 /// What `bench rewrite` reads and how.
 #[derive(Debug, Clone)]
@@ -154,8 +154,8 @@ pub fn run(args: &Options) -> Result<()> {
         "bench rewrite: {} gfx12 kernel files in {} ({} build, {threads} threads, load {})",
         files.len(),
         args.dir.display(),
-        super::profile(),
-        super::load_average()
+        crate::measure::profile(),
+        crate::measure::load_average()
     );
 
     // ours: read, rewrite, write; the scratch buffers reused per thread, and
@@ -263,7 +263,7 @@ fn pct(after: u64, before: u64) -> f64 {
 /// bundle, `zstd -<level> --long=<window>` of it.
 fn reference(dir: &Path, with_sites: &[&Done], out: &Path, ours_secs: f64) -> Result<()> {
     for tool in ["zstd", "md5sum", "tail", "sh"] {
-        if super::which(tool).is_none() {
+        if crate::measure::which(tool).is_none() {
             bail!("{tool} is not on PATH: the reference pipeline needs it");
         }
     }
@@ -286,7 +286,7 @@ fn reference(dir: &Path, with_sites: &[&Done], out: &Path, ours_secs: f64) -> Re
     let script_path = out.join("pipeline.sh");
     std::fs::write(&script_path, &script)
         .with_context(|| format!("writing {}", script_path.display()))?;
-    let (_, measured) = super::measure_ok(
+    let (_, measured) = crate::measure::measure_ok(
         std::process::Command::new("sh").arg(&script_path),
         "the reference pipeline",
     )?;

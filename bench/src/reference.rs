@@ -11,10 +11,10 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use super::inputs::{Inputs, EPOCH};
-use super::{link_copy, run_ok, which};
-use crate::package::Compression;
-use crate::package::Format;
+use crate::inputs::{Inputs, EPOCH};
+use crate::measure::{link_copy, run_ok, which};
+use xtask::package::Compression;
+use xtask::package::Format;
 
 /// The two settings every reference tool runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -199,7 +199,7 @@ fn rpm_jobs(
         .join("build")
         .join(format!("{}-{}", p.name, p.about.version));
     link_copy(&inputs.patched, &build)?;
-    let _ = std::fs::remove_dir_all(build.join(crate::state::DIR));
+    let _ = std::fs::remove_dir_all(build.join(xtask::state::DIR));
     let sources = dir.join("sources");
     std::fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
     std::fs::write(sources.join("dkms.conf"), &inputs.dkms_conf)
@@ -306,7 +306,7 @@ fn tar_jobs(
     let mut jobs = Vec::new();
     link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
     let source = pkg.join("dkms_source_tree");
-    let _ = std::fs::remove_dir_all(source.join(crate::state::DIR));
+    let _ = std::fs::remove_dir_all(source.join(xtask::state::DIR));
     let _ = std::fs::remove_file(source.join("dkms.conf"));
     std::fs::write(source.join("dkms.conf"), &inputs.dkms_conf)
         .with_context(|| format!("writing {}/dkms.conf", source.display()))?;

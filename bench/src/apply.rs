@@ -1,4 +1,4 @@
-//! `cargo xtask bench apply`: our apply against `git apply` and
+//! `patchkit-bench apply`: our apply against `git apply` and
 //! `quilt push -a` on identical copies of the real amdgpu tree, with a
 //! generated series (30 patches, 120 files). A command, never a timed test.
 
@@ -8,11 +8,11 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use super::{measure_ok, median, run_ok, which};
-use crate::extract::{self, Selection};
-use crate::patch::tree::Tree;
-use crate::patch::{apply, PatchInput, Tolerance};
-use crate::workspace::Workspace;
+use crate::measure::{measure_ok, median, run_ok, which};
+use xtask::extract::{self, Selection};
+use xtask::patch::tree::Tree;
+use xtask::patch::{apply, PatchInput, Tolerance};
+use xtask::workspace::Workspace;
 
 /// What `bench apply` runs on.
 #[derive(Debug, Clone)]
@@ -27,7 +27,7 @@ pub struct Options {
 
 const SUBTREE: &str = "drivers/gpu/drm/amd";
 
-/// `bench apply-series`: applies `patches` to `tree` in place, strictly.
+/// `patchkit-bench apply-series`: applies `patches` to `tree` in place, strictly.
 pub fn apply_series(tree: &Path, patches: &[PathBuf]) -> Result<()> {
     let inputs: Vec<PatchInput> = patches
         .iter()
@@ -119,7 +119,7 @@ fn tool_command(
     Ok(match tool {
         0 => {
             let mut c = Command::new(exe);
-            c.args(["bench", "apply-series"]).arg(copy);
+            c.args(["apply-series"]).arg(copy);
             c.args(names.iter().map(|n| patch_dir.join(n)));
             c
         }

@@ -6,8 +6,8 @@
 
 use serde::Serialize;
 
-use super::maintainer::Step;
-use super::median;
+use crate::maintainer::Step;
+use crate::measure::median;
 
 /// Issue 16's goals, measured here.
 pub const PEAK_GOAL_MIB: f64 = 384.0;

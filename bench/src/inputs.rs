@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::package::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
-use crate::recipe::Recipe;
-use crate::{packaging, state};
+use xtask::package::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
+use xtask::recipe::Recipe;
+use xtask::{packaging, state};
 
 /// SOURCE_DATE_EPOCH of every build and package of the benchmark.
 pub const EPOCH: u64 = 1_735_787_045;
@@ -46,8 +46,8 @@ impl Inputs {
             .kind
             .dkms()
             .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
-        let plan = crate::build::plan::plan(&recipe)?;
-        let meta = crate::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
+        let plan = xtask::build::plan::plan(&recipe)?;
+        let meta = xtask::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
         let p = &recipe.package;
         let prefix = package::names::dkms_source_dir(&p.name, &p.about.version);
         let patched = root

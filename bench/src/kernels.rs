@@ -1,4 +1,4 @@
-//! `cargo xtask bench kernels <DIR>...`: how long judging a hipBLASLt kernel
+//! `patchkit-bench kernels <DIR>...`: how long judging a hipBLASLt kernel
 //! library takes, cold (no verdict cache) and warm (a second look through the
 //! cache the first one filled), with the verdict. A command, never a timed test.
 
@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Result};
 
-use crate::codeobj::{self, Cache};
+use xtask::codeobj::{self, Cache};
 
 /// What `bench kernels` judges, and how often.
 #[derive(Debug, Clone)]
@@ -25,7 +25,7 @@ pub struct Options {
 pub fn run(args: &Options) -> Result<()> {
     ensure!(
         args.reps > 0,
-        crate::diag::UsageError("--reps must be at least 1".to_owned())
+        xtask::diag::UsageError("--reps must be at least 1".to_owned())
     );
     let threads = args
         .threads

@@ -12,11 +12,11 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use super::inputs::EPOCH;
-use crate::hash::memo::{copy_hashed, Memo, Want};
-use crate::package::tar::{write_tree, Names};
-use crate::package::Format;
-use crate::package::{rpm, Artifact, Compression, FileTree, Output};
+use crate::inputs::EPOCH;
+use xtask::hash::memo::{copy_hashed, Memo, Want};
+use xtask::package::tar::{write_tree, Names};
+use xtask::package::Format;
+use xtask::package::{rpm, Artifact, Compression, FileTree, Output};
 
 /// The compressor and level of our `fmt` writer.
 pub fn compression(fmt: Format) -> Compression {
@@ -76,7 +76,7 @@ pub fn prepare(fmt: Format, tree: &FileTree, prefix: &str, out: &Path) -> Result
     Ok((path, size))
 }
 
-/// `bench package-one --floor`: streams `payload` through `fmt`'s
+/// `patchkit-bench package-one --floor`: streams `payload` through `fmt`'s
 /// compressor into `<out_dir>/<compressed_name>`.
 pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact> {
     let name = compressed_name(fmt);
@@ -85,7 +85,7 @@ pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact>
     let mut out = Output::create(out_dir, &name)?;
     {
         // No chunk cache: the compressor alone, as a cold build runs it.
-        let mut enc = crate::package::Packing::default().encoder(compression(fmt), out.writer())?;
+        let mut enc = xtask::package::Packing::default().encoder(compression(fmt), out.writer())?;
         // 256 KiB reads straight into the compressor: never the whole payload.
         copy_hashed(&mut input, &mut enc, Want::default())
             .with_context(|| format!("compressing {} into {name}", payload.display()))?;

@@ -1,26 +1,53 @@
-//! `cargo xtask bench ...`: the flags of the benchmarks; the benchmarks
-//! themselves are the library's `bench` module. Commands, never timed tests.
+//! `patchkit-bench`: rocm-patchkit's benchmarks, a program of their own
+//! beside the product (which carries none of this): how long our stages
+//! take against the tools a user would pick instead, measured by commands,
+//! never by timed tests. The flags and the dispatch are here; one file per
+//! benchmark, and `measure.rs` for what they share (child processes timed
+//! and measured as a user sees them, medians, tool lookup).
+
+mod apply;
+mod floor;
+mod inputs;
+mod kernels;
+mod maintainer;
+mod measure;
+mod nfpm;
+mod package;
+mod reference;
+mod report;
+mod rewrite;
 
 use std::path::PathBuf;
+use std::process::ExitCode;
 
 use anyhow::Result;
+use clap::Parser;
+use xtask::package::Format;
+use xtask::report::{Mode, Reporter};
+use xtask::settings::Settings;
+use xtask::workspace::Workspace;
 
-use crate::bench;
-use crate::package::Format;
-use crate::workspace::Workspace;
-
-/// Benchmarks (commands, not tests) against the tools a user would pick instead
+/// rocm-patchkit's benchmarks (commands, not tests) against the tools a user
+/// would pick instead
 ///
-/// Real figures need the release build: `cargo run --release -p xtask --
-/// bench <what>`.
-#[derive(Debug, clap::Args)]
-pub struct Args {
+/// Real figures need the release build: `cargo run --release -p
+/// patchkit-bench -- <what>`.
+#[derive(Debug, Parser)]
+#[command(name = "patchkit-bench", version, max_term_width = 100)]
+struct Cli {
+    /// Print warnings and errors only
+    #[arg(long, short, global = true)]
+    quiet: bool,
+    /// Content-addressed cache of verified inputs [env: PATCHKIT_CACHE_DIR]
+    /// [default: target/patchkit/cache]
+    #[arg(long, global = true, value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
     #[command(subcommand)]
-    pub what: What,
+    what: What,
 }
 
 #[derive(Debug, clap::Subcommand)]
-pub enum What {
+enum What {
     /// Time apply against `git apply` and `quilt push -a` on the amdgpu tree
     ///
     /// A generated series (30 patches of 4 files each) applied to identical
@@ -34,10 +61,12 @@ pub enum What {
     /// memory (wait4), on a scratch copy of the recipe (never your dist/ or
     /// work folder):
     ///
-    /// 1. The maintainer's loop: `build-dkms <recipe>` cold (empty cache and
-    ///    work folder), re-run with nothing changed (a no-op), after one line
-    ///    added to a curated patch, after one source file changed (a `local`
-    ///    folder source; an archive source has no such step).
+    /// 1. The maintainer's loop: `cargo xtask build-dkms <recipe>` (the
+    ///    product's own commands, built into this program in its profile)
+    ///    cold (empty cache and work folder), re-run with nothing changed (a
+    ///    no-op), after one line added to a curated patch, after one source
+    ///    file changed (a `local` folder source; an archive source has no
+    ///    such step).
     ///
     /// 2. Per format, our writer against the reference tool fed the same
     ///    files (our .deb's control members for `dpkg-deb --build`, the spec
@@ -69,7 +98,7 @@ pub enum What {
     ///
     /// Cold (an empty verdict cache; the median of --reps runs) and warm (the
     /// cache of the first run), with the verdict, per library folder. Run the
-    /// release build: `cargo run --release -p xtask -- bench kernels DIR...`.
+    /// release build: `cargo run --release -p patchkit-bench -- kernels DIR...`.
     Kernels(KernelsArgs),
     /// Time the rewrite of expert scheduling off in a kernel library against zstd and md5sum
     ///
@@ -81,7 +110,7 @@ pub enum What {
     /// every code object is then disassembled before and after by
     /// llvm-objdump (llvm-19), which must agree with the rewrite (about 26
     /// minutes for Debian's 7.1.1). Run the release build: `cargo run
-    /// --release -p xtask -- bench rewrite
+    /// --release -p patchkit-bench -- rewrite
     /// /var/cache/rocm-patchkit/debian-hipblaslt/sid/usr/lib/x86_64-linux-gnu/hipblaslt/library`.
     Rewrite(RewriteArgs),
     /// (internal) run one of our package writers, or its compressor alone
@@ -101,107 +130,117 @@ pub enum What {
         tree: PathBuf,
         patches: Vec<PathBuf>,
     },
+    /// (internal) one of the product's commands (`cargo xtask <command>`),
+    /// the very dispatch of its binary, built in this program's profile
+    #[command(hide = true, subcommand)]
+    Xtask(xtask::run::Command),
 }
 
 #[derive(Debug, clap::Args)]
-pub struct ApplyArgs {
+struct ApplyArgs {
     /// The kernel source archive (Debian's linux-source-6.12)
     #[arg(long, default_value = "/usr/src/linux-source-6.12.tar.xz")]
-    pub source: PathBuf,
+    source: PathBuf,
     /// Repetitions per tool
     #[arg(long, default_value_t = 5)]
-    pub reps: usize,
+    reps: usize,
     /// Patches in the generated series (4 files each)
     #[arg(long, default_value_t = 30)]
-    pub patches: usize,
+    patches: usize,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct PackageArgs {
+struct PackageArgs {
     /// A DKMS recipe of recipes/ [default: demo-hello; with --source:
     /// amdgpu-debian-6.12]
     #[arg(long, value_name = "NAME")]
-    pub recipe: Option<String>,
+    recipe: Option<String>,
     /// Take the recipe's `local` source from this kernel archive: Debian's
     /// amdgpu tree with /usr/src/linux-source-6.12.tar.xz
     #[arg(long, value_name = "ARCHIVE")]
-    pub source: Option<PathBuf>,
+    source: Option<PathBuf>,
     /// Kernel release build-dkms builds for [default: as build-dkms picks]
     #[arg(long, value_name = "RELEASE")]
-    pub kernel: Option<String>,
+    kernel: Option<String>,
     /// Repetitions per packager (the loop runs once)
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
-    pub reps: u32,
+    reps: u32,
     /// Formats to compare, comma-separated [default: all four]
-    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch,tar")]
-    pub formats: Vec<Format>,
+    #[arg(long, value_delimiter = ',', value_parser = xtask::commands::parse_format, value_name = "deb,rpm,arch,tar")]
+    formats: Vec<Format>,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct PackageOneArgs {
+struct PackageOneArgs {
     /// The scratch project build-dkms built
-    pub project: PathBuf,
-    pub recipe: String,
-    #[arg(value_parser = parse_format)]
-    pub format: Format,
+    project: PathBuf,
+    recipe: String,
+    #[arg(value_parser = xtask::commands::parse_format)]
+    format: Format,
     /// Where the package goes
-    pub out: PathBuf,
+    out: PathBuf,
     /// Only compress this uncompressed payload with the format's compressor
     #[arg(long, value_name = "PAYLOAD")]
-    pub floor: Option<PathBuf>,
+    floor: Option<PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct KernelsArgs {
+struct KernelsArgs {
     /// Kernel library folders (`.../hipblaslt/library`), or hipBLASLt library
     /// folders holding one (`/usr/lib/x86_64-linux-gnu`)
     #[arg(required = true, value_name = "DIR")]
-    pub dirs: Vec<PathBuf>,
+    dirs: Vec<PathBuf>,
     /// Threads (default: the machine's cores)
     #[arg(long)]
-    pub threads: Option<usize>,
+    threads: Option<usize>,
     /// Cold runs per library (each with an empty cache, taking the median)
     #[arg(long, default_value_t = 3)]
-    pub reps: usize,
+    reps: usize,
 }
 
 #[derive(Debug, clap::Args)]
-pub struct RewriteArgs {
+struct RewriteArgs {
     /// The kernel library folder (`.../hipblaslt/library`)
     #[arg(value_name = "DIR")]
-    pub dir: PathBuf,
+    dir: PathBuf,
     /// Threads for ours (default: the machine's cores)
     #[arg(long)]
-    pub threads: Option<usize>,
+    threads: Option<usize>,
     /// Skip the reference pipeline
     #[arg(long)]
-    pub no_reference: bool,
+    no_reference: bool,
     /// Disassemble every code object before and after with llvm-objdump
     #[arg(long)]
-    pub disasm_all: bool,
+    disasm_all: bool,
 }
 
-fn parse_format(text: &str) -> Result<Format, String> {
-    Format::ALL
-        .iter()
-        .find(|(name, _)| *name == text)
-        .map(|(_, f)| *f)
-        .ok_or_else(|| format!("`{text}` is not one of deb, rpm, arch, tar"))
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let settings = match Settings::from_env() {
+        Ok(settings) => settings,
+        Err(err) => return xtask::run::exit(Err(err.into())),
+    };
+    let ws = Workspace::new(
+        cli.cache_dir.clone(),
+        settings,
+        Reporter::new(Mode::detect(cli.quiet)),
+    );
+    xtask::run::exit(run(&ws, &cli.what))
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
-    match &args.what {
-        What::Apply(a) => bench::apply::run(
+fn run(ws: &Workspace, what: &What) -> Result<(), xtask::error::Error> {
+    let result = match what {
+        What::Apply(a) => apply::run(
             ws,
-            &bench::apply::Options {
+            &apply::Options {
                 source: a.source.clone(),
                 reps: a.reps,
                 patches: a.patches,
             },
         ),
-        What::Package(a) => bench::package::run(
+        What::Package(a) => package::run(
             ws,
-            &bench::package::Options {
+            &package::Options {
                 recipe: a.recipe.clone(),
                 source: a.source.clone(),
                 kernel: a.kernel.clone(),
@@ -209,18 +248,18 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
                 formats: a.formats.clone(),
             },
         ),
-        What::Kernels(a) => bench::kernels::run(&bench::kernels::Options {
+        What::Kernels(a) => kernels::run(&kernels::Options {
             dirs: a.dirs.clone(),
             threads: a.threads,
             reps: a.reps,
         }),
-        What::Rewrite(a) => bench::rewrite::run(&bench::rewrite::Options {
+        What::Rewrite(a) => rewrite::run(&rewrite::Options {
             dir: a.dir.clone(),
             threads: a.threads,
             no_reference: a.no_reference,
             disasm_all: a.disasm_all,
         }),
-        What::PackageOne(a) => bench::package::run_one(&bench::package::OneOptions {
+        What::PackageOne(a) => package::run_one(&package::OneOptions {
             project: a.project.clone(),
             recipe: a.recipe.clone(),
             format: a.format,
@@ -230,7 +269,9 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         What::ExecMeasured {
             rusage_out,
             command,
-        } => bench::exec_measured(rusage_out, &command[0], &command[1..]),
-        What::ApplySeries { tree, patches } => bench::apply::apply_series(tree, patches),
-    }
+        } => measure::exec_measured(rusage_out, &command[0], &command[1..]),
+        What::ApplySeries { tree, patches } => apply::apply_series(tree, patches),
+        What::Xtask(command) => return xtask::run::dispatch(ws, command),
+    };
+    Ok(result?)
 }

@@ -1,18 +1,5 @@
-//! Benchmarks: how long our stages take against the tools a user would
-//! pick instead, measured by commands (`cargo xtask bench ...`), never by
-//! timed tests. One file per benchmark, plus what they share here: child
-//! processes timed and measured as a user sees them, medians, tool lookup.
-
-pub mod apply;
-pub mod floor;
-pub mod inputs;
-pub mod kernels;
-pub mod maintainer;
-pub mod nfpm;
-pub mod package;
-pub mod reference;
-pub mod report;
-pub mod rewrite;
+//! What the benchmarks share: child processes timed and measured as a user
+//! sees them, medians, tool lookup.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
@@ -32,7 +19,7 @@ pub struct Measured {
 /// Runs `cmd` to its end, capturing its output, and measures its wall time
 /// and its own peak RSS. On Linux a child's `ru_maxrss` starts from its
 /// parent's peak (the spawning process's memory is the child's until exec),
-/// so `cmd` runs below a fresh copy of this program (`bench exec-measured`),
+/// so `cmd` runs below a fresh copy of this program (`patchkit-bench exec-measured`),
 /// which takes the child's peak with `wait4` and passes it back: the figure
 /// is then exact to within the few MiB that copy takes at its start.
 /// For a pipeline run through a shell the peak is its largest process's.
@@ -41,7 +28,7 @@ pub fn measure(cmd: &mut Command) -> Result<(Output, Measured)> {
     let file = tempfile::NamedTempFile::new().context("creating a file for a child's peak")?;
     let mut wrapper = Command::new(exe);
     wrapper
-        .args(["bench", "exec-measured", "--rusage-out"])
+        .args(["exec-measured", "--rusage-out"])
         .arg(file.path())
         .arg("--")
         .arg(cmd.get_program())
@@ -63,7 +50,7 @@ pub fn measure(cmd: &mut Command) -> Result<(Output, Measured)> {
     Ok((out, m))
 }
 
-/// `bench exec-measured`: runs `program` with this process's stdio, waits
+/// `patchkit-bench exec-measured`: runs `program` with this process's stdio, waits
 /// for it with `wait4` and writes its peak RSS in KiB to `out`; fails when
 /// it fails.
 pub fn exec_measured(out: &Path, program: &OsStr, args: &[OsString]) -> Result<()> {

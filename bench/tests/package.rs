@@ -1,13 +1,12 @@
-//! `bench package` on the demo recipe: the maintainer's loop has its four
-//! steps with the no-op reported as such, every format has its row with our
-//! package, the reference tool at its defaults and at our level, nfpm and
-//! the floor, the sizes are the real files' sizes, and the user's own
-//! dist/ and work folder are left alone. Structure only: timings are never
-//! asserted.
+//! `patchkit-bench package` on the demo recipe: the maintainer's loop has
+//! its four steps with the no-op reported as such, every format has its row
+//! with our package, the reference tool at its defaults and at our level,
+//! nfpm and the floor, the sizes are the real files' sizes, and the user's
+//! own dist/ and work folder are left alone. Structure only: timings are
+//! never asserted.
 
-use std::path::Path;
-
-use crate::support::{have_tool, Project};
+use std::path::{Path, PathBuf};
+use std::process::Command;
 
 #[test]
 fn tells_the_loop_and_every_format_against_the_reference_tools() {
@@ -28,7 +27,7 @@ fn tells_the_loop_and_every_format_against_the_reference_tools() {
     ]);
     // The user's own publication: the benchmark must not touch it.
     project.file("dist/demo-hello/mine.txt", "the user's file\n");
-    let mut cmd = project.command(&["bench", "package", "--reps", "1"]);
+    let mut cmd = project.command(&["package", "--reps", "1"]);
     match &nfpm {
         Some(bin) => cmd.env("PATCHKIT_NFPM", bin),
         None => cmd.env("PATCHKIT_NFPM", project.root().join("no-nfpm-here")),
@@ -196,7 +195,7 @@ fn tells_the_loop_and_every_format_against_the_reference_tools() {
 }
 
 /// nfpm from `$PATCHKIT_NFPM` or PATH; in CI it must be there.
-fn nfpm_binary() -> Option<std::path::PathBuf> {
+fn nfpm_binary() -> Option<PathBuf> {
     if let Some(path) = std::env::var_os("PATCHKIT_NFPM").filter(|p| !p.is_empty()) {
         return Some(path.into());
     }
@@ -225,4 +224,88 @@ fn only_file_size(dir: &Path) -> u64 {
     }
     assert_eq!(files.len(), 1, "{}: {files:?}", dir.display());
     files[0]
+}
+
+/// A scratch project root (`recipes/`, a private cache) in a temp dir.
+struct Project {
+    dir: tempfile::TempDir,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::Builder::new()
+            .prefix("patchkit-bench-")
+            .tempdir()
+            .expect("temp dir");
+        std::fs::create_dir_all(dir.path().join("recipes")).unwrap();
+        Project { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Writes `text` to `rel` below the root, creating parents.
+    fn file(&self, rel: &str, text: &str) {
+        let path = self.root().join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// Copies files or folders of this repository into the project.
+    fn copy_from_repo(&self, paths: &[&str]) {
+        let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        for rel in paths {
+            if let Some(parent) = Path::new(rel).parent() {
+                std::fs::create_dir_all(self.root().join(parent)).unwrap();
+            }
+            let status = Command::new("cp")
+                .arg("-r")
+                .arg(repo.join(rel))
+                .arg(self.root().join(rel))
+                .status()
+                .expect("cp");
+            assert!(status.success(), "copying {rel}");
+        }
+    }
+
+    /// `patchkit-bench <args>` with this project as root and its own cache,
+    /// no proxy and no SOURCE_DATE_EPOCH from the caller's environment.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_patchkit-bench"));
+        cmd.args(args)
+            .current_dir(self.root())
+            .env("PATCHKIT_ROOT", self.root())
+            .env("PATCHKIT_CACHE_DIR", self.root().join("cache"))
+            .env("CI", "true")
+            .env_remove("SOURCE_DATE_EPOCH");
+        for proxy in [
+            "http_proxy",
+            "https_proxy",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env_remove(proxy);
+        }
+        cmd
+    }
+}
+
+/// Whether `tool` is on PATH; with `CI=true` a missing tool fails the test.
+fn have_tool(tool: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true");
+    if !found && ci {
+        panic!("`{tool}` is missing and CI=true: .ci/run must install it");
+    }
+    if !found {
+        eprintln!("skipping: `{tool}` is not installed");
+    }
+    found
 }
