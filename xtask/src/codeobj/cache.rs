@@ -1,7 +1,8 @@
-//! The verdict cache: "off" and "no gfx12" verdicts of kernel files, keyed
-//! by path, size and modification time, so a second look at an unchanged
-//! library reads no kernel file. A file that cannot be read as a cache is
-//! ignored (and replaced on save); "on" is never cached (it is found fast).
+//! The verdict cache: "off", "gated" and "no gfx12" verdicts of kernel
+//! files, keyed by path, size and modification time, so a second look at
+//! an unchanged library reads no kernel file. A file that cannot be read
+//! as a cache is ignored (and replaced on save); "on" is never cached (it
+//! is found fast).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -9,10 +10,11 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::gate::Gate;
 use super::FileVerdict;
 
 /// Bump when the judging changes, so old verdicts are dropped.
-const FORMAT: u32 = 1;
+const FORMAT: u32 = 2;
 
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct Stored {
@@ -24,8 +26,11 @@ struct Stored {
 struct Entry {
     size: u64,
     mtime_ns: i128,
-    /// `off` or `no-gfx12`.
+    /// `off`, `gated` or `no-gfx12`.
     verdict: String,
+    /// For `gated`: the target, the first site and its gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gated: Option<(String, usize, Gate)>,
 }
 
 /// Verdicts by file; `path` is where it is loaded from and saved to (none:
@@ -85,17 +90,23 @@ impl Cache {
         if entry.size != size || entry.mtime_ns != mtime_ns {
             return None;
         }
-        match entry.verdict.as_str() {
-            "off" => Some(FileVerdict::Off),
-            "no-gfx12" => Some(FileVerdict::NoGfx12),
+        match (entry.verdict.as_str(), &entry.gated) {
+            ("off", _) => Some(FileVerdict::Off),
+            ("no-gfx12", _) => Some(FileVerdict::NoGfx12),
+            ("gated", Some((gfx, offset, gate))) => Some(FileVerdict::Gated {
+                gfx: gfx.clone(),
+                offset: *offset,
+                gate: gate.clone(),
+            }),
             _ => None,
         }
     }
 
     pub(super) fn put(&mut self, path: &Path, verdict: FileVerdict) {
-        let verdict = match verdict {
-            FileVerdict::Off => "off",
-            FileVerdict::NoGfx12 => "no-gfx12",
+        let (verdict, gated) = match verdict {
+            FileVerdict::Off => ("off", None),
+            FileVerdict::NoGfx12 => ("no-gfx12", None),
+            FileVerdict::Gated { gfx, offset, gate } => ("gated", Some((gfx, offset, gate))),
             _ => return,
         };
         if let Some((key, size, mtime_ns)) = stamp(path) {
@@ -105,6 +116,7 @@ impl Cache {
                     size,
                     mtime_ns,
                     verdict: verdict.to_owned(),
+                    gated,
                 },
             );
             self.changed = true;

@@ -6,8 +6,14 @@
 pub mod bundle;
 mod cache;
 pub mod elf;
+mod flow;
+pub mod gate;
 pub mod isa;
+mod kernels;
+mod listing;
 pub mod llvm;
+mod msgpack;
+pub mod regs;
 pub mod rewrite;
 #[cfg(test)]
 mod testing;
@@ -25,6 +31,13 @@ pub use cache::{default_path as default_cache_path, Cache};
 pub enum FileVerdict {
     /// A gfx12 code object switches expert scheduling on at `offset` of its `.text`.
     On { gfx: String, offset: usize },
+    /// Every site switches it on only when a kernel argument says so
+    /// ([`gate`]); the first one.
+    Gated {
+        gfx: String,
+        offset: usize,
+        gate: gate::Gate,
+    },
     /// It holds gfx12 code objects and none switches expert scheduling on.
     Off,
     /// It holds no gfx12 code object.
@@ -120,8 +133,11 @@ fn judge_uncompressed(bytes: &[u8]) -> FileVerdict {
                 return FileVerdict::Unreadable(format!("bundle entry {}: {why}", entry.triple))
             }
             on @ FileVerdict::On { .. } => return on,
-            FileVerdict::Off => verdict = FileVerdict::Off,
-            FileVerdict::NoGfx12 => {}
+            gated @ FileVerdict::Gated { .. } => verdict = gated,
+            FileVerdict::Off if matches!(verdict, FileVerdict::NoGfx12) => {
+                verdict = FileVerdict::Off
+            }
+            FileVerdict::Off | FileVerdict::NoGfx12 => {}
         }
     }
     verdict
@@ -131,14 +147,31 @@ fn judge_elf(bytes: &[u8]) -> FileVerdict {
     match elf::parse(bytes) {
         Err(why) => FileVerdict::Unreadable(why),
         Ok(code) if !code.is_gfx12() => FileVerdict::NoGfx12,
-        Ok(code) => match isa::first_sched_mode_site(&code) {
-            Ok(Some(offset)) => FileVerdict::On {
-                gfx: code.gfx(),
-                offset,
+        Ok(code) => match isa::sched_mode_sites(&code) {
+            Ok(sites) => match gate::of_sites(bytes, &code, &sites) {
+                Ok(gates) => verdict_of(code.gfx(), &sites, gates),
+                Err(why) => FileVerdict::Unreadable(why),
             },
-            Ok(None) => FileVerdict::Off,
             Err(why) => FileVerdict::Unreadable(why),
         },
+    }
+}
+
+/// On at the first site that is not gated; gated when every site is;
+/// off when there is none.
+fn verdict_of(gfx: String, sites: &[usize], gates: Vec<Result<gate::Gate, String>>) -> FileVerdict {
+    let mut first = None;
+    for (&offset, gate) in sites.iter().zip(gates) {
+        match gate {
+            Err(_) => return FileVerdict::On { gfx, offset },
+            Ok(gate) => {
+                first.get_or_insert((offset, gate));
+            }
+        }
+    }
+    match first {
+        Some((offset, gate)) => FileVerdict::Gated { gfx, offset, gate },
+        None => FileVerdict::Off,
     }
 }
 
@@ -151,6 +184,16 @@ pub enum Judgement {
         file: PathBuf,
         gfx: String,
         offset: usize,
+    },
+    /// Every site that switches it on runs only when a kernel argument
+    /// (`ESMRuntimeSupported`, set from the KFD's support) says so: the
+    /// first such site, and how many files have one.
+    Gated {
+        file: PathBuf,
+        gfx: String,
+        offset: usize,
+        gate: gate::Gate,
+        files: usize,
     },
     /// gfx12 code objects, none of which switches it on.
     Off {
@@ -172,6 +215,19 @@ impl Judgement {
             Judgement::On { file, gfx, offset } => format!(
                 "expert scheduling on for gfx12 ({gfx} s_setreg of SCHED_MODE = 2 at .text+0x{offset:x} of {})",
                 file.display()
+            ),
+            Judgement::Gated {
+                file,
+                gfx,
+                offset,
+                gate,
+                files,
+            } => format!(
+                "expert scheduling gated on KFD 1.20 ({files} gfx12 kernel files; {gfx} s_setreg of SCHED_MODE = 2 at .text+0x{offset:x} of {} runs only when the kernel argument {} (offset {}, tested as {}) is non-zero, which the host sets when the KFD ABI is 1.20 or later)",
+                file.display(),
+                gate.argument,
+                gate.arg_offset,
+                gate.register
             ),
             Judgement::Off { files } => {
                 format!("expert scheduling off ({files} gfx12 kernel files read, none switches it on)")
@@ -296,7 +352,9 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
         };
     }
     for (i, verdict) in &results {
-        if cached[*i].is_none() && matches!(verdict, FileVerdict::Off | FileVerdict::NoGfx12) {
+        if cached[*i].is_none()
+            && !matches!(verdict, FileVerdict::On { .. } | FileVerdict::Unreadable(_))
+        {
             cache.put(&files[*i], verdict.clone());
         }
     }
@@ -306,6 +364,19 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
     {
         return Judgement::CannotTell {
             why: format!("{}: {why}", files[*i].display()),
+        };
+    }
+    let gated: Vec<&(usize, FileVerdict)> = results
+        .iter()
+        .filter(|(_, v)| matches!(v, FileVerdict::Gated { .. }))
+        .collect();
+    if let Some((i, FileVerdict::Gated { gfx, offset, gate })) = gated.first() {
+        return Judgement::Gated {
+            file: files[*i].clone(),
+            gfx: gfx.clone(),
+            offset: *offset,
+            gate: gate.clone(),
+            files: gated.len(),
         };
     }
     let off = results

@@ -12,6 +12,8 @@ mod build_config;
 mod build_dkms;
 mod build_line;
 mod chunk_cache;
+mod codeobj_gate;
+mod codeobj_writes;
 mod conflicts;
 mod debian_source;
 mod dist;
