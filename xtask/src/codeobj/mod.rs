@@ -209,6 +209,32 @@ pub enum Judgement {
 }
 
 impl Judgement {
+    /// The same judgement with the file it names (on, gated) passed
+    /// through `f` (a path below a root made a path of the machine).
+    pub fn map_file(self, f: impl Fn(&Path) -> PathBuf) -> Judgement {
+        match self {
+            Judgement::On { file, gfx, offset } => Judgement::On {
+                file: f(&file),
+                gfx,
+                offset,
+            },
+            Judgement::Gated {
+                file,
+                gfx,
+                offset,
+                gate,
+                files,
+            } => Judgement::Gated {
+                file: f(&file),
+                gfx,
+                offset,
+                gate,
+                files,
+            },
+            other => other,
+        }
+    }
+
     /// One line for a report.
     pub fn describe(&self) -> String {
         match self {

@@ -413,15 +413,10 @@ fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
         }
     };
     match judgement {
-        Judgement::On { file, gfx, offset } => Judgement::On {
-            file: strip(&file),
-            gfx,
-            offset,
-        },
         Judgement::CannotTell { why } if root != Path::new("/") => Judgement::CannotTell {
             why: why.replace(&root.display().to_string(), ""),
         },
-        other => other,
+        other => other.map_file(strip),
     }
 }
 

@@ -76,14 +76,8 @@ pub fn judge_in(
             kernels: kernels.display().to_string(),
             ours: None,
             rewritten: None,
-            judgement: match judgement {
-                Judgement::On { file, gfx, offset } => Judgement::On {
-                    file: Path::new("/").join(file.strip_prefix(root).unwrap_or(&file)),
-                    gfx,
-                    offset,
-                },
-                other => other,
-            },
+            judgement: judgement
+                .map_file(|file| Path::new("/").join(file.strip_prefix(root).unwrap_or(file))),
         });
     }
     None

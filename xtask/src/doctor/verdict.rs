@@ -79,7 +79,7 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         return early;
     }
     if let Some(early) = kernel(fault, m, &mut why) {
-        return early;
+        return with_gated_note(fault, m, early);
     }
     if let Some(early) = kernel_libraries(fault, m, &mut why) {
         return early;
@@ -102,7 +102,18 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if fault.trigger_expert_sched {
         lead.extend(expert_sched::rewrite_steps(m));
     }
-    verdict(Status::Affected, why.join("; "), lead)
+    with_gated_note(fault, m, verdict(Status::Affected, why.join("; "), lead))
+}
+
+/// A fault judged by the KFD ABI says what the hipBLASLt that gate expert
+/// scheduling on it do here.
+fn with_gated_note(fault: &Fault, m: &Machine, mut v: Verdict) -> Verdict {
+    if fault.kfd_fixed.is_some() {
+        if let Some(note) = expert_sched::gated_note(m) {
+            v.why = format!("{}; {note}", v.why);
+        }
+    }
+    v
 }
 
 /// The GPUs of `m` that `fault` is on; a verdict when there are none (or

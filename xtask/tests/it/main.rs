@@ -19,6 +19,7 @@ mod debian_source;
 mod dist;
 mod dkms_install;
 mod doctor;
+mod doctor_gated;
 mod doctor_hipblaslt;
 mod doctor_hostile;
 mod doctor_kfd;
