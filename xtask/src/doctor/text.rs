@@ -7,6 +7,7 @@ use super::machine::Machine;
 use super::module::TrapHandler;
 use super::pid::Process;
 use super::{FaultReport, Report, Status};
+use crate::knowledge::Severity;
 
 impl Report {
     pub fn to_text(&self) -> String {
@@ -46,7 +47,17 @@ impl Report {
     /// How many known faults affect the machine, and which.
     fn closing_line(&self) -> String {
         let affected = self.affected();
+        let unknown: Vec<&str> = self
+            .faults
+            .iter()
+            .filter(|f| f.severity == Severity::Fault && f.verdict.status == Status::CannotTell)
+            .map(|f| f.id.as_str())
+            .collect();
         match affected.len() {
+            0 if !unknown.is_empty() => format!(
+                "no known fault affects this machine unmitigated that doctor could judge; cannot tell: {} (see above)\n",
+                unknown.join(", ")
+            ),
             0 => "no known fault affects this machine unmitigated\n".to_owned(),
             n => format!(
                 "{n} known fault{} affect{} this machine: {} (exit status 3)\n",

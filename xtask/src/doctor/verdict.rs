@@ -262,6 +262,9 @@ fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdic
     if fault.rocm.is_none() && fault.hipblaslt.is_none() {
         return None;
     }
+    if let Some(settled) = super::per_library::judge(fault, m, why) {
+        return by_library(settled, fault, m, why);
+    }
     let hipblaslt = m.hipblaslt_version.as_deref();
     let hb = hipblaslt.and_then(Version::parse_prefix);
     if let (Some(fixed), Some(v)) = (&fault.hipblaslt_fixed, &hb) {
@@ -311,6 +314,28 @@ fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdic
         }
     }
     None
+}
+
+/// What the hipBLASLt found, each judged by its own version, make of a
+/// library-side fault; `None` (affected so far) lets the mitigations and
+/// next steps follow.
+fn by_library(
+    settled: super::per_library::Settled,
+    fault: &Fault,
+    m: &Machine,
+    why: &mut [String],
+) -> Option<Verdict> {
+    use super::per_library::Settled;
+    match settled {
+        Settled::Affected => None,
+        Settled::Fixed => Some(verdict(Status::Fixed, why.join("; "), Vec::new())),
+        Settled::NotAffected => Some(verdict(Status::NotAffected, why.join("; "), Vec::new())),
+        Settled::CannotTell => Some(verdict(
+            Status::CannotTell,
+            why.join("; "),
+            steps::fixes_then_workaround(fault, m),
+        )),
+    }
 }
 
 /// The comgr gate: only a distribution's build in `range` is affected.

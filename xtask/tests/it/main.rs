@@ -24,6 +24,7 @@ mod doctor_hipblaslt;
 mod doctor_hostile;
 mod doctor_kfd;
 mod doctor_knobs;
+mod doctor_library_faults;
 mod doctor_module;
 mod doctor_pid;
 mod drift;
