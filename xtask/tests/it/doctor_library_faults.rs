@@ -139,3 +139,40 @@ fn one_library_doctor_cannot_read_is_cannot_tell_never_all_clear() {
     m.doctor(&["--python", "/home/user/venv"])
         .stdout_has("cannot tell: tensile-gltr-dtvb1");
 }
+
+#[test]
+fn hipblaslt_1_5_0_fixes_the_free_dimension_and_not_the_k_tail() {
+    let m = rdna4();
+    m.rocm("10.1.0", "1.5.0");
+    let (run, json) = report(&m, &[]);
+    run.fails_with(3);
+    assert_eq!(fault(&json, DTVB)["status"], "fixed");
+    let ktail = fault(&json, "tensile-dtvb-ktail");
+    assert_eq!(ktail["status"], "affected", "{ktail:#}");
+    assert!(ktail["summary"].as_str().unwrap().contains("#11719"));
+    assert!(ktail["summary"].as_str().unwrap().contains("is not merged"));
+    assert!(ktail["why"]
+        .as_str()
+        .unwrap()
+        .contains("hipBLASLt 1.5.0 (from its file name) is affected"));
+}
+
+#[test]
+fn pytorchs_caching_switch_mitigates_both_dtvb_faults_at_its_cost() {
+    let mut m = rdna4();
+    m.rocm("7.2.1-81", "1.2.1");
+    m.env("PYTORCH_NO_HIP_MEMORY_CACHING", "1");
+    let (run, json) = report(&m, &[]);
+    for id in [DTVB, "tensile-dtvb-ktail"] {
+        let f = fault(&json, id);
+        assert_eq!(f["status"], "mitigated", "{f:#}");
+        assert!(f["why"]
+            .as_str()
+            .unwrap()
+            .contains("PYTORCH_NO_HIP_MEMORY_CACHING=1 set"));
+    }
+    assert_ne!(run.code, 3, "{}", run.stdout);
+    let knob = crate::support::doctor::knob(&json, "PYTORCH_NO_HIP_MEMORY_CACHING");
+    assert_eq!(knob["judgement"], "mitigates", "{knob:#}");
+    assert!(knob["cost"].as_str().unwrap().contains("slower allocation"));
+}
