@@ -367,6 +367,18 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
     });
     let mut results = results.into_inner().expect("no panics hold the lock");
     results.sort_by_key(|(i, _)| *i);
+    conclude(&files, &results, &cached, cache)
+}
+
+/// The library's judgement from its files' verdicts (in file order): on at
+/// the first proof, cannot tell at an unreadable file, gated when a file
+/// is, else off or no gfx12; new verdicts other than "on" go to `cache`.
+fn conclude(
+    files: &[PathBuf],
+    results: &[(usize, FileVerdict)],
+    cached: &[Option<FileVerdict>],
+    cache: &mut Cache,
+) -> Judgement {
     if let Some((i, FileVerdict::On { gfx, offset })) = results
         .iter()
         .find(|(_, v)| matches!(v, FileVerdict::On { .. }))
@@ -377,7 +389,7 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
             offset: *offset,
         };
     }
-    for (i, verdict) in &results {
+    for (i, verdict) in results {
         if cached[*i].is_none()
             && !matches!(verdict, FileVerdict::On { .. } | FileVerdict::Unreadable(_))
         {

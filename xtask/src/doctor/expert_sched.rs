@@ -67,8 +67,27 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
     let gated = libs
         .iter()
         .any(|l| matches!(l.judgement, Judgement::Gated { .. }));
-    let listed: Vec<String> = libs
-        .iter()
+    let listed = listed(m, libs);
+    let keeps = if gated {
+        "switches expert scheduling on only where the trap handler saves it (gated on KFD ABI 1.20) or keeps it off on gfx12"
+    } else {
+        "keeps expert scheduling off on gfx12"
+    };
+    why.push(format!(
+        "every hipBLASLt found {keeps}: {}; a program bringing another hipBLASLt is not covered (doctor --python DIR reads other environments)",
+        listed.join(", ")
+    ));
+    Some(if ours.is_empty() {
+        Settled::NotAffected
+    } else {
+        Settled::Mitigated
+    })
+}
+
+/// Each library found with what its kernels do (off, no gfx12 kernels,
+/// gated) and whether it is patched.
+fn listed(m: &Machine, libs: &[HipblasltLibrary]) -> Vec<String> {
+    libs.iter()
         .map(|l| {
             let gated_here;
             let verdict = match l.judgement {
@@ -88,21 +107,7 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
                 (None, None) => format!("{} ({verdict})", l.path),
             }
         })
-        .collect();
-    let keeps = if gated {
-        "switches expert scheduling on only where the trap handler saves it (gated on KFD ABI 1.20) or keeps it off on gfx12"
-    } else {
-        "keeps expert scheduling off on gfx12"
-    };
-    why.push(format!(
-        "every hipBLASLt found {keeps}: {}; a program bringing another hipBLASLt is not covered (doctor --python DIR reads other environments)",
-        listed.join(", ")
-    ));
-    Some(if ours.is_empty() {
-        Settled::NotAffected
-    } else {
-        Settled::Mitigated
-    })
+        .collect()
 }
 
 /// What a gated library does on this machine: the fast path on with KFD
