@@ -30,6 +30,7 @@ pub enum Command {
     BuildConfig(commands::build_config::Args),
     BuildHipblaslt(commands::build_hipblaslt::Args),
     RewriteHipblaslt(commands::rewrite_hipblaslt::Args),
+    PublishRepo(commands::publish_repo::Args),
     /// Benchmarks (commands, not tests) against the reference tools
     Bench(commands::bench::Args),
 }
@@ -37,7 +38,13 @@ pub enum Command {
 /// Runs `command`; its error, if any, is printed on stderr and mapped to
 /// the exit status.
 pub fn run(ws: &Workspace, command: &Command) -> ExitCode {
-    match dispatch(ws, command) {
+    exit(dispatch(ws, command))
+}
+
+/// The exit status of a command's ending (of `cargo xtask` and of the
+/// installed `rocm-patchkit`), its error printed on stderr.
+pub fn exit(result: Result<(), Error>) -> ExitCode {
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             if let Some(message) = err.message() {
@@ -64,6 +71,7 @@ fn dispatch(ws: &Workspace, command: &Command) -> Result<(), Error> {
         Command::BuildHipblaslt(args) => commands::build_hipblaslt::run(ws, args),
         Command::BuildConfig(args) => commands::build_config::run(ws, args),
         Command::RewriteHipblaslt(args) => commands::rewrite_hipblaslt::run(ws, args),
+        Command::PublishRepo(args) => commands::publish_repo::run(ws, args),
     };
     Ok(result?)
 }

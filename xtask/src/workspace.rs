@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use crate::invocation::Invocation;
+use crate::knowledge::Source;
 use crate::report::Reporter;
 
 /// Environment variable that moves the content-addressed cache.
@@ -15,17 +17,21 @@ pub const CACHE_ENV: &str = "PATCHKIT_CACHE_DIR";
 pub const ROOT_ENV: &str = "PATCHKIT_ROOT";
 
 /// What every command needs: where the project is, where to cache and to
-/// work, and how to report.
+/// work, how to report, how the user ran the tool (for the commands it
+/// prints) and where its knowledge files come from.
 #[derive(Clone)]
 pub struct Workspace {
     pub root: PathBuf,
     pub cache_dir: PathBuf,
     pub work_dir: PathBuf,
     pub reporter: Reporter,
+    pub invocation: Invocation,
+    pub knowledge: Source,
 }
 
 impl Workspace {
-    /// `--cache-dir`, then `$PATCHKIT_CACHE_DIR`, then `<root>/target/patchkit/cache`.
+    /// `--cache-dir`, then `$PATCHKIT_CACHE_DIR`, then `<root>/target/patchkit/cache`;
+    /// run as a checkout's `cargo xtask`, reading its knowledge files.
     pub fn new(cache_dir: Option<PathBuf>, reporter: Reporter) -> Workspace {
         let root = project_root();
         let cache_dir = cache_dir
@@ -36,11 +42,14 @@ impl Workspace {
             })
             .unwrap_or_else(|| root.join("target/patchkit/cache"));
         let work_dir = root.join("target/patchkit/work");
+        let exe = std::env::current_exe().ok();
         Workspace {
+            knowledge: Source::Checkout(root.clone()),
             root,
             cache_dir: absolute(&cache_dir),
             work_dir,
             reporter,
+            invocation: Invocation::checkout(exe.as_deref()),
         }
     }
 }

@@ -52,6 +52,14 @@ use crate::workspace::Workspace;
 /// build, or the stop-gap), then lists what it could not read. It never needs
 /// root and never changes the system.
 ///
+/// It lists the GPU faults of the crash the user had: those of the --log
+/// files (a saved dmesg or journalctl -k, a job's stderr, a HIP log), else
+/// of this boot's kernel log (journalctl -k -b, else /dev/kmsg; below a
+/// --root other than /, that machine's /var/log/kern.log), each with its
+/// time, process, address and UTCL2 client, and the known fault it points
+/// to. It checks that /dev/kfd and the render nodes are usable (for --user
+/// NAME, or for you), and lists the firmware versions amdgpu publishes.
+///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
 /// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad
@@ -76,6 +84,15 @@ pub struct Args {
     /// environment (/proc/PID/environ) and its GPU nodes (below --root)
     #[arg(long, value_name = "PID")]
     pub pid: Option<u32>,
+    /// Judge access to /dev/kfd and the render nodes for this user of the
+    /// machine (its /etc/passwd and /etc/group) instead of for you
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
+    /// Read the GPU faults of these saved logs (dmesg, journalctl -k, a
+    /// job's stderr, an AMD_LOG_LEVEL=3 HIP log) instead of this boot's
+    /// kernel log; repeatable (host paths, not taken below --root)
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub log: Vec<PathBuf>,
 }
 
 /// Prints the report; a known fault affecting the machine unmitigated ends
@@ -83,9 +100,9 @@ pub struct Args {
 pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
     let report = diagnose(ws, args)?;
     if args.json {
-        report::out_json(&report.to_json()?);
+        report::out_json(&report.to_json(&ws.invocation)?);
     } else {
-        report::out(&report.to_text());
+        report::out(&report.to_text(&ws.invocation));
     }
     if !report.affected().is_empty() {
         std::io::stdout().flush().context("writing the report")?;
@@ -97,7 +114,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
 /// Reads the machine below `--root` (or the process of `--pid`) and judges
 /// every known fault on it.
 fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
-    let knowledge = Knowledge::load(&ws.root)?;
+    let knowledge = Knowledge::read(&ws.knowledge)?;
     let root = std::path::absolute(&args.root)
         .with_context(|| format!("resolving --root {}", args.root.display()))?;
     anyhow::ensure!(
@@ -107,7 +124,11 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
             args.root.display()
         ))
     );
-    let (recipes, ours) = checkout_recipes(ws);
+    let (recipes, ours) = if ws.invocation.checkout {
+        checkout_recipes(ws)
+    } else {
+        installed_recipes(&knowledge)
+    };
     let mut machine = doctor::probe(&root, &knowledge, &ours);
     let mut cache = match codeobj::default_cache_path() {
         Some(path) if !args.no_cache => codeobj::Cache::load(path),
@@ -118,37 +139,92 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
             machine.unread.push(unread);
         }
     }
-    let places = doctor::hipblaslt::Places::from_env(&args.python);
-    machine.comgr = doctor::comgr::find(&root);
+    let places = places(ws, &root, &args.python);
+    machine.comgr = doctor::comgr::find(&root, &places);
     let env = match args.pid {
         Some(pid) => {
             let (process, env) = doctor::pid::read(&root, pid)?;
             let names = doctor::env_names(&knowledge);
-            doctor::probe::apply_process(
-                &root,
-                &process,
-                &env,
-                &names,
-                &mut machine,
-                &places,
-                &mut cache,
-            );
+            doctor::probe::apply_process(&process, &env, &names, &mut machine, &places, &mut cache);
             machine.process = Some(process);
             env
         }
         None => {
             machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
             machine.tensile_libraries = doctor::tensile::find(&root, &places, &mut cache);
-            std::env::vars().collect()
+            doctor::environment()
         }
     };
-    machine.knob_settings = doctor::knobs::read(&root, &env, &knowledge.knobs);
+    let knobs = doctor::knobs::read(&root, &env, &knowledge.knobs);
+    machine.knob_settings = knobs.settings;
+    machine.knob_notes = knobs.notes;
+    machine.unread.extend(knobs.unread);
     let problems = unjudged_library_problems(&root, &machine);
     machine.unread.extend(problems);
     if let Err(err) = cache.save() {
         ws.reporter.warn(format!("{err:#}"));
     }
-    Ok(doctor::diagnose(&knowledge, machine, &recipes))
+    machine.firmware = doctor::firmware::read(&root, &mut machine.unread);
+    let who = match (&args.user, root == Path::new("/")) {
+        (Some(name), _) => doctor::access::Who::User(name),
+        (None, true) => doctor::access::Who::You,
+        (None, false) => doctor::access::Who::Nobody,
+    };
+    let amd_gpu = machine.gpus.as_ref().is_some_and(|g| !g.is_empty()) || machine.amdgpu.is_some();
+    machine.access = doctor::access::read(&root, who, amd_gpu);
+    let (scan, unread) = doctor::log::read(&log_settings(&root, args, &knowledge));
+    machine.unread.extend(unread);
+    let mut report = doctor::diagnose(&knowledge, machine, &recipes);
+    report.logs = doctor::log::judge(scan, &knowledge, &report.faults);
+    Ok(report)
+}
+
+/// The logs to read: `--log` files, else the machine's kernel log.
+fn log_settings<'a>(
+    root: &'a Path,
+    args: &'a Args,
+    knowledge: &Knowledge,
+) -> doctor::log::Settings<'a> {
+    doctor::log::Settings {
+        root,
+        files: &args.log,
+        patterns: knowledge
+            .faults
+            .iter()
+            .flat_map(|f| f.log.kernels.iter().cloned())
+            .collect(),
+        journalctl: std::ffi::OsStr::new("journalctl"),
+    }
+}
+
+/// The DKMS packages our recipes build (`[package] name` of every recipe
+/// of kind dkms), which the installed command, without a checkout, calls
+/// ours; a test holds this list to recipes/.
+pub const DKMS_PACKAGES: &[&str] = &["amdgpu-debian", "amdgpu-expert-sched"];
+
+/// Without a checkout: the recipes the knowledge file names (a next step
+/// then sends the user to a checkout to build them) and [`DKMS_PACKAGES`].
+fn installed_recipes(knowledge: &Knowledge) -> (BTreeSet<String>, BTreeSet<String>) {
+    let ours = DKMS_PACKAGES.iter().map(|p| (*p).to_owned()).collect();
+    (knowledge.recipes(), ours)
+}
+
+/// Where hipBLASLt is looked for on the machine below `root`: the Python
+/// environment this binary is installed in first (a wheel's script; with
+/// `--root`, only when the binary lies below it), then `--python`,
+/// `$VIRTUAL_ENV`, `$CONDA_PREFIX` and the user's home.
+pub fn places(ws: &Workspace, root: &Path, python: &[PathBuf]) -> doctor::hipblaslt::Places {
+    let mut places = doctor::hipblaslt::Places::from_env(python);
+    let own = ws.invocation.python_env.as_deref().and_then(|env| {
+        let below = env.strip_prefix(root).ok()?;
+        Some(Path::new("/").join(below))
+    });
+    if let Some(env) = own {
+        if !places.pythons.contains(&env) {
+            places.pythons.insert(0, env);
+        }
+    }
+    places
 }
 
 /// The recipes of this checkout, and the DKMS package names they build

@@ -12,6 +12,7 @@ pub mod fetch;
 pub mod list;
 pub mod lock;
 pub mod plan;
+pub mod publish_repo;
 pub mod rewrite_hipblaslt;
 pub mod verify;
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::codeobj;
-use crate::doctor::hipblaslt::{self as found, Places};
+use crate::doctor::hipblaslt as found;
 use crate::inplace::{self, comgr, Options};
 use crate::report::human_size;
 use crate::workspace::Workspace;
@@ -28,7 +28,8 @@ use crate::workspace::Workspace;
 /// Which library: the folder holding libhipblaslt.so (a PyTorch wheel's
 /// site-packages/torch/lib, /opt/rocm/lib, /usr/lib/x86_64-linux-gnu), or
 /// its hipblaslt/library kernel folder; --python DIR for the PyTorch wheel
-/// of a venv or conda env; --all for every affected hipBLASLt doctor finds.
+/// (or TheRock's rocm-sdk wheel, _rocm_sdk_libraries*/lib) of a venv or
+/// conda env; --all for every affected hipBLASLt doctor finds.
 ///
 /// A venv or a folder of yours needs no root. A system library does; its
 /// package manager puts the original files back at the next upgrade (doctor
@@ -37,12 +38,12 @@ use crate::workspace::Workspace;
 /// invoking user's) that hold kernels with
 /// expert scheduling on, so no program is served the old code.
 #[derive(Debug, clap::Args)]
-#[command(after_long_help = EXAMPLES)]
+#[command(after_long_help = examples("cargo xtask"))]
 pub struct Args {
     /// A folder holding libhipblaslt.so, or its hipblaslt/library kernel folder
     #[arg(value_name = "PATH")]
     pub paths: Vec<PathBuf>,
-    /// The PyTorch wheel of this Python environment (a venv, conda env or
+    /// The PyTorch or TheRock wheel of this Python environment (a venv, conda env or
     /// site-packages folder; repeatable), as doctor takes it
     #[arg(long, value_name = "DIR")]
     pub python: Vec<PathBuf>,
@@ -67,12 +68,43 @@ pub struct Args {
     pub force: bool,
 }
 
-const EXAMPLES: &str = "Examples:
-  cargo xtask doctor --python ~/venv                     what is affected, and the next command
-  cargo xtask rewrite-hipblaslt --python ~/venv --check  what would change
-  cargo xtask rewrite-hipblaslt --python ~/venv          the wheel's kernels rewritten
-  cargo xtask rewrite-hipblaslt --python ~/venv --undo   the original kernels back
-  sudo cargo xtask rewrite-hipblaslt /opt/rocm/lib       a system library (root)";
+/// The examples of `--help`, for the program the user runs (`cargo xtask`,
+/// `rocm-patchkit`).
+pub fn examples(program: &str) -> String {
+    let root = if program == "cargo xtask" {
+        "sudo target/debug/xtask".to_owned()
+    } else {
+        format!("sudo \"$(command -v {program})\"")
+    };
+    let rows = [
+        (
+            format!("{program} doctor --python ~/venv"),
+            "what is affected, and the next command",
+        ),
+        (
+            format!("{program} rewrite-hipblaslt --python ~/venv --check"),
+            "what would change",
+        ),
+        (
+            format!("{program} rewrite-hipblaslt --python ~/venv"),
+            "the wheel's kernels rewritten",
+        ),
+        (
+            format!("{program} rewrite-hipblaslt --python ~/venv --undo"),
+            "the original kernels back",
+        ),
+        (
+            format!("{root} rewrite-hipblaslt /opt/rocm/lib"),
+            "a system library (root)",
+        ),
+    ];
+    let width = rows.iter().map(|(c, _)| c.len()).max().unwrap_or(0);
+    let mut out = "Examples:".to_owned();
+    for (command, what) in rows {
+        out.push_str(&format!("\n  {command:<width$}  {what}"));
+    }
+    out
+}
 
 /// The kernel library folder a user named: `PATH/hipblaslt/library` when
 /// there is one, else `PATH` itself when it holds kernel files.
@@ -101,7 +133,7 @@ fn kernels_of(path: &Path) -> Result<PathBuf> {
 }
 
 /// The kernel folders the arguments name, each once.
-fn libraries(args: &Args, threads: usize) -> Result<Vec<PathBuf>> {
+fn libraries(ws: &Workspace, args: &Args, threads: usize) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for path in &args.paths {
         out.push(kernels_of(path)?);
@@ -109,11 +141,11 @@ fn libraries(args: &Args, threads: usize) -> Result<Vec<PathBuf>> {
     for env in &args.python {
         let env = std::path::absolute(env)
             .with_context(|| format!("resolving --python {}", env.display()))?;
-        let libs = found::torch_libs(Path::new("/"), &env);
+        let libs = found::python_libs(Path::new("/"), &env);
         anyhow::ensure!(
             !libs.is_empty(),
             crate::diag::UsageError(format!(
-                "no PyTorch wheel in {} (looked for site-packages/torch/lib with hipblaslt/library)",
+                "no PyTorch wheel nor TheRock wheel in {} (looked for site-packages/torch/lib and site-packages/_rocm_sdk_libraries*/lib)",
                 env.display()
             ))
         );
@@ -122,7 +154,7 @@ fn libraries(args: &Args, threads: usize) -> Result<Vec<PathBuf>> {
         }
     }
     if args.all {
-        let mut places = Places::from_env(&args.python);
+        let mut places = super::doctor::places(ws, Path::new("/"), &args.python);
         places.threads = threads;
         let mut cache = match codeobj::default_cache_path() {
             Some(path) => codeobj::Cache::load(path),
@@ -158,7 +190,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         threads,
         force: args.force,
     };
-    let libs = libraries(args, threads)?;
+    let libs = libraries(ws, args, threads)?;
     if libs.is_empty() {
         crate::report::out_line(&format!(
             "no hipBLASLt found {} (doctor --python DIR reads other environments)",
@@ -261,13 +293,19 @@ fn rewrite_one(
             }
         }
     }
-    say_rewritten(kernels, &summary, args.check, system);
+    say_rewritten(ws, kernels, &summary, args.check, system);
     say_gated(kernels, &summary);
     Ok(!summary.rewritten.is_empty())
 }
 
 /// What the rewrite of one library did (or would do), and what follows.
-fn say_rewritten(kernels: &Path, summary: &inplace::Summary, check: bool, system: bool) {
+fn say_rewritten(
+    ws: &Workspace,
+    kernels: &Path,
+    summary: &inplace::Summary,
+    check: bool,
+    system: bool,
+) {
     let would = if check { "would be " } else { "" };
     if summary.rewritten.is_empty() {
         crate::report::out_line(&format!(
@@ -290,8 +328,13 @@ fn say_rewritten(kernels: &Path, summary: &inplace::Summary, check: bool, system
     ));
     if !check {
         crate::report::out_line(&format!(
-            "  originals and record in {} (undo: cargo xtask rewrite-hipblaslt --undo {})",
+            "  originals and record in {} (undo: {} rewrite-hipblaslt --undo {})",
             kernels.join(inplace::record::DIR).display(),
+            if system {
+                &ws.invocation.as_root
+            } else {
+                &ws.invocation.program
+            },
             kernels.display()
         ));
     }

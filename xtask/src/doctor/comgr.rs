@@ -1,9 +1,13 @@
 //! Which comgr (`libamd_comgr`) programs load, and from which build: the
 //! distribution's package (dpkg status, or rpm when the root is `/`) or
-//! AMD's own under /opt/rocm. The unbundle cache fault of the knowledge file
-//! is in Debian's patched builds only, so where it came from matters.
+//! AMD's own: under /opt/rocm (`lib`, TheRock's `core*/lib`) or in TheRock's
+//! wheels (`site-packages/_rocm_sdk_core*/lib`). The unbundle cache fault of
+//! the knowledge file is in Debian's patched builds only, so where it came
+//! from matters.
 
 use std::path::Path;
+
+use super::layouts::Places;
 
 use serde::Serialize;
 
@@ -56,8 +60,9 @@ pub fn from_dpkg_status(text: &str) -> Option<Comgr> {
 }
 
 /// comgr as the machine below `root` has it: dpkg's package first, then
-/// rpm's (root `/` only), then AMD's library under /opt/rocm/lib.
-pub fn find(root: &Path) -> Option<Comgr> {
+/// rpm's (root `/` only), then AMD's library in the first folder of
+/// [`super::layouts::comgr_dirs`] that holds one (`/opt/rocm/lib` first).
+pub fn find(root: &Path, places: &Places) -> Option<Comgr> {
     if let Some(c) = read_text(root, DPKG_STATUS).and_then(|t| from_dpkg_status(&t)) {
         return Some(c);
     }
@@ -66,7 +71,9 @@ pub fn find(root: &Path) -> Option<Comgr> {
             return Some(c);
         }
     }
-    library(root, "opt/rocm/lib")
+    super::layouts::comgr_dirs(root, places)
+        .iter()
+        .find_map(|dir| library(root, dir))
 }
 
 /// `rpm -q` of the comgr package names distributions use.
@@ -88,10 +95,10 @@ fn from_rpm() -> Option<Comgr> {
         })
 }
 
-/// AMD's comgr in a ROCm library folder (below the root).
-fn library(root: &Path, dir: &str) -> Option<Comgr> {
+/// AMD's comgr in a library folder (a machine path).
+fn library(root: &Path, dir: &Path) -> Option<Comgr> {
     let name = super::fsread::Root::new(root)
-        .list(Path::new(dir))
+        .list(dir)
         .ok()?
         .into_iter()
         .filter_map(|e| e.name.into_string().ok())
@@ -101,7 +108,7 @@ fn library(root: &Path, dir: &str) -> Option<Comgr> {
         version: name
             .split_once(".so.")
             .map_or(String::new(), |(_, v)| v.to_owned()),
-        package: format!("/{dir}/{name}"),
+        package: dir.join(&name).display().to_string(),
         from: "library".to_owned(),
         debian: false,
     })

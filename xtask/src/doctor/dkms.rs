@@ -128,23 +128,19 @@ pub fn built_modules(fs: &Root, build: &Path, name: &str) -> Vec<PathBuf> {
     found
 }
 
-/// The `srcversion=` value of a module file (a machine path), decompressing
-/// by extension, reading at most [`super::module::MAX_SIZE`] decompressed.
+/// The `srcversion=` value of a module file (a machine path), decompressed
+/// as [`super::module::decoder`] does (by its magic, the decoder's memory
+/// capped), reading at most [`super::module::MAX_SIZE`] decompressed.
 pub fn module_srcversion(fs: &Root, path: &Path) -> Result<Option<String>, Unread> {
     let (file, _) = fs.open(path, fsread::MODULE)?;
-    let file = std::io::BufReader::new(file);
-    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    let cannot = |e: std::io::Error| Unread {
-        path: fsread::shown(path),
-        why: format!("cannot read as a module: {e}"),
+    let mut file = std::io::BufReader::new(file);
+    let shown = fsread::shown(path);
+    let cannot = |why: String| Unread {
+        path: shown.clone(),
+        why: format!("cannot read as a module: {why}"),
     };
-    let reader: Box<dyn Read> = match ext {
-        "xz" => Box::new(xz2::read::XzDecoder::new(file)),
-        "zst" => Box::new(zstd::stream::read::Decoder::new(file).map_err(cannot)?),
-        "gz" => Box::new(flate2::read::GzDecoder::new(file)),
-        _ => Box::new(file),
-    };
-    scan(reader.take(super::module::MAX_SIZE)).map_err(cannot)
+    let reader = super::module::decoder(&mut file, &shown).map_err(cannot)?;
+    scan(reader.take(super::module::MAX_SIZE)).map_err(|e| cannot(e.to_string()))
 }
 
 /// Streams `reader` looking for `srcversion=<value>\0`.

@@ -31,9 +31,10 @@ pub const CMDLINE: u64 = 64 << 10;
 pub const SMALL: u64 = 1 << 20;
 /// `modules.dep`, `/var/lib/dpkg/status` and other lists of a whole system.
 pub const LIST: u64 = 64 << 20;
-/// A kernel module file as it is on disk (amdgpu.ko is ~30 MiB stripped,
-/// a few hundred with debug info).
-pub const MODULE: u64 = 512 << 20;
+/// A kernel module file as it is on disk (amdgpu.ko is ~40 MB stripped,
+/// 655 MB with debug info: 6.18.3 with Debian's config); it is read as a
+/// stream, so the bound is one of time, not memory.
+pub const MODULE: u64 = 1 << 30;
 /// A GPU kernel file of a hipBLASLt kernel library.
 pub const KERNEL_FILE: u64 = 512 << 20;
 /// Entries of one folder listed at most.
@@ -97,6 +98,16 @@ pub struct Meta {
     pub len: u64,
     pub dev: u64,
     pub ino: u64,
+}
+
+/// A path's kind, owner and permission bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Owner {
+    pub kind: Kind,
+    /// The permission bits (`0o660`), setuid/setgid/sticky included.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
 }
 
 /// One entry of a folder.
@@ -246,6 +257,20 @@ impl Root {
         })
     }
 
+    /// Who owns `path` and its permission bits (symlinks followed inside
+    /// the root): stat only, never opened, whatever it is.
+    pub fn owner(&self, path: &Path) -> Result<Owner, Unread> {
+        let real = self.resolve(path)?;
+        let meta =
+            std::fs::symlink_metadata(self.on_host(&real)).map_err(|e| unread(path, io_why(&e)))?;
+        Ok(Owner {
+            kind: Kind::of(meta.file_type()),
+            mode: meta.mode() & 0o7777,
+            uid: meta.uid(),
+            gid: meta.gid(),
+        })
+    }
+
     pub fn is_dir(&self, path: &Path) -> bool {
         self.meta(path).is_ok_and(|m| m.kind == Kind::Dir)
     }
@@ -365,11 +390,14 @@ impl Root {
         let mut problems = walk.unread;
         for entry in walk.found {
             if entry.kind == Kind::Symlink {
-                let host = std::fs::canonicalize(self.on_host(&entry.path)).ok();
-                let machine = self
-                    .resolve(&entry.path)
+                // the same file both ways, by identity: a path compared as
+                // text would break below a root that is the kernel's link
+                // (`/proc/PID/root`), where the host follows an absolute
+                // target from its own root
+                let host = std::fs::metadata(self.on_host(&entry.path))
                     .ok()
-                    .and_then(|real| std::fs::canonicalize(self.on_host(&real)).ok());
+                    .map(|m| (m.dev(), m.ino()));
+                let machine = self.meta(&entry.path).ok().map(|m| (m.dev, m.ino));
                 // dangling both ways: nothing is read through it (a wanted
                 // name is named below, with the reason)
                 if host != machine {

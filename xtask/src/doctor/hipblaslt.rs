@@ -1,9 +1,11 @@
 //! Every hipBLASLt a program on the machine can load, and what its kernels
-//! say: ROCm's (`/opt/rocm*/lib`), the distribution's (`/usr/lib/<triplet>`,
-//! `/usr/lib64`), ours (`/opt/rocm-patchkit/hipblaslt-*`) and the copies
-//! PyTorch wheels bring (`site-packages/torch/lib`) in the Python
-//! environments doctor can see. Each is judged by its gfx12 kernels
-//! ([`crate::codeobj`]), not by its version. Reads only, below the root.
+//! say, in every place [`super::layouts`] lists: ROCm's (`/opt/rocm*/lib`,
+//! `/opt/rocm*/core*/lib`), the distribution's, ours, and in the Python
+//! environments doctor can see the copies PyTorch wheels bring
+//! (`site-packages/torch/lib`) and TheRock's wheels
+//! (`site-packages/_rocm_sdk_libraries*/lib`). Each is judged by its gfx12
+//! kernels ([`crate::codeobj`]), not by its version. Reads only, below the
+//! root.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -11,54 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::fsread::{self, Root, Unread};
+pub use super::layouts::{python_libs, LibraryKind, Places, RocmRelease};
 use crate::codeobj::{self, Cache, Judgement};
-
-/// Where a library a program can load comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum LibraryKind {
-    /// The distribution's (`/usr/lib/<triplet>`, `/usr/lib64`).
-    Distribution,
-    /// ROCm's (`/opt/rocm*/lib`).
-    Rocm,
-    /// Our patched build (`/opt/rocm-patchkit/hipblaslt-*`).
-    Ours,
-    /// A PyTorch wheel's copy (`site-packages/torch/lib`).
-    Pytorch,
-    /// The one a running program mapped (`doctor --pid`).
-    #[serde(rename = "in use")]
-    InUse,
-    /// rocBLAS, judged like hipBLASLt.
-    Rocblas,
-    /// hipSPARSELt, judged like hipBLASLt.
-    Hipsparselt,
-}
-
-impl LibraryKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LibraryKind::Distribution => "distribution",
-            LibraryKind::Rocm => "rocm",
-            LibraryKind::Ours => "ours",
-            LibraryKind::Pytorch => "pytorch",
-            LibraryKind::InUse => "in use",
-            LibraryKind::Rocblas => "rocblas",
-            LibraryKind::Hipsparselt => "hipsparselt",
-        }
-    }
-
-    /// A package's files, which only root changes (and its next upgrade
-    /// puts back).
-    pub fn is_system(self) -> bool {
-        matches!(self, LibraryKind::Distribution | LibraryKind::Rocm)
-    }
-}
-
-impl std::fmt::Display for LibraryKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// One hipBLASLt library file and the verdict on its kernels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,6 +25,9 @@ pub struct HipblasltLibrary {
     /// The library's version from its file name, or the PyTorch wheel's
     /// version and the ROCm it was built for.
     pub version: Option<String>,
+    /// The ROCm release the library came with, where its layout names it
+    /// (TheRock's wheel dist-info, `/opt/rocm/core-7.13`, `.info/version`).
+    pub rocm: Option<RocmRelease>,
     /// The kernel library folder it loads its kernels from.
     pub kernels: String,
     /// Our patched build this library resolves to (a PyTorch wheel's copy
@@ -78,35 +37,6 @@ pub struct HipblasltLibrary {
     /// when its record matches the files.
     pub rewritten: Option<String>,
     pub judgement: Judgement,
-}
-
-/// Where to look beyond the fixed places.
-#[derive(Debug, Clone, Default)]
-pub struct Places {
-    /// Python environments or site-packages folders (`--python`,
-    /// `$VIRTUAL_ENV`, `$CONDA_PREFIX`), as paths on the machine.
-    pub pythons: Vec<PathBuf>,
-    /// The user's home, for user site-packages.
-    pub home: Option<PathBuf>,
-    /// Threads for reading kernels.
-    pub threads: usize,
-}
-
-impl Places {
-    /// `--python` folders, then `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `$HOME`.
-    pub fn from_env(pythons: &[PathBuf]) -> Places {
-        let mut all = pythons.to_vec();
-        for name in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-            if let Some(dir) = std::env::var_os(name).filter(|v| !v.is_empty()) {
-                all.push(PathBuf::from(dir));
-            }
-        }
-        Places {
-            pythons: all,
-            home: std::env::var_os("HOME").map(PathBuf::from),
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-        }
-    }
 }
 
 /// Why a `--python` folder (a path on the machine) cannot be searched:
@@ -158,56 +88,6 @@ fn libraries_in(root: &Path, dir: &Path) -> Vec<PathBuf> {
         .into_iter()
         .map(|n| dir.join(n))
         .filter(|p| seen.insert(resolve(root, p)))
-        .collect()
-}
-
-/// Subfolders of `dir` (below the root) whose names start with `prefix`, sorted.
-fn subdirs(root: &Path, dir: &Path, prefix: &str) -> Vec<PathBuf> {
-    let fs = Root::new(root);
-    let mut out: Vec<PathBuf> = fs
-        .list(dir)
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.name.into_string().ok())
-        .filter(|n| n.starts_with(prefix))
-        .map(|n| dir.join(n))
-        .filter(|p| fs.is_dir(p))
-        .collect();
-    out.sort();
-    out
-}
-
-/// The site-packages folders of a Python environment (or the folder itself
-/// when it is one).
-fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
-    if Root::new(root).is_dir(&env.join("torch")) {
-        return vec![env.to_path_buf()];
-    }
-    let mut out = Vec::new();
-    for lib in ["lib", "lib64"] {
-        for python in subdirs(root, &env.join(lib), "python3") {
-            for site in ["site-packages", "dist-packages"] {
-                let dir = python.join(site);
-                if Root::new(root).is_dir(&dir) {
-                    out.push(dir);
-                }
-            }
-        }
-    }
-    let debian = env.join("lib/python3/dist-packages");
-    if Root::new(root).is_dir(&debian) {
-        out.push(debian);
-    }
-    out
-}
-
-/// The `torch/lib` folders of the PyTorch wheels of a Python environment
-/// (a venv, conda env or site-packages folder), below `root`.
-pub fn torch_libs(root: &Path, env: &Path) -> Vec<PathBuf> {
-    site_packages(root, env)
-        .into_iter()
-        .map(|site| site.join("torch/lib"))
-        .filter(|lib| below(root, lib).is_dir())
         .collect()
 }
 
@@ -276,50 +156,14 @@ fn torch_version(root: &Path, site: &Path) -> Option<String> {
     )
 }
 
-/// The folders a hipBLASLt may be in, each with its kind and, for a
-/// PyTorch wheel, its version note.
-fn library_dirs(root: &Path, places: &Places) -> Vec<(PathBuf, LibraryKind, Option<String>)> {
-    let mut dirs: Vec<(PathBuf, LibraryKind, Option<String>)> = Vec::new();
-    for rocm in subdirs(root, Path::new("/opt"), "rocm") {
-        let name = rocm.file_name().unwrap_or_default().to_string_lossy();
-        if name == "rocm-patchkit" {
-            for ours in subdirs(root, &rocm, "hipblaslt-") {
-                dirs.push((ours.join("lib"), LibraryKind::Ours, None));
-            }
-        } else {
-            dirs.push((rocm.join("lib"), LibraryKind::Rocm, None));
-        }
-    }
-    for triplet in subdirs(root, Path::new("/usr/lib"), "") {
-        let name = triplet.file_name().unwrap_or_default().to_string_lossy();
-        if name.contains("-linux-") {
-            dirs.push((triplet, LibraryKind::Distribution, None));
-        }
-    }
-    dirs.push((PathBuf::from("/usr/lib64"), LibraryKind::Distribution, None));
-    let mut envs: Vec<PathBuf> = places.pythons.clone();
-    if let Some(home) = &places.home {
-        envs.push(home.join(".local"));
-    }
-    envs.extend([PathBuf::from("/usr"), PathBuf::from("/usr/local")]);
-    for env in &envs {
-        for site in site_packages(root, env) {
-            let torch_lib = site.join("torch/lib");
-            if Root::new(root).is_dir(&torch_lib) {
-                dirs.push((torch_lib, LibraryKind::Pytorch, torch_version(root, &site)));
-            }
-        }
-    }
-    dirs
-}
-
 /// Every hipBLASLt below `root`, each judged by its kernels.
 pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
-    let dirs = library_dirs(root, places);
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();
-    for (dir, kind, note) in dirs {
-        for lib in libraries_in(root, &dir) {
+    for place in super::layouts::library_dirs(root, places) {
+        let kind = place.kind;
+        let note = place.site.as_deref().and_then(|s| torch_version(root, s));
+        for lib in libraries_in(root, &place.dir) {
             let real = resolve(root, &lib);
             // one entry per real file, except that a PyTorch wheel's copy is
             // always its own entry: it is what a training job loads.
@@ -337,29 +181,13 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                 .and_then(|rest| rest.components().next())
                 .map(|c| format!("/opt/rocm-patchkit/{}", c.as_os_str().to_string_lossy()))
                 .filter(|_| kind != LibraryKind::Ours);
-            let file = lib
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let so_version = file
-                .split_once(".so.")
-                .map(|(_, v)| v.to_owned())
-                .or_else(|| {
-                    let real_name = real.file_name()?.to_string_lossy().into_owned();
-                    real_name.split_once(".so.").map(|(_, v)| v.to_owned())
-                });
-            let version = match (&note, so_version) {
-                (Some(n), Some(v)) => Some(format!("{n}; libhipblaslt.so.{v}")),
-                (Some(n), None) => Some(n.clone()),
-                (None, v) => v,
-            };
-            let (kernels, judgement) = beside(root, &dir, cache, places.threads);
+            let (kernels, judgement) = beside(root, &place.dir, cache, places.threads);
             let rewritten = rewritten(root, &kernels, kind, &real);
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
                 kind,
-                version,
+                version: version(&lib, &real, note.as_deref()),
+                rocm: place.rocm.clone(),
                 kernels: kernels.display().to_string(),
                 ours,
                 rewritten,
@@ -370,12 +198,32 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
     found
 }
 
+/// The version of the library `lib` (its real file `real`): the numbers
+/// after `.so.` in its name (or its real file's), after the PyTorch wheel's
+/// note when there is one.
+fn version(lib: &Path, real: &Path, note: Option<&str>) -> Option<String> {
+    let so_version = |p: &Path| {
+        let name = p.file_name()?.to_string_lossy().into_owned();
+        name.split_once(".so.").map(|(_, v)| v.to_owned())
+    };
+    match (note, so_version(lib).or_else(|| so_version(real))) {
+        (Some(n), Some(v)) => Some(format!("{n}; libhipblaslt.so.{v}")),
+        (Some(n), None) => Some(n.to_owned()),
+        (None, v) => v,
+    }
+}
+
 /// [`codeobj::judge_library`] on the kernel library at `kernels` (a
 /// resolved machine path), when reading it on the host reads what the
 /// machine holds (no symlink out of the root, no FIFO or device named like a
 /// kernel file, no loop, no file larger than [`fsread::KERNEL_FILE`]);
 /// "cannot tell" naming what stands in the way otherwise.
-fn judge_kernels(root: &Path, kernels: &Path, cache: &mut Cache, threads: usize) -> Judgement {
+pub(super) fn judge_kernels(
+    root: &Path,
+    kernels: &Path,
+    cache: &mut Cache,
+    threads: usize,
+) -> Judgement {
     let problems = kernel_library_problems(root, kernels);
     if let Some(first) = problems.first() {
         let more = match problems.len() {
@@ -462,6 +310,7 @@ pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> Hi
         path: lib.display().to_string(),
         kind: LibraryKind::InUse,
         version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
+        rocm: super::layouts::release_of(root, dir),
         rewritten: rewritten(root, &kernels, LibraryKind::InUse, lib),
         kernels: kernels.display().to_string(),
         ours: None,

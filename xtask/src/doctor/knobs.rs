@@ -1,12 +1,16 @@
 //! The knobs set on the machine (environment variables, amdgpu options in
 //! /etc/modprobe.d and on the kernel command line, amdgpu's parameters in
-//! sysfs), read below the root; `knob_verdicts.rs` judges them.
+//! sysfs), read below the root; `knob_verdicts.rs` judges them. The work
+//! is bounded whatever the files hold: each file within its size bound,
+//! the settings kept (and so the sysfs reads and the output) bounded, the
+//! rest counted and said; a file that is not UTF-8 is read and named.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::Serialize;
 
+use super::fsread::Unread;
 use crate::knowledge::{KnobKind, Knobs};
 
 /// One knob set on the machine, and where.
@@ -22,18 +26,103 @@ pub struct Setting {
     pub in_effect: Option<String>,
 }
 
-/// The text of a file below the root, read through doctor's one bounded
-/// reader (inside the root, a regular file, at most [`fsread::LIST`]).
-fn read_text(root: &Path, rel: &str) -> Option<String> {
-    super::fsread::Root::new(root)
-        .read_text(Path::new(rel), super::fsread::LIST)
-        .ok()
+/// Settings kept from one source (a file, the environment, the command
+/// line) besides those the knowledge file names exactly.
+pub const KEPT_PER_SOURCE: usize = 64;
+/// Such settings kept from all sources together.
+pub const KEPT: usize = 256;
+/// `/etc/modprobe.d` files read at most.
+pub const FILES: usize = 256;
+/// A `name=value` longer than this is no parameter: counted, not kept.
+pub const WORD: usize = 1024;
+
+/// The knobs set on a machine, and what keeping them bounded cost.
+#[derive(Debug, Default)]
+pub struct Found {
+    pub settings: Vec<Setting>,
+    /// What doctor says about how it read them: a file read lossily (not
+    /// UTF-8), settings not kept past the bounds.
+    pub notes: Vec<String>,
+    /// Files it could not read, and why.
+    pub unread: Vec<Unread>,
+}
+
+/// The settings of one source as they are read: the last value of a name
+/// wins (as it does for modprobe and the kernel), those the knowledge file
+/// names exactly are always kept, at most [`KEPT_PER_SOURCE`] others (and
+/// [`KEPT`] in all); the rest are counted.
+struct Source<'a> {
+    knobs: &'a Knobs,
+    kind: KnobKind,
+    from: String,
+    kept: Vec<Setting>,
+    index: BTreeMap<String, usize>,
+    others: usize,
+    cut: u64,
+}
+
+impl<'a> Source<'a> {
+    fn new(knobs: &'a Knobs, kind: KnobKind, from: &str) -> Source<'a> {
+        Source {
+            knobs,
+            kind,
+            from: from.to_owned(),
+            kept: Vec::new(),
+            index: BTreeMap::new(),
+            others: 0,
+            cut: 0,
+        }
+    }
+
+    fn add(&mut self, name: &str, value: &str, budget: &mut usize) {
+        if name.len() + value.len() >= WORD {
+            self.cut += 1;
+            return;
+        }
+        if let Some(&at) = self.index.get(name) {
+            self.kept[at].value = value.to_owned();
+            return;
+        }
+        let exact = self
+            .knobs
+            .knobs
+            .iter()
+            .any(|k| k.kind == self.kind && k.name == name);
+        if !exact {
+            if self.others == KEPT_PER_SOURCE || *budget == 0 {
+                self.cut += 1;
+                return;
+            }
+            self.others += 1;
+            *budget -= 1;
+        }
+        self.index.insert(name.to_owned(), self.kept.len());
+        self.kept.push(setting(self.kind, name, value, &self.from));
+    }
+
+    /// Its settings, and a note when some were not kept.
+    fn end(self, found: &mut Found) -> Vec<Setting> {
+        if self.cut > 0 {
+            let what = match self.kind {
+                KnobKind::Env => "environment",
+                KnobKind::Amdgpu => "amdgpu",
+            };
+            found.notes.push(format!(
+                "{}: {} more {what} settings not kept (at most {KEPT_PER_SOURCE} from one place and {KEPT} in all besides the knobs the knowledge file names, each under {WORD} bytes)",
+                self.from, self.cut
+            ));
+        }
+        self.kept
+    }
 }
 
 /// The knobs set below `root`, with `env` the environment judged (doctor's
-/// own, or a process's).
-pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Vec<Setting> {
-    let mut out = Vec::new();
+/// own, or a process's). The work and what is kept are bounded, whatever
+/// the files hold.
+pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Found {
+    let mut found = Found::default();
+    let mut budget = KEPT;
+    let mut source = Source::new(knobs, KnobKind::Env, "environment");
     for (name, value) in env {
         let known = knobs.knobs.iter().any(|k| k.names(KnobKind::Env, name));
         if known
@@ -42,20 +131,29 @@ pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Vec<S
                 .iter()
                 .any(|p| name.starts_with(p.as_str()))
         {
-            out.push(setting(KnobKind::Env, name, value, "environment"));
+            source.add(name, value, &mut budget);
         }
     }
-    let mut module = modprobe_options(root);
-    if let Some(cmdline) = read_text(root, "proc/cmdline") {
+    let mut settings = source.end(&mut found);
+    let mut module = modprobe_options(root, knobs, &mut budget, &mut found);
+    let fs = super::fsread::Root::new(root);
+    if let Ok(bytes) = fs.read(Path::new("proc/cmdline"), super::fsread::CMDLINE) {
+        let cmdline = String::from_utf8_lossy(&bytes);
+        let mut source = Source::new(knobs, KnobKind::Amdgpu, "kernel command line");
         for word in cmdline.split_whitespace() {
             if let Some((k, v)) = word.strip_prefix("amdgpu.").and_then(|w| w.split_once('=')) {
-                module.push(setting(KnobKind::Amdgpu, k, v, "kernel command line"));
+                source.add(k, v, &mut budget);
             }
         }
+        module.extend(source.end(&mut found));
     }
     let param = |name: &str| {
-        read_text(root, &format!("sys/module/amdgpu/parameters/{name}"))
-            .map(|v| v.trim().to_owned())
+        fs.read_text(
+            Path::new(&format!("sys/module/amdgpu/parameters/{name}")),
+            super::fsread::LINE,
+        )
+        .ok()
+        .map(|v| v.trim().to_owned())
     };
     for s in &mut module {
         if !s.name.contains('/') {
@@ -82,42 +180,70 @@ pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Vec<S
             module.push(s);
         }
     }
-    out.extend(module);
-    out
+    settings.extend(module);
+    found.settings = settings;
+    found
 }
 
 /// The amdgpu options of `/etc/modprobe.d/*.conf`, file by file in name
-/// order.
-fn modprobe_options(root: &Path) -> Vec<Setting> {
-    let mut module = Vec::new();
-    let mut files: Vec<String> = super::fsread::Root::new(root)
-        .list(Path::new("etc/modprobe.d"))
+/// order (at most [`FILES`] files). A file that is not UTF-8 is read with
+/// its bad bytes replaced, and named; one that cannot be read is listed.
+fn modprobe_options(
+    root: &Path,
+    knobs: &Knobs,
+    budget: &mut usize,
+    found: &mut Found,
+) -> Vec<Setting> {
+    let fs = super::fsread::Root::new(root);
+    let dir = Path::new("etc/modprobe.d");
+    let entries = match fs.list(dir) {
+        Ok(entries) => entries,
+        Err(u) if u.why == "does not exist" => Vec::new(),
+        Err(u) => {
+            found.unread.push(u);
+            Vec::new()
+        }
+    };
+    let files: Vec<String> = entries
         .into_iter()
-        .flatten()
         .filter_map(|e| e.name.into_string().ok())
         .filter(|n| n.ends_with(".conf"))
         .collect();
-    files.sort();
-    for file in files {
-        let Some(text) = read_text(root, &format!("etc/modprobe.d/{file}")) else {
-            continue;
+    if files.len() > FILES {
+        found.notes.push(format!(
+            "/etc/modprobe.d: {} more .conf files not read (at most {FILES})",
+            files.len() - FILES
+        ));
+    }
+    let mut module = Vec::new();
+    for file in files.into_iter().take(FILES) {
+        let from = format!("/etc/modprobe.d/{file}");
+        let bytes = match fs.read(&dir.join(&file), super::fsread::LIST) {
+            Ok(bytes) => bytes,
+            Err(u) => {
+                found.unread.push(u);
+                continue;
+            }
         };
-        for line in text.lines() {
-            let line = line.split('#').next().unwrap_or("");
-            let mut words = line.split_whitespace();
+        let mut source = Source::new(knobs, KnobKind::Amdgpu, &from);
+        for line in bytes.split(|b| *b == b'\n') {
+            let line = line.split(|b| *b == b'#').next().unwrap_or(&[]);
+            let text = String::from_utf8_lossy(line);
+            let mut words = text.split_whitespace();
             if words.next() == Some("options") && words.next() == Some("amdgpu") {
                 for word in words {
                     if let Some((k, v)) = word.split_once('=') {
-                        module.push(setting(
-                            KnobKind::Amdgpu,
-                            k,
-                            v,
-                            &format!("/etc/modprobe.d/{file}"),
-                        ));
+                        source.add(k, v, budget);
                     }
                 }
             }
         }
+        if std::str::from_utf8(&bytes).is_err() {
+            found.notes.push(format!(
+                "{from}: not UTF-8 text: read with its bad bytes replaced"
+            ));
+        }
+        module.extend(source.end(found));
     }
     module
 }

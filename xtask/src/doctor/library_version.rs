@@ -78,6 +78,7 @@ mod tests {
             path: "/x/libhipblaslt.so".into(),
             kind: LibraryKind::Pytorch,
             version: Some(version.into()),
+            rocm: None,
             kernels: "/x/hipblaslt/library".into(),
             ours: None,
             rewritten: None,

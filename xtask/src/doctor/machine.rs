@@ -53,10 +53,17 @@ pub struct Machine {
     /// report's `knobs`.
     #[serde(skip)]
     pub knob_settings: Vec<super::knobs::Setting>,
+    /// How the knobs were read: files read lossily (not UTF-8), settings
+    /// not kept past the bounds of [`super::knobs`].
+    pub knob_notes: Vec<String>,
     /// The comgr programs load; filled by [`super::comgr::find`].
     pub comgr: Option<super::comgr::Comgr>,
     /// The running program judged (`doctor --pid`), if any.
     pub process: Option<super::pid::Process>,
+    /// `/dev/kfd` and the render nodes, and whether the user can open them.
+    pub access: super::access::Access,
+    /// The firmware versions amdgpu publishes, per card.
+    pub firmware: Vec<super::firmware::GpuFirmware>,
     pub unread: Vec<Unread>,
 }
 

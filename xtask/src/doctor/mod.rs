@@ -2,16 +2,22 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
+pub mod access;
 pub mod comgr;
 mod dkms;
 mod expert_sched;
+pub mod firmware;
 pub mod fsread;
 pub mod hipblaslt;
 pub mod knob_verdicts;
 pub mod knobs;
+pub mod layouts;
 mod library_version;
+pub mod log;
 pub mod machine;
+pub mod maps;
 pub mod module;
+mod module_scan;
 mod per_library;
 pub mod pid;
 pub mod probe;
@@ -27,6 +33,7 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
+use crate::invocation::Invocation;
 use crate::knowledge::{Knowledge, Severity};
 pub use machine::Machine;
 pub use probe::Probe;
@@ -40,6 +47,8 @@ pub struct Report {
     pub faults: Vec<FaultReport>,
     /// Every knob set on the machine, judged.
     pub knobs: Vec<knob_verdicts::KnobReport>,
+    /// The logs read and the GPU faults in them, judged ([`log::judge`]).
+    pub logs: log::LogReport,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -81,6 +90,20 @@ pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
     names
 }
 
+/// doctor's own environment, every name and value read as bytes and shown
+/// as text (a byte that is not UTF-8 replaced): a variable that is not
+/// UTF-8 (an `OLDPWD` naming a Latin-1 folder) is kept, never a panic.
+pub fn environment() -> std::collections::BTreeMap<String, String> {
+    std::env::vars_os()
+        .map(|(k, v)| {
+            (
+                k.to_string_lossy().into_owned(),
+                v.to_string_lossy().into_owned(),
+            )
+        })
+        .collect()
+}
+
 /// Judges every fault on `machine`. `recipes` are the recipes of this
 /// checkout: a next step naming one that is missing says so.
 pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<String>) -> Report {
@@ -88,7 +111,10 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         .faults
         .iter()
         .map(|fault| {
-            let mut verdict = assess(fault, &machine);
+            let mut verdict = match fault.judged_only_by_log() {
+                true => log::verdict_without_log(fault, &machine),
+                false => assess(fault, &machine),
+            };
             let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
             let missing: Vec<String> = fault
                 .fixes
@@ -116,6 +142,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         machine,
         faults,
         knobs,
+        logs: log::LogReport::default(),
     }
 }
 
@@ -128,9 +155,17 @@ impl Report {
             .collect()
     }
 
-    /// Stable JSON: keys sorted, lists in probe and file order.
-    pub fn to_json(&self) -> Result<String> {
-        let value = serde_json::to_value(self)?;
+    /// Stable JSON: keys sorted, lists in probe and file order; each
+    /// fault's `next` its lines of the report, rendered for `inv`.
+    pub fn to_json(&self, inv: &Invocation) -> Result<String> {
+        let mut value = serde_json::to_value(self)?;
+        if let Some(faults) = value.get_mut("faults").and_then(|f| f.as_array_mut()) {
+            for (json, fault) in faults.iter_mut().zip(&self.faults) {
+                let next = fault.verdict.next.iter();
+                let next = next.map(|s| serde_json::Value::String(s.render(inv)));
+                json["next"] = serde_json::Value::Array(next.collect());
+            }
+        }
         Ok(serde_json::to_string_pretty(&sorted(value))?)
     }
 }

@@ -1,9 +1,11 @@
 //! The amdgpu module `modprobe` would load for a kernel, read for what it
 //! carries: found as modules.dep resolves it (else updates/ before extra/
-//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`), and
-//! judged by its gfx12 CWSR trap handler, the u32 array the module holds.
-//! Reads only, through [`super::fsread`] (inside the root, bounded); a module
-//! that cannot be read is a verdict with its reason, never a panic.
+//! before kernel/), decompressed (`.ko`, `.ko.xz`, `.ko.zst`, `.ko.gz`) and
+//! scanned as a stream ([`super::module_scan`]: any size, bounded memory,
+//! the decoders' own memory capped), and judged by its gfx12 CWSR trap
+//! handler, the u32 array the module holds. Reads only, through
+//! [`super::fsread`] (inside the root, bounded); a module that cannot be
+//! read is a verdict with its reason, never a panic.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -11,6 +13,8 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::fsread::{self, Kind, Root, Unread};
+pub use super::module_scan::Scan;
+use super::module_scan::Scanner;
 
 /// What the gfx12 CWSR trap handler of a module says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -46,8 +50,11 @@ pub const FIXED: [u32; 4] = [0xbfa00001, 0xbfa002b2, 0xb0804009, 0xb8eef81a];
 /// The unfixed gfx12 handler's words at the same place.
 pub const UNFIXED: [u32; 3] = [0xbfa002a2, 0xb0804009, 0xb8f8f804];
 
-/// The largest decompressed module doctor reads (amdgpu is ~30 MiB).
-pub const MAX_SIZE: u64 = 512 << 20;
+/// The largest decompressed module doctor reads: amdgpu is ~40 MB
+/// stripped and 655 MB built with debug info (6.18.3, Debian's config);
+/// the bound keeps a bomb's time to a few seconds (memory is bounded by
+/// the streaming whatever the size).
+pub const MAX_SIZE: u64 = 1 << 30;
 /// Folders below `updates/`, `extra/` and `kernel/` searched at most.
 const SEARCH_DEPTH: usize = 16;
 
@@ -123,7 +130,9 @@ fn is_amdgpu(name: &str) -> bool {
     )
 }
 
-/// Reads and judges the module at `rel` below `root`.
+/// Reads and judges the module at `rel` below `root`, as a stream: the
+/// file hashed as it is read, decompressed and scanned chunk by chunk,
+/// never held whole.
 pub fn read(root: &Path, rel: &Path) -> ModuleFile {
     let path = format!("/{}", rel.display());
     let cannot = |why: String, sha256: Option<String>| ModuleFile {
@@ -137,7 +146,6 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
         Ok((file, _)) => file,
         Err(u) => return cannot(format!("cannot read {path}: {}", u.why), None),
     };
-    // streamed: the file is hashed as it is decompressed, never held whole
     let mut input = std::io::BufReader::with_capacity(
         1 << 16,
         Hashing {
@@ -145,26 +153,26 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
             hasher: crate::hash::Hasher::new(),
         },
     );
-    let decoded = decompress_from(&mut input, &path, MAX_SIZE);
+    let scanned = scan_from(&mut input, &path, MAX_SIZE);
     let rest = std::io::copy(&mut input, &mut std::io::sink());
     let sha256 = rest.ok().map(|_| input.into_inner().hasher.hex());
-    let elf = match decoded {
-        Ok(elf) => elf,
+    let scan = match scanned {
+        Ok(scan) => scan,
         Err(why) => return cannot(why, sha256),
     };
-    if let Err(why) = check_elf(&elf) {
+    if let Err(why) = scan.check_elf() {
         return cannot(
             format!("{path} is not a whole kernel module: {why}"),
             sha256,
         );
     }
-    let (trap_handler, why) = judge(&elf);
+    let (trap_handler, why) = judge_scan(&scan);
     ModuleFile {
         path: path.clone(),
         sha256,
         trap_handler,
         why: format!("{path}: {why}"),
-        srcversion: modinfo(&elf, "srcversion"),
+        srcversion: scan.modinfo[1].clone(),
     }
 }
 
@@ -182,18 +190,17 @@ impl<R: Read> Read for Hashing<R> {
     }
 }
 
-/// The ELF bytes of a module file, decompressed by its magic; the name's
-/// extension must agree with it.
-pub fn decompress(raw: &[u8], path: &str) -> Result<Vec<u8>, String> {
-    decompress_from(&mut &raw[..], path, MAX_SIZE)
-}
+/// The memory a decoder may take: xz's dictionary (the kernel compresses
+/// modules with 1 MiB, `xz -9` takes 64 MiB) and zstd's window (its
+/// default limit, 2^27).
+const DECODER_MEMORY: u64 = 128 << 20;
 
-/// [`decompress`] reading from `input`, at most `cap` bytes out.
-fn decompress_from(
-    input: &mut impl std::io::BufRead,
+/// The decompressed stream of a module file, its codec told by its magic;
+/// the name's extension must agree with it.
+pub fn decoder<'a>(
+    input: &'a mut impl std::io::BufRead,
     path: &str,
-    cap: u64,
-) -> Result<Vec<u8>, String> {
+) -> Result<Box<dyn Read + 'a>, String> {
     const XZ: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
     const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
     const GZIP: &[u8] = &[0x1f, 0x8b];
@@ -228,56 +235,75 @@ fn decompress_from(
             }
         ));
     }
-    let decoder: Box<dyn Read + '_> = match found {
-        "xz" => Box::new(xz2::bufread::XzDecoder::new(input)),
-        "zstd" => Box::new(
-            zstd::stream::read::Decoder::with_buffer(input)
-                .map_err(|e| format!("{path} does not decompress as zstd: {e}"))?,
-        ),
+    Ok(match found {
+        "xz" => {
+            let stream = xz2::stream::Stream::new_stream_decoder(DECODER_MEMORY, 0)
+                .map_err(|e| format!("{path}: cannot start an xz decoder: {e}"))?;
+            Box::new(xz2::bufread::XzDecoder::new_stream(input, stream))
+        }
+        "zstd" => {
+            let mut decoder = zstd::stream::read::Decoder::with_buffer(input)
+                .map_err(|e| format!("{path} does not decompress as zstd: {e}"))?;
+            decoder
+                .window_log_max(DECODER_MEMORY.ilog2())
+                .map_err(|e| format!("{path}: cannot start a zstd decoder: {e}"))?;
+            Box::new(decoder)
+        }
         "gzip" => Box::new(flate2::bufread::GzDecoder::new(input)),
         _ => Box::new(input),
+    })
+}
+
+/// The module of `raw` (its file named `path`) decompressed and scanned.
+pub fn scan(raw: &[u8], path: &str) -> Result<Scan, String> {
+    scan_from(&mut &raw[..], path, MAX_SIZE)
+}
+
+/// [`scan`] reading from `input`, at most `cap` bytes decompressed.
+fn scan_from(input: &mut impl std::io::BufRead, path: &str, cap: u64) -> Result<Scan, String> {
+    let codec = if path.ends_with(".xz") {
+        "xz"
+    } else if path.ends_with(".zst") {
+        "zstd"
+    } else if path.ends_with(".gz") {
+        "gzip"
+    } else {
+        "none"
     };
-    let mut out = Vec::new();
-    decoder
-        .take(cap + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| format!("{path} does not decompress as {found}: {e}"))?;
-    if out.len() as u64 > cap {
+    let mut decoded = decoder(input, path)?.take(cap + 1);
+    let mut scanner = Scanner::new(&[&FIXED, &UNFIXED], &["vermagic", "srcversion"]);
+    let mut chunk = vec![0u8; 1 << 20];
+    loop {
+        let n = match decoded.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("{path} does not decompress as {codec}: {e}")),
+        };
+        scanner.feed(&chunk[..n]);
+    }
+    let scan = scanner.finish();
+    if scan.len > cap {
         return Err(format!(
             "{path} decompresses to more than {}, more than any kernel module: not read",
             crate::report::human_size(cap)
         ));
     }
-    Ok(out)
-}
-
-/// A 64-bit little-endian ELF whose section headers lie inside the file.
-pub fn check_elf(elf: &[u8]) -> Result<(), String> {
-    if elf.len() < 64 || !elf.starts_with(b"\x7fELF") {
-        return Err("no ELF header".to_owned());
-    }
-    if elf[4] != 2 || elf[5] != 1 {
-        return Err("not a 64-bit little-endian ELF".to_owned());
-    }
-    let u64_at = |at: usize| u64::from_le_bytes(elf[at..at + 8].try_into().expect("8 bytes"));
-    let u16_at = |at: usize| u16::from_le_bytes(elf[at..at + 2].try_into().expect("2 bytes"));
-    let (shoff, shentsize, shnum) = (u64_at(0x28), u16_at(0x3a) as u64, u16_at(0x3c) as u64);
-    let end = shoff.saturating_add(shentsize.saturating_mul(shnum));
-    if shnum == 0 || end > elf.len() as u64 {
-        return Err(format!(
-            "its section headers end at byte {end} of {} (truncated?)",
-            elf.len()
-        ));
-    }
-    Ok(())
+    Ok(scan)
 }
 
 /// The verdict on an ELF module's gfx12 CWSR trap handler.
 pub fn judge(elf: &[u8]) -> (TrapHandler, String) {
-    let fixed = contains_words(elf, &FIXED);
-    let unfixed = contains_words(elf, &UNFIXED);
-    let vermagic = modinfo(elf, "vermagic");
-    let release = vermagic
+    match scan(elf, "amdgpu.ko") {
+        Ok(scan) => judge_scan(&scan),
+        Err(why) => (TrapHandler::CannotTell, why),
+    }
+}
+
+/// The verdict on what a scan of a module found.
+fn judge_scan(scan: &Scan) -> (TrapHandler, String) {
+    let (fixed, unfixed) = (scan.found[0], scan.found[1]);
+    let release = scan.modinfo[0]
         .as_deref()
         .and_then(|v| v.split_whitespace().next())
         .map(str::to_owned);
@@ -315,24 +341,6 @@ pub fn judge(elf: &[u8]) -> (TrapHandler, String) {
             }
         }
     }
-}
-
-/// Whether `words` (as little-endian u32s) occur in `bytes`, 4-byte aligned
-/// (arrays of u32 are).
-fn contains_words(bytes: &[u8], words: &[u32]) -> bool {
-    let needle: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let first = &needle[..4];
-    (0..bytes.len().saturating_sub(needle.len() - 1))
-        .step_by(4)
-        .any(|i| &bytes[i..i + 4] == first && bytes[i..].starts_with(&needle))
-}
-
-/// A `key=value` of the module's `.modinfo` strings.
-fn modinfo(elf: &[u8], key: &str) -> Option<String> {
-    let prefix = format!("{key}=");
-    elf.split(|b| *b == 0)
-        .find_map(|s| s.strip_prefix(prefix.as_bytes()))
-        .map(|v| String::from_utf8_lossy(v).into_owned())
 }
 
 #[cfg(test)]
@@ -385,40 +393,77 @@ mod tests {
     #[test]
     fn truncation_and_wrong_compression_are_reasons() {
         let elf = elf_with(&FIXED, "6.14.0");
-        assert!(check_elf(&elf).is_ok());
-        let err = check_elf(&elf[..elf.len() - 10]).unwrap_err();
+        let check = |bytes: &[u8]| scan(bytes, "amdgpu.ko").unwrap().check_elf();
+        assert!(check(&elf).is_ok());
+        let err = check(&elf[..elf.len() - 10]).unwrap_err();
         assert!(err.contains("truncated"), "{err}");
-        assert!(check_elf(b"not an elf at all, just text that is long enough to look at").is_err());
-        let err = decompress(&elf, "/x/amdgpu.ko.xz").unwrap_err();
+        assert!(check(b"not an elf at all, just text that is long enough to look at").is_err());
+        let err = scan(&elf, "/x/amdgpu.ko.xz").unwrap_err();
         assert!(
             err.contains("named for xz") && err.contains("not compressed"),
             "{err}"
         );
         let mut bad = vec![0xfd, b'7', b'z', b'X', b'Z', 0];
         bad.extend([0x55; 40]);
-        let err = decompress(&bad, "/x/amdgpu.ko.xz").unwrap_err();
+        let err = scan(&bad, "/x/amdgpu.ko.xz").unwrap_err();
         assert!(err.contains("does not decompress as xz"), "{err}");
     }
 
     #[test]
     fn decompression_stops_at_the_cap_in_every_format() {
         use std::io::Write;
-        let zeros = vec![0u8; 5000];
+        let elf = elf_with(&FIXED, "6.14.0");
         let mut xz = xz2::write::XzEncoder::new(Vec::new(), 1);
-        xz.write_all(&zeros).unwrap();
+        xz.write_all(&elf).unwrap();
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
-        gz.write_all(&zeros).unwrap();
+        gz.write_all(&elf).unwrap();
         let cases = [
             ("amdgpu.ko.xz", xz.finish().unwrap()),
-            ("amdgpu.ko.zst", zstd::encode_all(&zeros[..], 1).unwrap()),
+            ("amdgpu.ko.zst", zstd::encode_all(&elf[..], 1).unwrap()),
             ("amdgpu.ko.gz", gz.finish().unwrap()),
-            ("amdgpu.ko", zeros.clone()),
+            ("amdgpu.ko", elf.clone()),
         ];
+        let len = elf.len() as u64;
         for (name, bytes) in cases {
-            let err = decompress_from(&mut &bytes[..], name, 4096).unwrap_err();
-            assert!(err.contains("decompresses to more than 4.0 KiB"), "{err}");
-            let whole = decompress_from(&mut &bytes[..], name, 5000).unwrap();
-            assert_eq!(whole, zeros, "{name}");
+            let err = scan_from(&mut &bytes[..], name, len - 1).unwrap_err();
+            assert!(err.contains("decompresses to more than"), "{err}");
+            let whole = scan_from(&mut &bytes[..], name, len).unwrap();
+            assert_eq!(whole.len, len, "{name}");
+            assert_eq!(judge_scan(&whole).0, TrapHandler::Fixed, "{name}");
         }
+    }
+
+    /// A small xz stream whose block header declares an LZMA2 dictionary
+    /// of `dict` (its one-byte encoding), the header's CRC32 made again.
+    fn xz_declaring(dict: u8) -> Vec<u8> {
+        use std::io::Write;
+        let mut xz = xz2::write::XzEncoder::new(Vec::new(), 0);
+        xz.write_all(&elf_with(&FIXED, "6.14.0")).unwrap();
+        let mut bytes = xz.finish().unwrap();
+        // stream header (12 bytes), then the block header: its size byte,
+        // flags, filter flags (id 0x21, 1 props byte), padding, CRC32
+        let size = (bytes[12] as usize + 1) * 4;
+        let header = 12..12 + size;
+        let props = bytes[header.clone()]
+            .windows(2)
+            .position(|w| w == [0x21, 0x01])
+            .expect("the LZMA2 filter flags")
+            + 12
+            + 2;
+        bytes[props] = dict;
+        let mut crc = flate2::Crc::new();
+        crc.update(&bytes[12..header.end - 4]);
+        bytes[header.end - 4..header.end].copy_from_slice(&crc.sum().to_le_bytes());
+        bytes
+    }
+
+    #[test]
+    fn an_xz_dictionary_past_the_decoder_memory_is_refused() {
+        // 1 MiB, as the kernel compresses modules: read
+        let ok = scan(&xz_declaring(16), "amdgpu.ko.xz").unwrap();
+        assert_eq!(judge_scan(&ok).0, TrapHandler::Fixed);
+        // 1.5 GiB: a decoder that would fill that much is not started
+        let err = scan(&xz_declaring(37), "amdgpu.ko.xz").unwrap_err();
+        assert!(err.contains("does not decompress as xz"), "{err}");
     }
 }

@@ -11,8 +11,9 @@ use std::path::Path;
 
 use super::comgr;
 use super::fsread::{self, Root, Unread};
-use super::hipblaslt::{self, Places};
+use super::hipblaslt::{self, HipblasltLibrary, Places};
 use super::machine::{AmdgpuModule, Gpu, Machine};
+use super::maps::Mapped;
 use super::pid::Process;
 use crate::codeobj::Cache;
 
@@ -99,7 +100,10 @@ impl Probe<'_> {
         m.env = self
             .env_names
             .iter()
-            .filter_map(|name| std::env::var(name).ok().map(|v| (name.clone(), v)))
+            .filter_map(|name| {
+                let value = std::env::var_os(name)?;
+                Some((name.clone(), value.to_string_lossy().into_owned()))
+            })
             .collect();
         m
     }
@@ -359,9 +363,10 @@ fn kfd_ioctl_version() -> Result<(u32, u32), String> {
 /// Puts what `process` uses in place of what the machine could load: the
 /// hipBLASLt it mapped (judged by the kernel folder beside it, its version
 /// from its file name), the comgr it mapped, and its environment for the
-/// workaround variables of the faults.
+/// workaround variables of the faults. Its files are read as it sees them
+/// (below [`Process::files`]); a library deleted since it was mapped is
+/// not judged by the file now at its path.
 pub fn apply_process(
-    root: &Path,
     process: &Process,
     env: &BTreeMap<String, String>,
     names: &std::collections::BTreeSet<String>,
@@ -369,36 +374,73 @@ pub fn apply_process(
     places: &Places,
     cache: &mut Cache,
 ) {
-    m.hipblaslt_libraries = process
-        .libraries
-        .get("libhipblaslt")
+    let hipblaslt = process.libraries.get("libhipblaslt");
+    m.hipblaslt_libraries = hipblaslt
         .into_iter()
         .flatten()
-        .map(|path| hipblaslt::in_use(root, Path::new(path), places, cache))
+        .map(|lib| match (&process.files, lib.deleted) {
+            (Some(files), false) => hipblaslt::in_use(files, &lib.path, places, cache),
+            (Some(_), true) => not_judged(lib, format!(
+                "process {} maps {lib}, which was deleted or replaced after it was loaded: the files now at that path are not the ones it runs; restart the program, then run doctor --pid again",
+                process.pid
+            )),
+            (None, _) => not_judged(lib, format!(
+                "the files process {} sees could not be read (/proc/{}/root, below)",
+                process.pid, process.pid
+            )),
+        })
         .collect();
-    if let Some(path) = process
-        .libraries
-        .get("libhipblaslt")
-        .and_then(|l| l.first())
-    {
-        let file = path.rsplit('/').next().unwrap_or(path);
-        if let Some((_, version)) = file.split_once(".so.") {
-            m.hipblaslt_version = Some(version.to_owned());
-            m.hipblaslt_from = Some(format!("{path}, mapped by process {}", process.pid));
+    if let Some(lib) = hipblaslt.and_then(|l| l.first()) {
+        if let Some(version) = so_version(lib) {
+            m.hipblaslt_version = Some(version);
+            m.hipblaslt_from = Some(format!("{lib}, mapped by process {}", process.pid));
         }
     }
-    if let Some(path) = process
+    if let Some(lib) = process
         .libraries
         .get("libamd_comgr")
         .and_then(|l| l.first())
     {
-        m.comgr = Some(comgr::of_mapped(root, path));
+        m.comgr = Some(match &process.files {
+            Some(files) if !lib.deleted => comgr::of_mapped(files, &lib.to_string()),
+            _ => comgr::Comgr {
+                package: lib.to_string(),
+                version: so_version(lib).unwrap_or_default(),
+                from: "library".to_owned(),
+                debian: false,
+            },
+        });
     }
     m.env = env
         .iter()
         .filter(|(k, _)| names.contains(*k))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+}
+
+/// `1.1` of `libhipblaslt.so.1.1`.
+fn so_version(lib: &Mapped) -> Option<String> {
+    let file = String::from_utf8_lossy(super::maps::file_name(&lib.path)).into_owned();
+    file.split_once(".so.").map(|(_, v)| v.to_owned())
+}
+
+/// A hipBLASLt a process mapped whose kernels are not read, and why.
+fn not_judged(lib: &Mapped, why: String) -> HipblasltLibrary {
+    let kernels = lib
+        .path
+        .parent()
+        .unwrap_or(Path::new("/"))
+        .join("hipblaslt/library");
+    HipblasltLibrary {
+        path: lib.to_string(),
+        kind: hipblaslt::LibraryKind::InUse,
+        version: so_version(lib),
+        rocm: None,
+        kernels: kernels.display().to_string(),
+        ours: None,
+        rewritten: None,
+        judgement: crate::codeobj::Judgement::CannotTell { why },
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! A verdict's next steps as values: the commands to run (which, for which
 //! recipe or folder) and what to keep or know, each rendered to its one line
-//! of the report here. Which steps a fault offers on a machine is decided
-//! here too, from the fixes of the knowledge file.
+//! of the report here, with the program the user ran ([`Invocation`]).
+//! Which steps a fault offers on a machine is decided here too, from the
+//! fixes of the knowledge file.
 
 use std::fmt;
 
-use serde::Serialize;
-
 use super::machine::Machine;
+use crate::invocation::Invocation;
 use crate::kernel::KernelVersion;
 use crate::knowledge::{Build, Fault, Version};
 
@@ -68,12 +68,26 @@ impl Step {
     }
 }
 
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Step {
+    /// The step's line of the report, its commands starting with the
+    /// program `inv` says the user ran (as root: `sudo` and the binary's
+    /// absolute path).
+    pub fn render(&self, inv: &Invocation) -> String {
+        let mut out = String::new();
+        self.write(&mut out, inv).expect("writing to a String");
+        out
+    }
+
+    fn write(&self, f: &mut impl fmt::Write, inv: &Invocation) -> fmt::Result {
+        let build = |command: &str, recipe: &str| build_command(inv, command, recipe);
         match self {
-            Step::Build { build, recipe, or } => {
+            Step::Build {
+                build: b,
+                recipe,
+                or,
+            } => {
                 let or = if *or { "or: " } else { "" };
-                write!(f, "{or}cargo xtask {} {recipe}", build.command())
+                write!(f, "{or}{}", build(b.command(), recipe))
             }
             Step::Install {
                 build: Build::Dkms,
@@ -92,23 +106,14 @@ impl fmt::Display for Step {
             Step::FixNote(note) => write!(f, "  ({note})"),
             Step::Stopgap { recipe } => write!(
                 f,
-                "stop-gap now: cargo xtask build-config {recipe}, then install it from dist/{recipe}/"
+                "stop-gap now: {}, then install it from dist/{recipe}/",
+                build("build-config", recipe)
             ),
             Step::Workaround { text, or: true } => write!(f, "  or {text}"),
             Step::Workaround { text, or: false } => write!(f, "workaround: {text}"),
             Step::Retired { why } => write!(f, "no package of ours for this kernel: {why}"),
             Step::Rewrite { dir, first, system } => {
-                let or = if *first {
-                    "or now, the hipBLASLt side without a reboot: "
-                } else {
-                    "  and: "
-                };
-                let root = if *system {
-                    " (as root: a package's files, which its next upgrade puts back)"
-                } else {
-                    ""
-                };
-                write!(f, "{or}cargo xtask rewrite-hipblaslt {dir}{root}")
+                f.write_str(&rewrite_command(inv, dir, *first, *system))
             }
             Step::ExportLibraryPath { prefix } => write!(
                 f,
@@ -140,10 +145,39 @@ impl fmt::Display for Step {
     }
 }
 
-/// In JSON a step is its line of the report.
-impl Serialize for Step {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.collect_str(self)
+/// A build command of a checkout; the installed command sends the user to one.
+fn build_command(inv: &Invocation, command: &str, recipe: &str) -> String {
+    if inv.checkout {
+        format!("cargo xtask {command} {recipe}")
+    } else {
+        format!("in a rocm-patchkit checkout: cargo xtask {command} {recipe}")
+    }
+}
+
+/// The rewrite of one library folder, as root (`sudo` and the binary's
+/// path) when it holds a package's files.
+fn rewrite_command(inv: &Invocation, dir: &str, first: bool, system: bool) -> String {
+    let or = if first {
+        "or now, the hipBLASLt side without a reboot: "
+    } else {
+        "  and: "
+    };
+    if system {
+        format!(
+            "{or}{} rewrite-hipblaslt {dir} (as root: a package's files, which its next upgrade puts back)",
+            inv.as_root
+        )
+    } else {
+        format!("{or}{} rewrite-hipblaslt {dir}", inv.program)
+    }
+}
+
+/// A step as printed from a checkout whose binary's path is not known
+/// (`cargo xtask`, as root `sudo cargo xtask`): what tests and logs show;
+/// the report renders with the [`Invocation`] it is given.
+impl fmt::Display for Step {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, &Invocation::checkout(None))
     }
 }
 

@@ -7,10 +7,12 @@ use super::machine::Machine;
 use super::module::TrapHandler;
 use super::pid::Process;
 use super::{FaultReport, Report, Status};
+use crate::invocation::Invocation;
 use crate::knowledge::Severity;
 
 impl Report {
-    pub fn to_text(&self) -> String {
+    /// The report, its commands starting with the program `inv` names.
+    pub fn to_text(&self, inv: &Invocation) -> String {
         let m = &self.machine;
         let mut out = format!("machine (read below {})\n", m.root.display());
         kernel_side(&mut out, m);
@@ -19,16 +21,26 @@ impl Report {
             process(&mut out, p);
         }
         dkms_and_env(&mut out, m);
+        for (key, text) in m.access.lines() {
+            line(&mut out, key, text);
+        }
+        for fw in &m.firmware {
+            line(&mut out, "firmware", fw.describe());
+        }
         out.push_str("\nknown faults\n");
         for f in &self.faults {
-            fault(&mut out, f, m);
+            fault(&mut out, f, m, inv);
         }
-        if !self.knobs.is_empty() {
+        if !self.knobs.is_empty() || !m.knob_notes.is_empty() {
             out.push_str("\nknobs set (environment, /etc/modprobe.d, kernel command line, amdgpu parameters)\n");
         }
         for k in &self.knobs {
             knob(&mut out, k);
         }
+        for note in &m.knob_notes {
+            out.push_str(&wrapped("note", note));
+        }
+        out.push_str(&self.logs.to_text());
         if let Some(advice) = m.secure_boot.advice() {
             out.push('\n');
             out.push_str(&wrapped("note", &advice));
@@ -147,6 +159,7 @@ fn libraries(out: &mut String, m: &Machine) {
     for lib in &m.hipblaslt_libraries {
         let mut notes = vec![lib.kind.to_string()];
         notes.extend(lib.version.clone());
+        notes.extend(lib.rocm.as_ref().map(|r| format!("ROCm {}", r.version)));
         if let Some(prefix) = &lib.ours {
             notes.push(format!("patched: loads ours from {prefix}"));
         }
@@ -156,7 +169,7 @@ fn libraries(out: &mut String, m: &Machine) {
         line(
             out,
             "library",
-            format!("{} ({})", lib.path, notes.join(", ")),
+            format!("{} ({})", one_line(&lib.path), notes.join(", ")),
         );
         line(out, "", format!("  kernels {}", lib.kernels));
         line(out, "", format!("  {}", lib.judgement.describe()));
@@ -194,9 +207,25 @@ fn libraries(out: &mut String, m: &Machine) {
 fn process(out: &mut String, p: &Process) {
     let exe = p.exe.as_deref().unwrap_or("program not readable");
     line(out, "process", format!("{} ({exe})", p.pid));
+    if p.root != "/" {
+        line(
+            out,
+            "",
+            format!("  its files read through {} (its own root)", p.root),
+        );
+    }
     for (family, files) in &p.libraries {
         for file in files {
-            line(out, "", format!("  maps {family}: {file}"));
+            let deleted = if file.deleted {
+                " (deleted since it was mapped: the file now at this path is not the one in use)"
+            } else {
+                ""
+            };
+            line(
+                out,
+                "",
+                format!("  maps {family}: {}{deleted}", one_line(&file.to_string())),
+            );
         }
     }
     if p.libraries.is_empty() && !p.unread.iter().any(|u| u.contains("/maps:")) {
@@ -215,6 +244,11 @@ fn process(out: &mut String, p: &Process) {
     for u in &p.unread {
         line(out, "", format!("  could not read {u}"));
     }
+}
+
+/// A path on one line: a newline or tab of a file name shown escaped.
+fn one_line(path: &str) -> String {
+    path.replace('\n', "\\x0a").replace('\t', "\\x09")
 }
 
 /// The DKMS packages registered, then the workaround variables set.
@@ -244,7 +278,7 @@ fn dkms_and_env(out: &mut String, m: &Machine) {
 
 /// One known fault: its verdict, why, the next steps, and what it is and
 /// where to read more when it matters here.
-fn fault(out: &mut String, f: &FaultReport, m: &Machine) {
+fn fault(out: &mut String, f: &FaultReport, m: &Machine, inv: &Invocation) {
     out.push_str(&format!(
         "\n{:<13} {}: {}\n",
         f.verdict.status.label(f.severity),
@@ -254,7 +288,7 @@ fn fault(out: &mut String, f: &FaultReport, m: &Machine) {
     out.push_str(&wrapped("why", &f.verdict.why));
     for (i, step) in f.verdict.next.iter().enumerate() {
         let key = if i == 0 { "next" } else { "" };
-        out.push_str(&format!("  {key:<6}{step}\n"));
+        out.push_str(&format!("  {key:<6}{}\n", step.render(inv)));
     }
     if matches!(f.verdict.status, Status::Affected | Status::Mitigated) {
         out.push_str(&wrapped("what", &f.summary));

@@ -44,6 +44,9 @@ pub struct Verdict {
     pub status: Status,
     pub why: String,
     /// What to run or do next, one step a line; empty when nothing is needed.
+    /// In JSON each is its line of the report, rendered by
+    /// [`super::Report::to_json`] with the program the user ran.
+    #[serde(skip)]
     pub next: Vec<Step>,
 }
 

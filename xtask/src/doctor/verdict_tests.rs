@@ -411,6 +411,7 @@ fn library(
         path: path.into(),
         kind: crate::doctor::hipblaslt::LibraryKind::Pytorch,
         version: Some("1.4".into()),
+        rocm: None,
         kernels: format!("{path}/../hipblaslt/library"),
         ours: None,
         rewritten: None,

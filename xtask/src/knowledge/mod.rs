@@ -1,10 +1,11 @@
 //! The knowledge file of known faults, `knowledge/faults.toml`: each fault
 //! with its upstream links, affected GPU targets, kernel / ROCm / hipBLASLt
-//! ranges, the recipes that fix it and the workaround. Parsed with unknown
-//! keys refused and validated with every problem reported at once; nothing
-//! here reads the machine (that is `doctor`).
+//! ranges, the recipes that fix it, the workaround and how it shows in
+//! logs. Parsed with unknown keys refused and validated with every problem
+//! reported at once; nothing here reads the machine (that is `doctor`).
 
 pub mod knobs;
+pub mod log;
 mod parse;
 mod version;
 
@@ -16,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kernel::KernelRange;
 pub use knobs::{Effect, Knob, KnobKind, Knobs};
+pub use log::{Glob, LogFacts};
 pub use parse::parse;
 pub use version::{Version, VersionRange};
 
@@ -103,6 +105,8 @@ pub struct Fault {
     pub stopgap: Option<String>,
     pub workaround: String,
     pub fixes: Vec<Fix>,
+    /// How it shows in logs (`[fault.log]`), for `doctor --log`.
+    pub log: LogFacts,
 }
 
 /// The kernels a kernel-side fault affects, is fixed in, or cannot happen on.
@@ -154,7 +158,36 @@ impl Fault {
     }
 }
 
+/// Where the knowledge files come from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Source {
+    /// `<root>/knowledge/` of a checkout (`cargo xtask`).
+    Checkout(PathBuf),
+    /// The files this binary was built with (the installed command).
+    BuiltIn,
+    /// `--knowledge DIR`: newer files, in DIR or in DIR/knowledge/.
+    Dir(PathBuf),
+}
+
+/// The knowledge files this binary was built with.
+const BUILT_IN_FAULTS: &str = include_str!("../../../knowledge/faults.toml");
+const BUILT_IN_KNOBS: &str = include_str!("../../../knowledge/knobs.toml");
+
 impl Knowledge {
+    /// Reads and validates the knowledge files of `source`.
+    pub fn read(source: &Source) -> Result<Knowledge> {
+        match source {
+            Source::Checkout(root) => Knowledge::load(root),
+            Source::BuiltIn => Knowledge::parse_both(
+                Path::new("knowledge/faults.toml (built in)"),
+                BUILT_IN_FAULTS,
+                Path::new("knowledge/knobs.toml (built in)"),
+                BUILT_IN_KNOBS,
+            ),
+            Source::Dir(dir) => Knowledge::load_dir(dir),
+        }
+    }
+
     /// Reads and validates `<root>/knowledge/faults.toml`.
     pub fn load(root: &Path) -> Result<Knowledge> {
         let path = root.join(PATH);
@@ -164,20 +197,60 @@ impl Knowledge {
                 path.display()
             )
         })?;
-        let mut knowledge = parse(&path, &text).with_context(|| {
+        let knobs_path = root.join(knobs::PATH);
+        let knobs = std::fs::read_to_string(&knobs_path)
+            .with_context(|| format!("reading the knobs file {}", knobs_path.display()))?;
+        Knowledge::parse_both(&path, &text, &knobs_path, &knobs)
+    }
+
+    /// `--knowledge DIR`: `faults.toml` and `knobs.toml` in DIR, or in
+    /// DIR/knowledge/ (a checkout).
+    pub fn load_dir(dir: &Path) -> Result<Knowledge> {
+        let folder = if dir.join("faults.toml").is_file() {
+            dir.to_path_buf()
+        } else if dir.join(PATH).is_file() {
+            dir.join("knowledge")
+        } else {
+            anyhow::bail!(crate::diag::UsageError(format!(
+                "--knowledge {}: no faults.toml there nor in {}: give the folder holding faults.toml and knobs.toml",
+                dir.display(),
+                dir.join("knowledge").display()
+            )));
+        };
+        let read = |name: &str| {
+            let path = folder.join(name);
+            std::fs::read_to_string(&path)
+                .with_context(|| {
+                    format!(
+                        "reading the knowledge file {} (--knowledge)",
+                        path.display()
+                    )
+                })
+                .map(|text| (path, text))
+        };
+        let (faults_path, faults) = read("faults.toml")?;
+        let (knobs_path, knobs) = read("knobs.toml")?;
+        Knowledge::parse_both(&faults_path, &faults, &knobs_path, &knobs)
+    }
+
+    /// Parses and validates a faults file and its knobs file.
+    fn parse_both(
+        path: &Path,
+        text: &str,
+        knobs_path: &Path,
+        knobs_text: &str,
+    ) -> Result<Knowledge> {
+        let mut knowledge = parse(path, text).with_context(|| {
             format!(
                 "the knowledge file {} is invalid",
-                crate::diag::display_path(&path).display()
+                crate::diag::display_path(path).display()
             )
         })?;
-        let path = root.join(knobs::PATH);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("reading the knobs file {}", path.display()))?;
         let ids = knowledge.faults.iter().map(|f| f.id.clone()).collect();
-        knowledge.knobs = knobs::parse(&path, &text, &ids).with_context(|| {
+        knowledge.knobs = knobs::parse(knobs_path, knobs_text, &ids).with_context(|| {
             format!(
                 "the knobs file {} is invalid",
-                crate::diag::display_path(&path).display()
+                crate::diag::display_path(knobs_path).display()
             )
         })?;
         Ok(knowledge)

@@ -50,6 +50,7 @@ struct RawFault {
     stopgap: Option<Text>,
     #[serde(default)]
     fix: Vec<Spanned<RawFix>>,
+    log: Option<Spanned<super::log::RawLog>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -195,13 +196,15 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
         && f.hipblaslt.is_none()
         && f.comgr.is_none()
         && f.needs.is_none()
+        && f.log.is_none()
     {
         c.err(
             at,
-            "a fault needs something to judge by: `[fault.kernel]`, `rocm`, `hipblaslt`, `comgr` or `needs`",
+            "a fault needs something to judge by: `[fault.kernel]`, `rocm`, `hipblaslt`, `comgr`, `needs` or `[fault.log]`",
         );
     }
     let fixes = fixes(c, f);
+    let log = super::log::facts(f.log.as_ref(), &mut |at, m| c.err(at, m));
     check_env_names(c, f, at);
     Fault {
         id: f.id.get_ref().clone(),
@@ -231,6 +234,7 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
         stopgap: f.stopgap.as_ref().map(|s| c.recipe_name(s, "stopgap")),
         workaround: f.workaround.trim().to_owned(),
         fixes,
+        log,
     }
 }
 

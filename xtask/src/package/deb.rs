@@ -31,11 +31,11 @@ pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifac
     let changelog = packing.compress(Compression::Gzip(9), changelog(meta, epoch).as_bytes())?;
     tree.add_bytes(&format!("{doc}/changelog.Debian.gz"), changelog, false)?;
     if let Some(text) = lintian_overrides(meta) {
-        tree.add_bytes(
-            &format!("usr/share/lintian/overrides/{}", meta.name),
-            text,
-            false,
-        )?;
+        // A tree may bring overrides of its own: ours go after them.
+        let path = format!("usr/share/lintian/overrides/{}", meta.name);
+        let own = tree.get(&path).map(|e| e.text()).transpose()?;
+        tree.remove(&path);
+        tree.add_bytes(&path, own.unwrap_or_default() + &text, false)?;
     }
 
     let data = Data::write(&tree, epoch, packing, out_dir)?;

@@ -412,6 +412,10 @@ fn an_invalid_knowledge_file_is_located() {
         "knowledge/faults.toml",
         "[[fault]]\nid = \"x\"\ntitle = \"t\"\nseverity = \"fault\"\ngfx = [\"gfx1201\"]\nsummary = \"s\"\nlinks = []\nworkaround = \"w\"\nrocm = \"7.1\"\n",
     );
+    p.file(
+        "knowledge/knobs.toml",
+        include_str!("../../../knowledge/knobs.toml"),
+    );
     let machine = FakeMachine::new();
     let root = machine.root().to_str().unwrap();
     p.xtask(&["doctor", "--root", root])

@@ -3,10 +3,10 @@
 //! kernel folder beside it and has knobs in its environment; and a process
 //! that has exited.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
+use crate::support::doctor::Holder;
 use crate::support::{repo_root, Run};
 
 /// Debian's unpacked libhipblaslt1 of sid; `None` (a skip) only outside CI.
@@ -40,37 +40,6 @@ fn doctor(pid: u32, cache: &Path, args: &[&str]) -> Run {
     Run::of(out)
 }
 
-/// A python3 holding `lib` mapped, with `env`, until its stdin closes.
-struct Holder(std::process::Child);
-
-impl Holder {
-    fn start(lib: &Path, env: &[(&str, &str)]) -> Holder {
-        let script = "import mmap, sys\nf = open(sys.argv[1], 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\nprint('mapped', flush=True)\nsys.stdin.read()\n";
-        let mut child = Command::new("python3")
-            .arg("-c")
-            .arg(script)
-            .arg(lib)
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("starting python3");
-        let mut line = String::new();
-        BufReader::new(child.stdout.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line.trim(), "mapped");
-        Holder(child)
-    }
-}
-
-impl Drop for Holder {
-    fn drop(&mut self) {
-        drop(self.0.stdin.take());
-        let _ = self.0.wait();
-    }
-}
-
 #[test]
 fn doctor_pid_judges_the_hipblaslt_a_running_program_mapped_and_its_knobs() {
     let Some(sid) = debian_sid() else { return };
@@ -85,16 +54,13 @@ fn doctor_pid_judges_the_hipblaslt_a_running_program_mapped_and_its_knobs() {
         lib_dir.join("hipblaslt/library"),
     )
     .unwrap();
-    let holder = Holder::start(
-        &lib,
-        &[
-            ("HSA_OVERRIDE_GFX_VERSION", "10.3.0"),
-            ("AMD_SERIALIZE_KERNEL", "3"),
-            ("HSA_FOO", "1"),
-            ("AMD_COMGR_CACHE", "0"),
-        ],
-    );
-    let pid = holder.0.id();
+    let holder = Holder::start(Holder::python(&lib).envs([
+        ("HSA_OVERRIDE_GFX_VERSION", "10.3.0"),
+        ("AMD_SERIALIZE_KERNEL", "3"),
+        ("HSA_FOO", "1"),
+        ("AMD_COMGR_CACHE", "0"),
+    ]));
+    let pid = holder.pid();
     let cache = dir.path().join("cache");
     let run = doctor(pid, &cache, &["--json"]);
     let report: serde_json::Value = serde_json::from_str(&run.stdout)

@@ -1,7 +1,8 @@
-//! The GitHub Actions workflows as a repository rule: each parses, each
-//! `cargo xtask` command it runs exists, and the kernel workflow's matrix
-//! names every kernel recipe (DKMS and config) with its kind, its pin state
-//! and, for DKMS, a kernel in its range.
+//! The GitHub Actions workflows as a repository rule: each parses and
+//! passes actionlint, each `cargo xtask` command it runs exists, the kernel
+//! workflow's matrix names every kernel recipe (DKMS and config) with its
+//! kind, its pin state and, for DKMS, a kernel in its range, and the release
+//! workflow builds the wheel as pyproject.toml says, with the tools CI pins.
 
 use std::collections::BTreeMap;
 
@@ -50,13 +51,17 @@ fn every_workflow_names_only_existing_xtask_commands() {
             continue;
         }
         let (xtask, _) = commands(&workflow(&name));
-        assert!(!xtask.is_empty(), "{name} runs no cargo xtask command");
+        // the release builds the user's command with maturin, not xtask
+        assert!(
+            !xtask.is_empty() || name == "release.yml",
+            "{name} runs no cargo xtask command"
+        );
         for command in &xtask {
             p.xtask(&[command, "--help"]).success();
         }
         seen += 1;
     }
-    assert!(seen >= 2, "the hipblaslt and kernel workflows");
+    assert!(seen >= 3, "the hipblaslt, kernel and release workflows");
 }
 
 #[test]
@@ -216,4 +221,71 @@ fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
     assert!(
         runs.contains(&"cargo xtask build ${{ matrix.recipe }} --out dist/${{ matrix.recipe }}")
     );
+}
+
+#[test]
+fn every_workflow_passes_actionlint() {
+    let Some(actionlint) = crate::support::wheel_tool("actionlint") else {
+        return;
+    };
+    // shellcheck and pyflakes are not part of the bench: actionlint's own
+    // checks (syntax, expressions, action inputs, deprecated runtimes)
+    let out = std::process::Command::new(actionlint)
+        .args(["-no-color", "-shellcheck=", "-pyflakes="])
+        .current_dir(repo_root())
+        .output()
+        .expect("running actionlint");
+    assert!(
+        out.status.success(),
+        "actionlint on .github/workflows/:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn the_release_builds_the_wheel_as_pyproject_says_with_the_pinned_tools() {
+    let doc = workflow("release.yml");
+    assert_eq!(doc["on"]["push"]["tags"][0], "v*");
+    let steps = doc["jobs"]["wheel"]["steps"].as_array().unwrap();
+    let run = |id: &str| -> String {
+        steps
+            .iter()
+            .find(|s| s["id"] == id)
+            .and_then(|s| s["run"].as_str())
+            .unwrap_or_else(|| panic!("a run step with id {id}"))
+            .to_owned()
+    };
+    // every setting of the build is pyproject.toml's: no flag but --out
+    assert_eq!(run("wheel"), "maturin build --release --out dist/release");
+    assert_eq!(run("audit"), "auditwheel show dist/release/*.whl");
+    assert_eq!(
+        run("tarball"),
+        "bash wheel/tarball dist/release/*.whl dist/release"
+    );
+    assert!(run("check").contains("pip install dist/release/*.whl"));
+    // the tools are the versions .ci/setup gives CI's wheel test
+    let setup = std::fs::read_to_string(repo_root().join(".ci/setup")).unwrap();
+    let tools = run("tools");
+    for pin in tools.split_whitespace().filter(|w| w.contains("==")) {
+        assert!(
+            setup.contains(pin),
+            "{pin} of release.yml is not .ci/setup's"
+        );
+    }
+    assert!(
+        tools.contains("maturin==")
+            && tools.contains("ziglang==")
+            && tools.contains("auditwheel==")
+    );
+    let pyproject = std::fs::read_to_string(repo_root().join("pyproject.toml")).unwrap();
+    for setting in [
+        "bindings = \"bin\"",
+        "compatibility = \"manylinux_2_28\"",
+        "no-default-features = true",
+        "wheel/zigcc",
+        "data = \"wheel/data\"",
+    ] {
+        assert!(pyproject.contains(setting), "pyproject.toml: {setting}");
+    }
 }

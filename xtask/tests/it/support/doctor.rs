@@ -2,8 +2,9 @@
 //! /var/lib/dkms files doctor reads, written by the test, and the real
 //! binary run against them with the repository's knowledge file.
 
+use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 use crate::support::{repo_root, Run};
 
@@ -182,7 +183,14 @@ impl FakeMachine {
 
     /// The `--json` report, parsed.
     pub fn report(&self) -> (Run, serde_json::Value) {
-        let run = self.doctor(&["--json"]);
+        self.report_with(&[])
+    }
+
+    /// The `--json` report of a run with these arguments too, parsed.
+    pub fn report_with(&self, args: &[&str]) -> (Run, serde_json::Value) {
+        let mut all = vec!["--json"];
+        all.extend(args);
+        let run = self.doctor(&all);
         let json = serde_json::from_str(&run.stdout)
             .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}\n{}", run.stdout, run.stderr));
         (run, json)
@@ -232,4 +240,81 @@ pub fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
     std::fs::create_dir_all(dest.parent().unwrap()).unwrap();
     std::fs::copy(module, dest).unwrap();
     m
+}
+
+/// A process holding a file memory-mapped (python3's `mmap`) until dropped,
+/// for `doctor --pid`.
+pub struct Holder(std::process::Child);
+
+impl Holder {
+    /// The python3 script a holder runs: maps `argv[1]`, says `mapped`,
+    /// waits for its stdin to close.
+    pub const SCRIPT: &'static str = "import mmap, sys\nf = open(sys.argv[1], 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\nprint('mapped', flush=True)\nsys.stdin.read()\n";
+
+    /// `python3 -c SCRIPT lib`, to start with [`Holder::start`].
+    pub fn python(lib: &Path) -> Command {
+        let mut cmd = Command::new("python3");
+        cmd.arg("-c").arg(Holder::SCRIPT).arg(lib);
+        cmd
+    }
+
+    /// Starts `cmd` (which ends in running [`Holder::SCRIPT`] in its own
+    /// process, by `exec`) and returns once the file is mapped.
+    pub fn start(cmd: &mut Command) -> Holder {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("starting the holder");
+        let mut line = String::new();
+        BufReader::new(child.stdout.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "mapped", "the holder did not map its file");
+        Holder(child)
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.id()
+    }
+}
+
+impl Drop for Holder {
+    fn drop(&mut self) {
+        drop(self.0.stdin.take());
+        let _ = self.0.wait();
+    }
+}
+
+/// Virtual memory a bounded doctor run may take (address space, not resident).
+pub const ADDRESS_SPACE: u64 = 1 << 30;
+/// Resident memory a doctor run may peak at, KiB (issue #30: 256 MiB).
+pub const PEAK_KIB: u64 = 256 << 10;
+/// A run longer than this has hung.
+pub const HANG: u64 = 60;
+
+/// `cmd` (a `doctor --json` run) under the memory and time limits of
+/// [`crate::support::bounded`]: it must end by itself with 0 or 3
+/// (affected), print a report and peak under [`PEAK_KIB`]; its time and
+/// peak are printed (reported, not asserted).
+#[track_caller]
+pub fn bounded_report(
+    cmd: &mut Command,
+    what: &str,
+) -> (super::bounded::Bounded, serde_json::Value) {
+    cmd.env("MALLOC_ARENA_MAX", "2");
+    let run = super::bounded::run(cmd, ADDRESS_SPACE, HANG);
+    run.ended_with(&[0, 3]);
+    eprintln!(
+        "doctor on {what}: {:.2}s, peak {} KiB",
+        run.seconds, run.peak_kib
+    );
+    assert!(
+        run.peak_kib <= PEAK_KIB,
+        "doctor on {what} peaked at {} KiB, over {PEAK_KIB} KiB",
+        run.peak_kib
+    );
+    let report = serde_json::from_str(&run.run.stdout)
+        .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}", run.run.stdout));
+    (run, report)
 }

