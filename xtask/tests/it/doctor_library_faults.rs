@@ -103,7 +103,7 @@ fn a_torch_rocm_7_2_wheel_is_affected_and_1_1_alone_is_not() {
     assert_eq!(dtvb["status"], "affected", "{dtvb:#}");
     assert!(
         dtvb["why"].as_str().unwrap().contains(
-            "torch/lib/libhipblaslt.so: hipBLASLt 1.2 (from its PyTorch wheel's ROCm 7.2) is affected"
+            "torch/lib/libhipblaslt.so: hipBLASLt 1.2 (from ROCm 7.2 read in /home/user/venv/lib/python3.12/site-packages/torch/version.py) is affected"
         ),
         "{dtvb:#}"
     );
@@ -118,6 +118,30 @@ fn a_torch_rocm_7_2_wheel_is_affected_and_1_1_alone_is_not() {
         .unwrap()
         .contains("hipBLASLt 1.1 (from its file name) is outside"));
     assert_ne!(run.code, 3, "{}", run.stdout);
+}
+
+#[test]
+fn a_therock_wheel_is_judged_by_the_release_its_dist_info_names() {
+    let Some(exp) = debian("experimental") else {
+        return;
+    };
+    let m = rdna4();
+    let lib = format!("{SITE}/_rocm_sdk_libraries_gfx120X_all/lib");
+    place(&m, &exp, &lib, "libhipblaslt.so.1");
+    m.file(
+        &format!("{SITE}/rocm_sdk_libraries_gfx120x_all-7.14.0.dist-info/METADATA"),
+        "Metadata-Version: 2.1\nName: rocm-sdk-libraries-gfx120X-all\nVersion: 7.14.0\n",
+    );
+    let (run, json) = report(&m, &["--python", "/home/user/venv"]);
+    run.fails_with(3);
+    let dtvb = fault(&json, DTVB);
+    assert_eq!(dtvb["status"], "affected", "{dtvb:#}");
+    assert!(
+        dtvb["why"].as_str().unwrap().contains(&format!(
+            "/{lib}/libhipblaslt.so.1: hipBLASLt 1.4.1 (from ROCm 7.14 read in /{SITE}/rocm_sdk_libraries_gfx120x_all-7.14.0.dist-info/METADATA) is affected"
+        )),
+        "{dtvb:#}"
+    );
 }
 
 #[test]
