@@ -260,11 +260,55 @@ pub fn hash_file(path: &Path) -> Result<Output> {
     Ok(Output { size, sha256 })
 }
 
+/// Times a publication may be replaced under one `verify` before it gives up.
+const VERIFY_TRIES: usize = 20;
+
 /// What `verify` found wrong with a published folder; empty when it is
-/// exactly as published.
+/// exactly as published. The folder is opened once and every file read
+/// through that one folder, so `SHA256SUMS`, `manifest.json` and the files
+/// are one publication's; when a build published again meanwhile (the
+/// path now names another folder), the new one is read from the start.
 pub fn verify(dir: &Path) -> Result<Vec<String>> {
+    use std::os::unix::fs::MetadataExt;
+    for _ in 0..VERIFY_TRIES {
+        let held = fs::File::open(dir).with_context(|| {
+            format!("opening {}: is it a published dist folder?", dir.display())
+        })?;
+        let meta = held
+            .metadata()
+            .with_context(|| format!("reading {}", dir.display()))?;
+        // this process's name of the folder it holds, whatever is renamed
+        let at = {
+            use std::os::fd::AsRawFd;
+            PathBuf::from(format!("/proc/self/fd/{}", held.as_raw_fd()))
+        };
+        let read = if meta.is_dir() && at.is_dir() {
+            verify_at(&at, dir).map_err(|e| {
+                anyhow::anyhow!(
+                    "{}",
+                    format!("{e:#}").replace(&at.display().to_string(), &dir.display().to_string())
+                )
+            })
+        } else {
+            verify_at(dir, dir)
+        };
+        let same =
+            fs::metadata(dir).is_ok_and(|now| now.dev() == meta.dev() && now.ino() == meta.ino());
+        if same {
+            return read;
+        }
+    }
+    bail!(
+        "{} was replaced by a new publication {VERIFY_TRIES} times while it was read: run verify \
+         again once the build publishing there is done",
+        dir.display()
+    )
+}
+
+/// [`verify`] of the folder read at `root`, named `dir` in messages.
+fn verify_at(root: &Path, dir: &Path) -> Result<Vec<String>> {
     let sums_path = dir.join(SUMS);
-    let sums_text = fs::read_to_string(&sums_path).with_context(|| {
+    let sums_text = fs::read_to_string(root.join(SUMS)).with_context(|| {
         format!(
             "reading {}: is {} a published dist folder?",
             sums_path.display(),
@@ -285,7 +329,7 @@ pub fn verify(dir: &Path) -> Result<Vec<String>> {
             )),
         }
     }
-    let actual = hash_tree(dir, &[SUMS])?;
+    let actual = hash_tree(root, &[SUMS])?;
     for (name, sha) in &listed {
         match actual.get(name) {
             None => problems.push(format!("{name}: listed in {SUMS} but missing")),
@@ -299,7 +343,7 @@ pub fn verify(dir: &Path) -> Result<Vec<String>> {
         problems.push(format!("{name}: present but not listed in {SUMS}"));
     }
     let manifest_path = dir.join(MANIFEST);
-    let manifest: serde_json::Value = match fs::read(&manifest_path) {
+    let manifest: serde_json::Value = match fs::read(root.join(MANIFEST)) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .with_context(|| format!("parsing {}", manifest_path.display()))?,
         Err(_) => {

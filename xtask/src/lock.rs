@@ -47,10 +47,9 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
                 "diff_sha256",
                 fixed(&cache, &mut net, reporter, patch, &fix_key_of(patch))?.sha256,
             ),
-            PatchOrigin::Url { url, sha256: None } => (
-                "sha256",
-                net.http()?.download(&cache, url, None, reporter)?.sha256,
-            ),
+            PatchOrigin::Url { url, sha256: None } => {
+                ("sha256", url_patch(&cache, &mut net, reporter, url)?)
+            }
             // An upstream commit is pinned by its normalised diff, which
             // every rendering of it (cgit, GitHub, git) has in common.
             PatchOrigin::Git {
@@ -75,6 +74,23 @@ pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
         write_pins(&recipe.path, &changes)?;
     }
     Ok(changes)
+}
+
+/// The sha256 of the patch `url` serves, once it reads as `apply` reads a
+/// patch; an HTML page or text without a diff is refused, not pinned.
+fn url_patch(
+    cache: &Cache,
+    net: &mut Net,
+    reporter: &crate::report::Reporter,
+    url: &str,
+) -> Result<String> {
+    let got = net.http()?.download(cache, url, None, reporter)?;
+    let bytes =
+        std::fs::read(&got.path).with_context(|| format!("reading {}", got.path.display()))?;
+    crate::fetch::patch_url::check_is_patch(&bytes).with_context(|| {
+        format!("{url} is not pinned: what it serves is not a patch (check the URL in a browser)")
+    })?;
+    Ok(got.sha256)
 }
 
 /// The pins a source gains or moves: a git source's commit (where its

@@ -66,7 +66,11 @@ impl Part {
         let tree_dir = cx.tree()?;
         let mut tree = FileTree::from_dir(tree_dir, "")?;
         tree.remove(state::DIR).remove(CONTROL_DIR);
+        for (path, mode) in crate::extract::data_modes(tree_dir)? {
+            tree.set_mode(&path, mode)?;
+        }
         let control = carried_control(&tree_dir.join(CONTROL_DIR))?;
+        self.check_control(&control.control, cx.recipe)?;
         let record = state::read(tree_dir)?
             .context("the rewritten tree has no state record")?
             .0;
@@ -89,6 +93,37 @@ impl Part {
             ]),
             carried: Some(control),
         })
+    }
+}
+
+impl Part {
+    /// Refuses a package whose `control` is not the one the recipe pins:
+    /// its `Package`, `Version` and `Architecture` must be the recipe's
+    /// `source.deb`, `source.version` and `source.arch`.
+    fn check_control(&self, control: &str, recipe: &Recipe) -> Result<()> {
+        let want = [
+            ("Package", "source.deb", &self.deb.package),
+            ("Version", "source.version", &self.deb.version),
+            ("Architecture", "source.arch", &self.deb.arch),
+        ];
+        for (field, key, wanted) in want {
+            let got = control
+                .lines()
+                .take_while(|l| !l.trim().is_empty())
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case(field).then(|| value.trim())
+                });
+            if got != Some(wanted.as_str()) {
+                bail!(
+                    "the package's control says `{field}: {}` where {} names `{wanted}` \
+                     (`{key}`): it is not the package the recipe pins, and it is not carried",
+                    got.unwrap_or("(none)"),
+                    recipe.path.display()
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -119,7 +154,7 @@ fn carried_control(dir: &Path) -> Result<Carried> {
                         .with_context(|| format!("{} is not UTF-8", path.display()))?,
                 )
             }
-            "md5sums" => {}
+            "md5sums" | crate::extract::MODES_FILE => {}
             _ => members.push((entry, mode, bytes)),
         }
     }

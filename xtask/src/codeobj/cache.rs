@@ -1,8 +1,10 @@
 //! The verdict cache: "off", "gated" and "no gfx12" verdicts of kernel
-//! files, keyed by path, size and modification time, so a second look at
-//! an unchanged library reads no kernel file. A file that cannot be read
-//! as a cache is ignored (and replaced on save); "on" is never cached (it
-//! is found fast).
+//! files, keyed by path, size, modification time, inode and change time,
+//! so a second look at an unchanged library reads no kernel file (and a
+//! file put back with its old size and modification time, as
+//! `rewrite-hipblaslt` keeps them, is another inode and is read again). A
+//! file that cannot be read as a cache is ignored (and replaced on save);
+//! "on" is never cached (it is found fast).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -26,6 +28,8 @@ struct Stored {
 struct Entry {
     size: u64,
     mtime_ns: i128,
+    ino: u64,
+    ctime_ns: i128,
     /// `off`, `gated` or `no-gfx12`.
     verdict: String,
     /// For `gated`: the target, the first site and its gate.
@@ -50,15 +54,41 @@ pub fn default_path() -> Option<PathBuf> {
     Some(base.join("rocm-patchkit").join("kernel-verdicts.json"))
 }
 
-fn stamp(path: &Path) -> Option<(PathBuf, u64, i128)> {
+/// What says a file is unchanged: its size, modification time, inode and
+/// change time (which no one sets).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    size: u64,
+    mtime_ns: i128,
+    ino: u64,
+    ctime_ns: i128,
+}
+
+fn stamp(path: &Path) -> Option<(PathBuf, Stamp)> {
+    use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok()?;
-    let mtime = meta.modified().ok()?;
-    let ns = match mtime.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
-    };
+    let ns = |secs: i64, nsec: i64| i128::from(secs) * 1_000_000_000 + i128::from(nsec);
     let canonical = std::fs::canonicalize(path).ok()?;
-    Some((canonical, meta.len(), ns))
+    Some((
+        canonical,
+        Stamp {
+            size: meta.len(),
+            mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+            ino: meta.ino(),
+            ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        },
+    ))
+}
+
+impl Entry {
+    fn stamp(&self) -> Stamp {
+        Stamp {
+            size: self.size,
+            mtime_ns: self.mtime_ns,
+            ino: self.ino,
+            ctime_ns: self.ctime_ns,
+        }
+    }
 }
 
 impl Cache {
@@ -85,9 +115,9 @@ impl Cache {
     }
 
     pub(super) fn get(&self, path: &Path) -> Option<FileVerdict> {
-        let (key, size, mtime_ns) = stamp(path)?;
+        let (key, now) = stamp(path)?;
         let entry = self.stored.files.get(&key)?;
-        if entry.size != size || entry.mtime_ns != mtime_ns {
+        if entry.stamp() != now {
             return None;
         }
         match (entry.verdict.as_str(), &entry.gated) {
@@ -109,12 +139,14 @@ impl Cache {
             FileVerdict::Gated { gfx, offset, gate } => ("gated", Some((gfx, offset, gate))),
             _ => return,
         };
-        if let Some((key, size, mtime_ns)) = stamp(path) {
+        if let Some((key, now)) = stamp(path) {
             self.stored.files.insert(
                 key,
                 Entry {
-                    size,
-                    mtime_ns,
+                    size: now.size,
+                    mtime_ns: now.mtime_ns,
+                    ino: now.ino,
+                    ctime_ns: now.ctime_ns,
                     verdict: verdict.to_owned(),
                     gated,
                 },
@@ -144,5 +176,32 @@ impl Cache {
             .with_context(|| format!("saving the verdict cache {}", path.display()))?;
         self.changed = false;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_put_back_with_the_old_size_and_mtime_is_read_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("k_gfx1201.co");
+        std::fs::write(&path, b"rewritten").unwrap();
+        let when = std::time::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
+        let set = |p: &Path| {
+            let f = std::fs::File::options().write(true).open(p).unwrap();
+            f.set_modified(when).unwrap();
+        };
+        set(&path);
+        let mut cache = Cache::in_memory();
+        cache.put(&path, FileVerdict::Off);
+        assert_eq!(cache.get(&path), Some(FileVerdict::Off));
+        // the original back (same size, same mtime, as --undo leaves it)
+        let other = dir.path().join("other");
+        std::fs::write(&other, b"original!").unwrap();
+        set(&other);
+        std::fs::rename(&other, &path).unwrap();
+        assert_eq!(cache.get(&path), None);
     }
 }

@@ -6,6 +6,7 @@
 pub mod bundle;
 mod cache;
 pub mod elf;
+pub mod files;
 mod flow;
 pub mod gate;
 pub mod isa;
@@ -25,6 +26,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 
 pub use cache::{default_path as default_cache_path, Cache};
+pub use files::{kernel_files, read_kernel_file, MAX_FILE};
 
 /// What one kernel file says.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,46 +62,6 @@ fn judge_bytes_with(bytes: &[u8], scratch: &mut bundle::Scratch) -> FileVerdict 
         };
     }
     judge_uncompressed(bytes)
-}
-
-/// The largest kernel file read (Debian's largest gfx12 one is 3 MB
-/// compressed; a bare ELF code object is at most what a bundle may hold).
-pub const MAX_FILE: u64 = bundle::MAX_UNCOMPRESSED;
-
-/// Reads the kernel file at `path` into `buf` (reused): a regular file
-/// only (a FIFO or a device is never opened for reading, and is opened
-/// without blocking), never more than [`MAX_FILE`] bytes.
-pub fn read_kernel_file(path: &Path, buf: &mut Vec<u8>) -> Result<(), String> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    buf.clear();
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
-    if !meta.is_file() {
-        return Err("not a regular file (a device, FIFO or socket is not read)".to_owned());
-    }
-    if meta.len() > MAX_FILE {
-        return Err(format!(
-            "{} bytes, more than the {MAX_FILE} a kernel file may hold",
-            meta.len()
-        ));
-    }
-    let file = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NONBLOCK)
-        .open(path)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if !file.metadata().is_ok_and(|m| m.is_file()) {
-        return Err("not a regular file (a device, FIFO or socket is not read)".to_owned());
-    }
-    file.take(MAX_FILE + 1)
-        .read_to_end(buf)
-        .map_err(|e| format!("cannot read: {e}"))?;
-    if buf.len() as u64 > MAX_FILE {
-        return Err(format!(
-            "more than the {MAX_FILE} bytes a kernel file may hold"
-        ));
-    }
-    Ok(())
 }
 
 /// Reads `path` into `buf` (reused) and judges it.
@@ -264,61 +226,6 @@ impl Judgement {
     }
 }
 
-/// Whether a file name says it holds only targets other than gfx12
-/// (`..._gfx1100.co`); a name without a target says nothing.
-fn named_for_other_targets(name: &str) -> bool {
-    let targets: Vec<&str> = name
-        .match_indices("gfx")
-        .map(|(i, _)| {
-            let rest = &name[i..];
-            let end = rest[3..]
-                .find(|c: char| !c.is_ascii_alphanumeric())
-                .map_or(rest.len(), |e| e + 3);
-            &rest[..end]
-        })
-        .filter(|t| t.len() > 3)
-        .collect();
-    !targets.is_empty() && targets.iter().all(|t| !t.starts_with("gfx120"))
-}
-
-/// Folders deeper are not listed; symbolic links are followed, so this and
-/// [`MAX_ENTRIES`] bound a walk through a link loop.
-const MAX_DEPTH: usize = 3;
-/// The most folder entries one listing of a kernel library looks at.
-pub const MAX_ENTRIES: usize = 200_000;
-
-/// The kernel files of a kernel library folder (and its subfolders), gfx12
-/// candidates only, sorted.
-pub fn kernel_files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
-    let mut out = Vec::new();
-    let mut stack = vec![(dir.to_path_buf(), 0)];
-    let mut seen = 0;
-    while let Some((dir, depth)) = stack.pop() {
-        for entry in std::fs::read_dir(&dir)? {
-            let entry = entry?;
-            seen += 1;
-            if seen > MAX_ENTRIES {
-                return Err(std::io::Error::other(format!(
-                    "more than {MAX_ENTRIES} entries below it (a link loop?)"
-                )));
-            }
-            let path = entry.path();
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if path.is_dir() {
-                if depth < MAX_DEPTH {
-                    stack.push((path, depth + 1));
-                }
-            } else if (name.ends_with(".co") || name.ends_with(".hsaco"))
-                && !named_for_other_targets(&name)
-            {
-                out.push(path);
-            }
-        }
-    }
-    out.sort();
-    Ok(out)
-}
-
 /// Judges the kernel library in `dir`: stops at the first proof of "on";
 /// files whose verdict `cache` holds (same path, size and mtime) are not
 /// read again. Uses up to `threads` threads.
@@ -435,17 +342,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn file_names_of_other_targets_are_skipped_unread() {
-        assert!(named_for_other_targets(
-            "TensileLibrary_HH_Contraction_l_Alik_Bljk_gfx1100.co"
-        ));
-        assert!(named_for_other_targets("Kernels.so-000-gfx90a.hsaco"));
-        assert!(!named_for_other_targets("extop_gfx1201.co"));
-        assert!(!named_for_other_targets("Kernels.so-000-gfx1200.hsaco"));
-        assert!(!named_for_other_targets("hipblasltTransform.hsaco"));
-    }
-
-    #[test]
     fn an_unknown_file_is_unreadable_not_a_panic() {
         assert!(matches!(judge_bytes(b""), FileVerdict::Unreadable(_)));
         assert!(matches!(
@@ -460,29 +356,5 @@ mod tests {
         table.extend_from_slice(&1u64.to_le_bytes());
         table.extend_from_slice(&[0xff; 20]);
         assert!(matches!(judge_bytes(&table), FileVerdict::Unreadable(_)));
-    }
-
-    #[test]
-    fn a_fifo_a_device_and_a_link_loop_are_named_never_read_without_end() {
-        let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo_gfx1201.co");
-        let c = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: a valid C string; mkfifo only creates the node.
-        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
-        let zero = dir.path().join("zero_gfx1201.co");
-        std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
-        let mut buf = Vec::new();
-        for path in [&fifo, &zero] {
-            let err = read_kernel_file(path, &mut buf).unwrap_err();
-            assert!(err.contains("not a regular file"), "{err}");
-        }
-        std::os::unix::fs::symlink(dir.path(), dir.path().join("loop")).unwrap();
-        std::os::unix::fs::symlink(dir.path(), dir.path().join("loop2")).unwrap();
-        let files = kernel_files(dir.path()).unwrap();
-        assert!(files.len() < 100, "{}", files.len());
-        match judge_library(dir.path(), &mut Cache::in_memory(), 2) {
-            Judgement::CannotTell { why } => assert!(why.contains("not a regular file"), "{why}"),
-            other => panic!("{other:?}"),
-        }
     }
 }

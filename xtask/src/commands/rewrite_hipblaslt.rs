@@ -164,7 +164,8 @@ fn libraries(ws: &Workspace, args: &Args, threads: usize) -> Result<Vec<PathBuf>
             let on = matches!(lib.judgement, codeobj::Judgement::On { .. })
                 || (args.force && matches!(lib.judgement, codeobj::Judgement::Gated { .. }));
             let kernels = PathBuf::from(&lib.kernels);
-            let recorded = inplace::record::path(&kernels).is_file();
+            // any record, whatever it is: one not ours is refused by name
+            let recorded = std::fs::symlink_metadata(kernels.join(inplace::record::DIR)).is_ok();
             if if args.undo { recorded } else { on } {
                 out.push(std::fs::canonicalize(&kernels).unwrap_or(kernels));
             }
@@ -214,7 +215,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             failed.push(why);
         }
     }
-    comgr_cache(args.check, args.undo, rewrote, &ws.reporter)?;
+    comgr_cache(args.check, args.undo, rewrote, &ws.reporter);
     if !failed.is_empty() {
         anyhow::bail!("{}", failed.join("\n"));
     }
@@ -239,10 +240,13 @@ fn undo_one(
             kernels.display(),
             u.restored.len(),
             u.already,
-            if args.check {
-                ""
-            } else {
-                "; record and kept originals removed"
+            match (&u.kept, args.check) {
+                (_, true) => String::new(),
+                (None, false) => "; record and kept originals removed".to_owned(),
+                (Some(dir), false) => format!(
+                    "; record and kept originals removed, {} kept: it holds files this tool did not write",
+                    dir.display()
+                ),
             }
         )),
         Err(e) => return Err(format!("{e:#}")),
@@ -364,18 +368,23 @@ fn say_gated(kernels: &Path, summary: &inplace::Summary) {
 
 /// Removes (or with `check`, lists) this user's comgr cache entries that
 /// can serve kernels with expert scheduling on, and says what is left to do.
-fn comgr_cache(
-    check: bool,
-    undo: bool,
-    rewrote: bool,
-    reporter: &crate::report::Reporter,
-) -> Result<()> {
+fn comgr_cache(check: bool, undo: bool, rewrote: bool, reporter: &crate::report::Reporter) {
     if undo {
-        return Ok(());
+        return;
     }
     let off = std::env::var("AMD_COMGR_CACHE").is_ok_and(|v| v == "0");
     for dir in comgr::dirs() {
-        let stale = comgr::stale_entries(&dir)?;
+        let stale = match comgr::stale_entries(&dir) {
+            Ok(stale) => stale,
+            Err(e) => {
+                reporter.warn(format!(
+                    "comgr cache {}: not cleaned ({e:#}); the rewrite itself is done: if comgr \
+                     caches somewhere, remove its llvmcache-* files there",
+                    dir.display()
+                ));
+                continue;
+            }
+        };
         if stale.is_empty() {
             if dir.is_dir() {
                 crate::report::out_line(&format!(
@@ -385,12 +394,18 @@ fn comgr_cache(
             }
             continue;
         }
+        let mut stale = stale;
         if !check {
-            for entry in &stale {
-                std::fs::remove_file(entry).with_context(|| {
-                    format!("removing the comgr cache entry {}", entry.display())
-                })?;
-            }
+            stale.retain(|entry| match std::fs::remove_file(entry) {
+                Ok(()) => true,
+                Err(e) => {
+                    reporter.warn(format!(
+                        "comgr cache entry {} holds the old code and could not be removed ({e}): remove it",
+                        entry.display()
+                    ));
+                    false
+                }
+            });
         }
         crate::report::out_line(&format!(
             "comgr cache {}: {} entr{} holding kernels with expert scheduling on {}removed",
@@ -405,5 +420,4 @@ fn comgr_cache(
             "other users' comgr caches (~/.cache/comgr of each user who ran ROCm programs) may hold the old code too: remove their llvmcache-* files there (comgr makes them again)",
         );
     }
-    Ok(())
 }

@@ -36,7 +36,7 @@ pub const LIST: u64 = 64 << 20;
 /// stream, so the bound is one of time, not memory.
 pub const MODULE: u64 = 1 << 30;
 /// A GPU kernel file of a hipBLASLt kernel library.
-pub const KERNEL_FILE: u64 = 512 << 20;
+pub const KERNEL_FILE: u64 = crate::codeobj::MAX_FILE;
 /// Entries of one folder listed at most.
 pub const DIR_ENTRIES: usize = 100_000;
 /// Entries one walk looks at in all.

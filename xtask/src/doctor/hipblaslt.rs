@@ -39,6 +39,11 @@ pub struct HipblasltLibrary {
     /// Our in-place rewrite of its kernels (`cargo xtask rewrite-hipblaslt`),
     /// when its record matches the files.
     pub rewritten: Option<String>,
+    /// The in-place record beside its kernels when it was refused (not one
+    /// this tool wrote: a key outside the library, a link, a FIFO...), and
+    /// why; nothing it names was read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub record_refused: Option<String>,
     pub judgement: Judgement,
 }
 
@@ -204,7 +209,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                 .map(|c| format!("/opt/rocm-patchkit/{}", c.as_os_str().to_string_lossy()))
                 .filter(|_| kind != LibraryKind::Ours);
             let (kernels, judgement) = beside(root, &place.dir, cache, places.threads);
-            let rewritten = rewritten(root, &kernels, kind, &real);
+            let (rewritten, record_refused) = rewritten(root, &kernels, kind, &real);
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
                 kind,
@@ -213,6 +218,7 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
                 kernels: kernels.display().to_string(),
                 ours,
                 rewritten,
+                record_refused,
                 judgement,
             });
         }
@@ -292,16 +298,36 @@ fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
 
 /// What says the kernels at `kernels` were rewritten by us: the in-place
 /// record of `rewrite-hipblaslt` that matches its files, or, for a
-/// distribution library, our package that owns `real`.
-fn rewritten(root: &Path, kernels: &Path, kind: LibraryKind, real: &Path) -> Option<String> {
-    match crate::inplace::record::status(&below(root, kernels)) {
-        crate::inplace::record::Status::Rewritten { files, sites } => Some(format!(
-            "expert scheduling rewritten off in place ({files} kernel files, {sites} sites; record {})",
-            crate::inplace::record::path(kernels).display()
-        )),
-        _ if kind == LibraryKind::Distribution => patchkit_package(root, real)
-            .map(|p| format!("expert scheduling rewritten off by our package {p}")),
-        _ => None,
+/// distribution library, our package that owns `real`; and, when the
+/// in-place record was refused, why (its paths as the machine sees them).
+fn rewritten(
+    root: &Path,
+    kernels: &Path,
+    kind: LibraryKind,
+    real: &Path,
+) -> (Option<String>, Option<String>) {
+    use crate::inplace::record::{self, Status};
+    match record::status(&below(root, kernels)) {
+        Status::Rewritten { files, sites } => (
+            Some(format!(
+                "expert scheduling rewritten off in place ({files} kernel files, {sites} sites; record {})",
+                record::path(kernels).display()
+            )),
+            None,
+        ),
+        Status::Refused { why } => {
+            let why = match root {
+                r if r == Path::new("/") => why,
+                r => why.replace(&r.display().to_string(), ""),
+            };
+            (None, Some(why))
+        }
+        _ if kind == LibraryKind::Distribution => (
+            patchkit_package(root, real)
+                .map(|p| format!("expert scheduling rewritten off by our package {p}")),
+            None,
+        ),
+        _ => (None, None),
     }
 }
 
@@ -328,6 +354,7 @@ pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> Hi
     let dir = lib.parent().unwrap_or(Path::new("/"));
     let (kernels, judgement) = beside(root, dir, cache, places.threads);
     let file = lib.file_name().unwrap_or_default().to_string_lossy();
+    let (rewritten, record_refused) = rewritten(root, &kernels, LibraryKind::InUse, lib);
     HipblasltLibrary {
         path: lib.display().to_string(),
         kind: LibraryKind::InUse,
@@ -337,7 +364,8 @@ pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> Hi
             let site = dir.ends_with("torch/lib").then(|| dir.parent()?.parent());
             torch_wheel(root, site.flatten()?)?.1
         }),
-        rewritten: rewritten(root, &kernels, LibraryKind::InUse, lib),
+        rewritten,
+        record_refused,
         kernels: kernels.display().to_string(),
         ours: None,
         judgement,

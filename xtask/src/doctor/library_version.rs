@@ -76,6 +76,7 @@ mod tests {
             kernels: "/x/hipblaslt/library".into(),
             ours: None,
             rewritten: None,
+            record_refused: None,
             judgement: Judgement::CannotTell { why: "-".into() },
         }
     }

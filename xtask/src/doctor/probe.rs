@@ -439,6 +439,7 @@ fn not_judged(lib: &Mapped, why: String) -> HipblasltLibrary {
         kernels: kernels.display().to_string(),
         ours: None,
         rewritten: None,
+        record_refused: None,
         judgement: crate::codeobj::Judgement::CannotTell { why },
     }
 }

@@ -78,7 +78,15 @@ fn judge_in(
             kernels: kernels.display().to_string(),
             ours: None,
             rewritten: None,
-            judgement,
+            record_refused: None,
+            judgement: match judgement {
+                Judgement::On { file, gfx, offset } => Judgement::On {
+                    file: Path::new("/").join(file.strip_prefix(root).unwrap_or(&file)),
+                    gfx,
+                    offset,
+                },
+                other => other,
+            },
         });
     }
     None

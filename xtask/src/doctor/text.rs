@@ -166,6 +166,9 @@ fn libraries(out: &mut String, m: &Machine) {
         if let Some(rewritten) = &lib.rewritten {
             notes.push(format!("patched: {rewritten}"));
         }
+        if let Some(why) = &lib.record_refused {
+            notes.push(format!("not patched: {why}"));
+        }
         line(
             out,
             "library",

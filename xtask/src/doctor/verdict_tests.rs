@@ -415,6 +415,7 @@ fn library(
         kernels: format!("{path}/../hipblaslt/library"),
         ours: None,
         rewritten: None,
+        record_refused: None,
         judgement,
     }
 }

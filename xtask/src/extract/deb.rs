@@ -3,20 +3,27 @@
 //! out: the data members at the root of the tree, the control members
 //! under `DEBIAN/`. Both go through the same tar reader and [`Sink`] as
 //! every archive (the same refusals and limits); anything else in the `ar`
-//! is refused.
+//! is refused. The tree keeps files 0644/0755: the data's other modes
+//! (0600, 0440, setuid...) are listed in `DEBIAN/.patchkit-modes`, which
+//! the package that carries this one's control takes them from; a data
+//! entry not owned by root is refused (such a package is not carried).
 
 use std::io::{BufRead, Read};
 use std::path::Path;
 
 use anyhow::{bail, Context, Result};
 
-use super::tar_stream::stream;
+use super::sink::ArchiveMeta;
+use super::tar_stream::{stream, stream_meta};
 use super::Selection;
-use crate::state::Manifest;
+use crate::state::{FileId, Manifest};
 
 pub(super) const AR_MAGIC: &[u8] = b"!<arch>\n";
 /// Where the control members go, as `dpkg-deb -R` puts them.
 pub const CONTROL_DIR: &str = "DEBIAN";
+/// The data's modes other than 0644/0755 (0755 for a folder), in
+/// [`CONTROL_DIR`]: `<octal mode> <path>` lines, sorted by path.
+pub const MODES_FILE: &str = ".patchkit-modes";
 
 /// Extracts the package read from `input` (positioned at the `ar` magic) into `dest`.
 pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
@@ -49,16 +56,22 @@ pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
                 std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
                 let got = stream(std::io::BufReader::new(&mut member), &Selection::default(), &dir)
                     .with_context(at)?;
+                if got.contains_key(MODES_FILE) {
+                    bail!("the package's control holds `{MODES_FILE}`, a name this tool keeps for the data's modes");
+                }
                 manifest.extend(got.into_iter().map(|(p, id)| (format!("{CONTROL_DIR}/{p}"), id)));
                 control = true;
             }
             n if n.starts_with("data.tar") && control && !data => {
-                let got = stream(std::io::BufReader::with_capacity(1 << 20, &mut member), &Selection::default(), dest)
+                let (got, meta) = stream_meta(std::io::BufReader::with_capacity(1 << 20, &mut member), &Selection::default(), dest)
                     .with_context(at)?;
                 if got.keys().any(|p| p == CONTROL_DIR || p.starts_with(&format!("{CONTROL_DIR}/"))) {
                     bail!("the package's data holds a `{CONTROL_DIR}` entry, where its control members go");
                 }
                 manifest.extend(got);
+                if let Some((rel, id)) = keep_meta(dest, &meta)? {
+                    manifest.insert(rel, id);
+                }
                 data = true;
             }
             _ => bail!(
@@ -77,6 +90,57 @@ pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
         bail!("the package ends before its data member: it is truncated or not a .deb");
     }
     Ok(manifest)
+}
+
+/// Refuses data not owned by root, and writes the data's modes that the
+/// tree does not keep to `DEBIAN/.patchkit-modes` (nothing when there are
+/// none); the file's manifest entry.
+fn keep_meta(dest: &Path, meta: &ArchiveMeta) -> Result<Option<(String, FileId)>> {
+    if let Some((rel, (uid, gid, user, group))) = meta.owners.iter().next() {
+        bail!(
+            "the package's data entry `{rel}` is owned by {user}:{group} ({uid}:{gid}), not root: \
+             a package with files of other owners is not carried"
+        );
+    }
+    if meta.modes.is_empty() {
+        return Ok(None);
+    }
+    let text: String = meta
+        .modes
+        .iter()
+        .map(|(rel, mode)| format!("{mode:04o} {rel}\n"))
+        .collect();
+    let path = dest.join(CONTROL_DIR).join(MODES_FILE);
+    std::fs::write(&path, &text).with_context(|| format!("writing {}", path.display()))?;
+    Ok(Some((
+        format!("{CONTROL_DIR}/{MODES_FILE}"),
+        FileId {
+            mode: 0o100644,
+            sha256: crate::hash::sha256_hex(text.as_bytes()),
+            size: text.len() as u64,
+        },
+    )))
+}
+
+/// The modes `DEBIAN/.patchkit-modes` of an extracted package lists, by
+/// path; empty when it has none.
+pub fn data_modes(tree: &Path) -> Result<std::collections::BTreeMap<String, u32>> {
+    let path = tree.join(CONTROL_DIR).join(MODES_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Default::default()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    text.lines()
+        .enumerate()
+        .map(|(i, line)| {
+            let parsed = line
+                .split_once(' ')
+                .and_then(|(mode, rel)| Some((rel.to_owned(), u32::from_str_radix(mode, 8).ok()?)));
+            parsed
+                .with_context(|| format!("{}:{}: not `<octal mode> <path>`", path.display(), i + 1))
+        })
+        .collect()
 }
 
 /// The next member's name and size, `None` at the end of the archive.

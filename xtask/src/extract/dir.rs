@@ -60,7 +60,7 @@ pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
             }
         }
     }
-    Ok(sink.manifest)
+    sink.finish().map(|(manifest, _)| manifest)
 }
 
 /// The entries of `dir` with their names, sorted by name; a name that is

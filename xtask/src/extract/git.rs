@@ -43,7 +43,7 @@ pub fn git(
             .with_context(|| format!("commit {commit} has no path `{root}`; fix `source.paths`"))?;
         git_entry(&repository, &entry, &root, &mut sink, reporter).with_context(context)?;
     }
-    Ok(sink.manifest)
+    sink.finish().map(|(manifest, _)| manifest)
 }
 
 fn git_tree(

@@ -31,7 +31,7 @@ use crate::report::Reporter;
 use crate::state::{self, Manifest};
 
 pub use archive::{archive, archive_pinned};
-pub use deb::CONTROL_DIR;
+pub use deb::{data_modes, CONTROL_DIR, MODES_FILE};
 pub use dir::dir;
 pub use git::git;
 pub use limits::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};

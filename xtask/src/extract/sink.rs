@@ -1,9 +1,11 @@
 //! The one writer below a staging folder that every kind of source goes
 //! through: it refuses any entry that could land outside the tree (absolute
-//! paths, `..`, links out of the tree, writes through a symlink), counts
-//! bytes and files against the [`Limits`], and records what it wrote.
+//! paths, `..`, links out of the tree, alone or followed one through
+//! another, writes through a symlink), counts bytes and files against the
+//! [`Limits`], and records what it wrote, with the archive's modes and
+//! owners where they are not the tree's (0644/0755, root).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -16,12 +18,30 @@ use crate::state::{FileId, Manifest};
 pub(super) struct Sink {
     dest: PathBuf,
     pub(super) manifest: Manifest,
-    symlinks: HashSet<String>,
+    /// Every symlink written, by path, with its target.
+    symlinks: BTreeMap<String, String>,
+    meta: ArchiveMeta,
     dirs: HashSet<PathBuf>,
     limits: Limits,
     bytes: u64,
     entries: u64,
 }
+
+/// What an archive said of its entries that the tree on disk does not
+/// keep (files are 0644 or 0755, folders 0755, all root's): the modes and
+/// owners that differ, by path.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ArchiveMeta {
+    /// Permission bits (setuid, setgid and sticky included) of the files
+    /// and folders whose bits are not 0644/0755 (0755 for a folder).
+    pub modes: BTreeMap<String, u32>,
+    /// `(uid, gid, user, group)` of the entries not owned by root.
+    pub owners: BTreeMap<String, (u64, u64, String, String)>,
+}
+
+/// Links followed one through another before a chain counts as a loop
+/// (Linux's own limit).
+const MAX_LINKS: usize = 40;
 
 /// The limit was reached: not a path problem, so reported on its own.
 #[derive(Debug)]
@@ -40,7 +60,8 @@ impl Sink {
         Ok(Sink {
             dest: dest.to_path_buf(),
             manifest: Manifest::new(),
-            symlinks: HashSet::new(),
+            symlinks: BTreeMap::new(),
+            meta: ArchiveMeta::default(),
             dirs: HashSet::new(),
             limits: Limits::from_env()?,
             bytes: 0,
@@ -83,7 +104,7 @@ impl Sink {
         let mut end = 0;
         while end < rel.len() {
             end = rel[end..].find('/').map_or(rel.len(), |i| end + i);
-            if self.symlinks.contains(&rel[..end]) {
+            if self.symlinks.contains_key(&rel[..end]) {
                 bail!(
                     "`{rel}` would be written through the symlink `{}`",
                     &rel[..end]
@@ -151,6 +172,76 @@ impl Sink {
         Ok(())
     }
 
+    /// Notes what the archive says of the entry written at `rel` (a file
+    /// or folder): its permission bits and owner, kept where they differ
+    /// from what the tree holds.
+    pub(super) fn note(
+        &mut self,
+        rel: &str,
+        dir: bool,
+        mode: u32,
+        owner: (u64, u64, String, String),
+    ) {
+        let bits = mode & 0o7777;
+        let normal = if dir {
+            bits == 0o755
+        } else {
+            bits == 0o644 || bits == 0o755
+        };
+        if !normal {
+            self.meta.modes.insert(rel.to_owned(), bits);
+        }
+        let root = |name: &str| name.is_empty() || name == "root";
+        if owner.0 != 0 || owner.1 != 0 || !root(&owner.2) || !root(&owner.3) {
+            self.meta.owners.insert(rel.to_owned(), owner);
+        }
+    }
+
+    /// Ends the extraction: every symlink is followed through the others
+    /// as a reader would, and one that leads out of the tree (or loops) is
+    /// refused; then what was written, and what the archive said of it.
+    pub(super) fn finish(self) -> Result<(Manifest, ArchiveMeta)> {
+        for (rel, target) in &self.symlinks {
+            self.resolve_inside(rel, target)?;
+        }
+        Ok((self.manifest, self.meta))
+    }
+
+    /// Follows the link at `rel` to `target` through the tree's other
+    /// links; an error when it climbs above the tree or loops.
+    fn resolve_inside(&self, rel: &str, target: &str) -> Result<()> {
+        let mut real: Vec<&str> = rel.split('/').collect();
+        real.pop();
+        let mut pending: Vec<&str> = target.split('/').rev().collect();
+        let mut followed = 0;
+        while let Some(part) = pending.pop() {
+            match part {
+                "" | "." => {}
+                ".." => {
+                    if real.pop().is_none() {
+                        bail!(
+                            "symlink `{rel}` points to `{target}`, which leads outside the tree \
+                             when the links it goes through are followed"
+                        );
+                    }
+                }
+                name => {
+                    real.push(name);
+                    let Some(next) = self.symlinks.get(&real.join("/")) else {
+                        continue;
+                    };
+                    followed += 1;
+                    if followed > MAX_LINKS {
+                        bail!("symlink `{rel}` points to `{target}`, a chain of links that loops");
+                    }
+                    real.pop();
+                    pending.extend(next.split('/').rev());
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub(super) fn symlink(&mut self, rel: &str, target: &[u8]) -> Result<()> {
         self.count()?;
         let target = std::str::from_utf8(target)
@@ -175,7 +266,7 @@ impl Sink {
         }
         std::os::unix::fs::symlink(target, &path)
             .with_context(|| format!("creating symlink {}", path.display()))?;
-        self.symlinks.insert(rel.to_owned());
+        self.symlinks.insert(rel.to_owned(), target.to_owned());
         self.manifest.insert(
             rel.to_owned(),
             FileId {
@@ -252,5 +343,37 @@ mod tests {
         for evil in [&b"a/b\nc"[..], b"a\x1b[2Jb", b"tab\there", b"nul\0"] {
             assert!(entry_path(evil, 0).is_err(), "{evil:?}");
         }
+    }
+
+    #[test]
+    fn links_are_followed_through_each_other_before_the_tree_is_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let sink = |links: &[(&str, &str)]| {
+            let mut sink = Sink::new(dir.path()).unwrap();
+            for (rel, target) in links {
+                sink.symlinks
+                    .insert((*rel).to_owned(), (*target).to_owned());
+            }
+            sink.finish().map(|_| ())
+        };
+        // each stays inside by its own text
+        sink(&[("a/here", "."), ("a/b/up", "../here/x")]).unwrap();
+        let out = sink(&[
+            ("usr/share/here", "."),
+            ("usr/share/out", "here/here/here/../../../../.."),
+        ])
+        .unwrap_err()
+        .to_string();
+        assert!(
+            out.contains("`usr/share/out`") && out.contains("outside the tree"),
+            "{out}"
+        );
+        // a link through a link to a folder higher up
+        let out = sink(&[("d/top", ".."), ("d/e/f", "../top/..")])
+            .unwrap_err()
+            .to_string();
+        assert!(out.contains("`d/e/f`"), "{out}");
+        let out = sink(&[("x", "y"), ("y", "x")]).unwrap_err().to_string();
+        assert!(out.contains("loops"), "{out}");
     }
 }

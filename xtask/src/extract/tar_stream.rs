@@ -9,16 +9,25 @@ use std::path::Path;
 
 use anyhow::Result;
 
-use super::sink::{entry_path, OverLimit, Sink};
+use super::sink::{entry_path, ArchiveMeta, OverLimit, Sink};
 use super::{include_set, included, Selection};
 use crate::state::Manifest;
 
 /// A tar stream, plain or compressed (told apart by its first bytes), into `dest`.
 pub(super) fn stream<'a>(
-    mut input: impl BufRead + 'a,
+    input: impl BufRead + 'a,
     sel: &Selection,
     dest: &Path,
 ) -> Result<Manifest> {
+    stream_meta(input, sel, dest).map(|(manifest, _)| manifest)
+}
+
+/// [`stream`], with what the archive says of its entries' modes and owners.
+pub(super) fn stream_meta<'a>(
+    mut input: impl BufRead + 'a,
+    sel: &Selection,
+    dest: &Path,
+) -> Result<(Manifest, ArchiveMeta)> {
     let magic = input.fill_buf()?.to_vec();
     let (reader, compressed): (Box<dyn Read + 'a>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
         (Box::new(flate2::read::GzDecoder::new(input)), true)
@@ -118,7 +127,7 @@ fn untar(
     stream: &StreamState,
     sel: &Selection,
     dest: &Path,
-) -> Result<Manifest> {
+) -> Result<(Manifest, ArchiveMeta)> {
     let head = first_block(&mut reader, compressed)?;
     let include = include_set(&sel.include)?;
     let mut sink = Sink::new(dest)?;
@@ -163,7 +172,7 @@ fn untar(
             Err(e) => return Err(truncated("after its last entry", &e)),
         }
     }
-    Ok(sink.manifest)
+    sink.finish()
 }
 
 /// The archive's first block, which must be a tar header: a compressed
@@ -216,12 +225,26 @@ fn write_entry(
     strip: u32,
 ) -> Result<()> {
     use tar::EntryType as T;
-    match entry.header().entry_type() {
+    let header = entry.header();
+    let mode = header.mode().unwrap_or(0o644);
+    let name = |n: Option<&str>| n.unwrap_or_default().to_owned();
+    let owner = (
+        header.uid().unwrap_or(0),
+        header.gid().unwrap_or(0),
+        name(header.username().ok().flatten()),
+        name(header.groupname().ok().flatten()),
+    );
+    match header.entry_type() {
         T::Regular | T::Continuous | T::GNUSparse => {
-            let exec = entry.header().mode().unwrap_or(0o644) & 0o111 != 0;
-            sink.file(rel, exec, entry)
+            sink.file(rel, mode & 0o111 != 0, entry)?;
+            sink.note(rel, false, mode, owner);
+            Ok(())
         }
-        T::Directory => sink.dir(rel),
+        T::Directory => {
+            sink.dir(rel)?;
+            sink.note(rel, true, mode, owner);
+            Ok(())
+        }
         T::Symlink => {
             let target = entry.link_name_bytes().unwrap_or_default().into_owned();
             sink.symlink(rel, &target)

@@ -39,6 +39,23 @@ pub fn normalise(bytes: &[u8]) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Refuses bytes that are not a patch `apply` reads: an HTML page (a login
+/// or error page served where a patch was asked for) or text without a diff.
+pub fn check_is_patch(bytes: &[u8]) -> Result<()> {
+    let start = bytes
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(bytes.len());
+    let head = String::from_utf8_lossy(&bytes[start..bytes.len().min(start + 64)]).to_lowercase();
+    if ["<!doctype html", "<html", "<?xml", "<head", "<body"]
+        .iter()
+        .any(|tag| head.starts_with(tag))
+    {
+        anyhow::bail!("it is an HTML page, not a patch");
+    }
+    diff::parse(bytes).map(|_| ())
+}
+
 fn write_file(out: &mut Vec<u8>, fp: &FilePatch) {
     let old = fp.old.as_deref().or(fp.new.as_deref()).unwrap_or("?");
     let new = fp.new.as_deref().or(fp.old.as_deref()).unwrap_or("?");

@@ -11,6 +11,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use std::io::Read;
+
+use crate::codeobj::files::open_regular;
 use crate::codeobj::{self, FileVerdict};
 
 /// Entries larger than this are not read (comgr's own limit is 5 GiB in all).
@@ -99,15 +102,16 @@ pub fn stale_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     for entry in entries {
         let entry = entry.with_context(|| format!("listing {}", dir.display()))?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let meta = entry.metadata().ok();
-        if !name.starts_with("llvmcache-")
-            || !meta
-                .as_ref()
-                .is_some_and(|m| m.is_file() && m.len() <= MAX_ENTRY)
-        {
+        if !name.starts_with("llvmcache-") {
             continue;
         }
-        let bytes = std::fs::read(entry.path())
+        // a regular file within the bound, never a link, FIFO or device
+        let Ok((file, meta)) = open_regular(&entry.path(), MAX_ENTRY, false) else {
+            continue;
+        };
+        let mut bytes = Vec::with_capacity(meta.len() as usize);
+        file.take(MAX_ENTRY)
+            .read_to_end(&mut bytes)
             .with_context(|| format!("reading {}", entry.path().display()))?;
         if serves_old_code(&bytes) {
             out.push(entry.path());

@@ -5,10 +5,16 @@
 //! byte back; comgr's cache entries that could serve the old code go
 //! ([`comgr`]). Plan, then execute: a library is rewritten only when every
 //! one of its kernel files was read, and its files are replaced one by one
-//! in an order a killed run can resume from.
+//! in an order a killed run can resume from. One run at a time per library
+//! ([`lock`]); a record is read only as [`trust`] allows; files are written
+//! as [`files`] does.
 
 pub mod comgr;
+pub mod files;
+pub mod lock;
 pub mod record;
+pub mod trust;
+mod undo;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,12 +24,11 @@ use anyhow::{Context, Result};
 
 use crate::codeobj;
 use crate::report::Reporter;
+use files::{Found, NEW, TMP};
 use record::{Entry, Now, Record, State};
 
-/// Suffixes of our files on their way somewhere (all hidden, none a kernel name).
-const NEW: &str = "patchkit-new";
-const UNDO: &str = "patchkit-undo";
-const TMP: &str = "patchkit-tmp";
+pub use files::ensure_writable;
+pub use undo::{undo, Undone};
 
 /// How a run works.
 #[derive(Debug, Clone, Copy)]
@@ -101,63 +106,12 @@ fn rel_of(kernels: &Path, file: &Path) -> String {
         .into_owned()
 }
 
-/// Whether this process may create files in `dir`.
-fn writable(dir: &Path) -> bool {
-    use std::os::unix::ffi::OsStrExt;
-    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
-        return false;
-    };
-    // SAFETY: `c` is a valid NUL-terminated string that outlives the call.
-    unsafe { libc::access(c.as_ptr(), libc::W_OK) == 0 }
-}
-
-/// Refuses a folder this user cannot write, saying what root means there.
-pub fn ensure_writable(kernels: &Path) -> Result<()> {
-    let dir = kernels.join(record::DIR);
-    if writable(kernels) && (!dir.exists() || writable(&dir)) {
-        return Ok(());
-    }
-    anyhow::bail!(
-        "{} is not writable by this user: it is a system library, so the rewrite needs root (sudo); \
-         the package manager puts the original kernel files back at its next upgrade or reinstall of \
-         that package (doctor then says affected again, and this command can be run again)",
-        kernels.display()
-    )
-}
-
 /// Whether `kernels` is a system library (below /usr, /opt or /lib), whose
 /// package manager owns its files.
 pub fn system_library(kernels: &Path) -> bool {
     ["/usr/", "/opt/", "/lib/", "/lib64/"]
         .iter()
         .any(|p| kernels.starts_with(p))
-}
-
-/// Removes what killed runs left on its way (`.<name>.patchkit-*` files).
-fn clean_staging(kernels: &Path) -> Result<()> {
-    let mut stack = vec![(kernels.to_path_buf(), 0)];
-    while let Some((dir, depth)) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let path = entry.path();
-            let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-            if is_dir && depth < 4 {
-                stack.push((path, depth + 1));
-            } else if !is_dir
-                && name.starts_with('.')
-                && [NEW, UNDO, TMP]
-                    .iter()
-                    .any(|s| name.ends_with(&format!(".{s}")))
-            {
-                std::fs::remove_file(&path)
-                    .with_context(|| format!("removing {}", path.display()))?;
-            }
-        }
-    }
-    Ok(())
 }
 
 /// Brings the record in line with the files (a killed run): an entry whose
@@ -200,17 +154,21 @@ enum Read {
         after: (String, u64),
     },
     Unreadable(String),
+    /// Its rewrite could not be staged beside it: why, whether for want
+    /// of space, and the rewrite's size.
+    Unwritable(String, bool, u64),
 }
 
 /// Rewrites (or with `check`, judges) every gfx12 kernel file of the kernel
 /// library folder `kernels` that switches expert scheduling on.
 pub fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Summary> {
+    let _lock = lock::lock(kernels, opts.check, reporter)?;
+    let mut record = Record::load(kernels)?.unwrap_or_default();
     if !opts.check {
         ensure_writable(kernels)?;
-        clean_staging(kernels)?;
+        files::clean_staging(kernels)?;
     }
     let mut summary = Summary::default();
-    let mut record = Record::load(kernels)?.unwrap_or_default();
     if reconcile(kernels, &mut record, &mut summary)? && !opts.check {
         record.save(kernels)?;
     }
@@ -220,6 +178,7 @@ pub fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Sum
         .filter(|f| !record.files.contains_key(&rel_of(kernels, f)))
         .collect();
     let results = read_all(kernels, &files, opts, reporter);
+    let mut unwritable = Vec::new();
     for (file, read) in files.iter().zip(&results) {
         let rel = rel_of(kernels, file);
         match read {
@@ -231,6 +190,10 @@ pub fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Sum
                 }
             }
             Read::Unreadable(why) => summary.unreadable.push((rel, why.clone())),
+            Read::Unwritable(why, no_space, size) => {
+                summary.bytes_after += size;
+                unwritable.push((rel, why.clone(), *no_space));
+            }
             Read::Rewrite {
                 sites,
                 before,
@@ -245,13 +208,57 @@ pub fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Sum
     if opts.check {
         return Ok(summary);
     }
-    if !summary.unreadable.is_empty() {
-        clean_staging(kernels)?;
+    if !summary.unreadable.is_empty() || !unwritable.is_empty() {
+        files::clean_staging(kernels)?;
         summary.rewritten.clear();
-        return Ok(summary);
+        return not_staged(kernels, &summary, &unwritable).map(|()| summary);
     }
-    commit(kernels, &files, &results, &mut record, reporter)?;
+    if let Err(e) = commit(kernels, &files, &results, &mut record, reporter) {
+        let _ = files::clean_staging(kernels);
+        let no_space = files::is_no_space(&e);
+        return Err(e.context(format!(
+            "replacing the kernel files of {}{}: each file is original or rewritten, as its record \
+             says, and the staged files were removed; run again to finish (or --undo)",
+            kernels.display(),
+            if no_space {
+                " stopped, no space left on its filesystem"
+            } else {
+                " stopped"
+            }
+        )));
+    }
     Ok(summary)
+}
+
+/// The failure of a library whose rewrites could not all be staged: what
+/// happened (no space above all), the staged files already removed.
+fn not_staged(
+    kernels: &Path,
+    summary: &Summary,
+    unwritable: &[(String, String, bool)],
+) -> Result<()> {
+    let Some((rel, why, _)) = unwritable.first() else {
+        return Ok(());
+    };
+    let no_space = unwritable.iter().any(|(_, _, n)| *n);
+    let first = kernels.join(rel);
+    anyhow::bail!(
+        "{} left unchanged: the rewrites of {} kernel file(s) could not be written beside them \
+         ({}: {why}), and the staged files were removed; {}",
+        kernels.display(),
+        unwritable.len(),
+        first.display(),
+        if no_space {
+            format!(
+                "no space left on the filesystem of {}: the rewrite needs about {} free for its \
+                 staged files; free some and run again",
+                kernels.display(),
+                crate::report::human_size(summary.bytes_after.max(1))
+            )
+        } else {
+            "run again once it can write there".to_owned()
+        }
+    )
 }
 
 /// Reads every file on `opts.threads` threads; a file with sites gets its
@@ -268,10 +275,11 @@ fn read_all(kernels: &Path, files: &[PathBuf], opts: Options, reporter: &Reporte
         for _ in 0..opts.threads.clamp(1, files.len().max(1)) {
             s.spawn(|| {
                 let mut scratch = codeobj::bundle::Scratch::default();
+                let mut buf = Vec::new();
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(i) else { break };
-                    let read = read_one(file, opts, &mut scratch);
+                    let read = read_one(file, opts, &mut buf, &mut scratch);
                     results.lock().expect("no panics hold the lock")[i] = Some(read);
                     progress.lock().expect("no panics hold the lock").inc(1);
                 }
@@ -286,27 +294,36 @@ fn read_all(kernels: &Path, files: &[PathBuf], opts: Options, reporter: &Reporte
         .collect()
 }
 
-fn read_one(file: &Path, opts: Options, scratch: &mut codeobj::bundle::Scratch) -> Read {
-    use std::os::unix::fs::PermissionsExt;
-    let bytes = match std::fs::read(file) {
-        Ok(bytes) => bytes,
-        Err(e) => return Read::Unreadable(format!("cannot read: {e}")),
-    };
-    let (bytes_out, sites) = match engine(&bytes, scratch, opts.force) {
+/// Reads one kernel file (as doctor does: a regular file within the bound)
+/// and, unless `opts.check`, stages its rewrite beside it with its owner, mode,
+/// attributes and times.
+fn read_one(
+    file: &Path,
+    opts: Options,
+    buf: &mut Vec<u8>,
+    scratch: &mut codeobj::bundle::Scratch,
+) -> Read {
+    if let Err(why) = codeobj::read_kernel_file(file, buf) {
+        return Read::Unreadable(why);
+    }
+    let (bytes_out, sites) = match engine(buf, scratch, opts.force) {
         Ok(Engine::Nothing) => return Read::Nothing,
         Ok(Engine::Gated(sites)) => return Read::Gated(sites),
         Ok(Engine::Rewrite { bytes, sites }) => (bytes, sites),
         Err(why) => return Read::Unreadable(why),
     };
-    let before = (crate::hash::sha256_hex(&bytes), bytes.len() as u64);
+    let before = (crate::hash::sha256_hex(buf), buf.len() as u64);
     let after = (crate::hash::sha256_hex(&bytes_out), bytes_out.len() as u64);
     if !opts.check {
-        let mode = std::fs::metadata(file).map_or(0o644, |m| m.permissions().mode() & 0o7777);
-        let staged = record::staging_of(file, NEW);
-        if let Err(e) = record::write_synced(&staged, &bytes_out, Some(mode))
-            .and_then(|()| record::same_owner(&staged, file))
-        {
-            return Read::Unreadable(format!("{e:#}"));
+        let staged = files::staging_of(file, NEW);
+        if let Err(e) = files::write_synced(&staged, &bytes_out, Some(file)) {
+            let _ = std::fs::remove_file(&staged);
+            let no_space = files::is_no_space(&e);
+            let why = match e.chain().find_map(|c| c.downcast_ref::<std::io::Error>()) {
+                Some(io) => files::why_not_written(io),
+                None => format!("{e:#}"),
+            };
+            return Read::Unwritable(why, no_space, after.1);
         }
     }
     Read::Rewrite {
@@ -352,7 +369,7 @@ fn commit(
         };
         let rel = rel_of(kernels, file);
         let original = record::original_of(&rel);
-        keep_original(file, &kernels.join(&original), &before.0)?;
+        keep_original(kernels, file, &original, before)?;
         if let Some(done) = previous.take() {
             record.files.get_mut(&done).expect("recorded").state = State::Done;
         }
@@ -369,7 +386,7 @@ fn commit(
             },
         );
         record.save(kernels)?;
-        record::rename_synced(&record::staging_of(file, NEW), file)?;
+        files::rename_synced(&files::staging_of(file, NEW), file)?;
         previous = Some(rel);
         progress.inc(1);
     }
@@ -379,151 +396,36 @@ fn commit(
     record.save(kernels)
 }
 
-/// Keeps `file` at `kept` (a hard link, else a synced copy), unless a
-/// file with the same sha256 is there already.
-fn keep_original(file: &Path, kept: &Path, sha256: &str) -> Result<()> {
-    if let Ok(Some((sha, _))) = record::digest(kept) {
-        if sha == sha256 {
-            return Ok(());
-        }
+/// Keeps `file` at `original` (below `kernels`; a hard link, else a synced
+/// copy with its attributes), unless it is kept there already.
+fn keep_original(
+    kernels: &Path,
+    file: &Path,
+    original: &str,
+    before: &(String, u64),
+) -> Result<()> {
+    let kept = kernels.join(original);
+    let found = files::digest(&kept, &[before.1])?;
+    if matches!(&found, Found::File { sha256, .. } if *sha256 == before.0) {
+        return Ok(());
     }
     let dir = kept.parent().expect("originals are in a folder");
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    record::same_owner(dir, file.parent().unwrap_or(Path::new("/")))?;
-    let tmp = record::staging_of(kept, TMP);
+    record::ensure_dir(kernels, dir)?;
+    let tmp = files::staging_of(&kept, TMP);
     let _ = std::fs::remove_file(&tmp);
-    if std::fs::hard_link(file, &tmp).is_err() {
-        let bytes = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
-        record::write_synced(&tmp, &bytes, None)?;
-        record::same_owner(&tmp, file)?;
+    let is_link = std::fs::symlink_metadata(file).is_ok_and(|m| m.file_type().is_symlink());
+    if is_link || std::fs::hard_link(file, &tmp).is_err() {
+        let mut bytes = Vec::new();
+        codeobj::read_kernel_file(file, &mut bytes)
+            .map_err(|why| anyhow::anyhow!("{}: {why}", file.display()))?;
+        files::write_synced(&tmp, &bytes, Some(file))?;
     }
-    match record::digest(&tmp)? {
-        Some((sha, _)) if sha == sha256 => {}
+    match files::digest(&tmp, &[before.1])? {
+        Found::File { sha256, .. } if sha256 == before.0 => {}
         _ => anyhow::bail!(
             "{} changed while it was being rewritten: run again",
             file.display()
         ),
     }
-    record::rename_synced(&tmp, kept)
-}
-
-/// What `undo` did (or, with `check`, would do) to one library.
-#[derive(Debug, Default)]
-pub struct Undone {
-    /// Files put back as they were.
-    pub restored: Vec<String>,
-    /// Recorded files already as they were.
-    pub already: usize,
-    /// Whether the library had a record at all.
-    pub had_record: bool,
-}
-
-/// Puts every recorded file of `kernels` back, byte for byte, and removes
-/// the record and the kept originals; refuses, changing nothing, when a
-/// file changed since its rewrite or an original is not as recorded.
-pub fn undo(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Undone> {
-    let mut done = Undone::default();
-    let Some(mut record) = Record::load(kernels)? else {
-        return Ok(done);
-    };
-    done.had_record = true;
-    if !opts.check {
-        ensure_writable(kernels)?;
-        clean_staging(kernels)?;
-    }
-    let restore = to_restore(kernels, &record, &mut done)?;
-    if opts.check {
-        done.restored = restore;
-        return Ok(done);
-    }
-    let mut progress = reporter.progress(
-        format!("restoring the kernel files of {}", kernels.display()),
-        Some(restore.len() as u64),
-        false,
-    );
-    for rel in restore {
-        restore_one(kernels, &rel, &record.files[&rel].original)?;
-        record.files.remove(&rel);
-        record.save(kernels)?;
-        done.restored.push(rel);
-        progress.inc(1);
-    }
-    forget(kernels)?;
-    Ok(done)
-}
-
-/// The recorded files still rewritten, whose kept originals are as
-/// recorded (those already back count in `done.already`); refused, with
-/// nothing changed, when some file changed since or lost its original.
-fn to_restore(kernels: &Path, record: &Record, done: &mut Undone) -> Result<Vec<String>> {
-    let mut refusals = Vec::new();
-    let mut restore = Vec::new();
-    for (rel, entry) in &record.files {
-        match record::now(kernels, rel, entry)? {
-            Now::Original => done.already += 1,
-            Now::Rewritten => {
-                let original = kernels.join(&entry.original);
-                match record::digest(&original)? {
-                    Some((sha, _)) if sha == entry.sha256_before => restore.push(rel.clone()),
-                    _ => refusals.push(format!(
-                        "{}: the kept original is missing or not as recorded",
-                        original.display()
-                    )),
-                }
-            }
-            Now::Changed => refusals.push(format!(
-                "{}: changed since the rewrite (a package upgrade or reinstall?)",
-                kernels.join(rel).display()
-            )),
-        }
-    }
-    if !refusals.is_empty() {
-        anyhow::bail!(
-            "not undoing the rewrite of {}, nothing changed:\n  {}\n\
-             a file replaced since is the package's own again: to forget the rewrite, remove {}",
-            kernels.display(),
-            refusals.join("\n  "),
-            kernels.join(record::DIR).display()
-        );
-    }
-    Ok(restore)
-}
-
-/// Puts the kept original (`original`, relative to `kernels`) back at
-/// `rel`: hard-linked (copied where it cannot be) beside it, then renamed
-/// over it.
-fn restore_one(kernels: &Path, rel: &str, original: &str) -> Result<()> {
-    let file = kernels.join(rel);
-    let original = kernels.join(original);
-    let tmp = record::staging_of(&file, UNDO);
-    let _ = std::fs::remove_file(&tmp);
-    if std::fs::hard_link(&original, &tmp).is_err() {
-        let bytes =
-            std::fs::read(&original).with_context(|| format!("reading {}", original.display()))?;
-        let mode = {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::metadata(&file).map_or(0o644, |m| m.permissions().mode() & 0o7777)
-        };
-        record::write_synced(&tmp, &bytes, Some(mode))?;
-    }
-    record::rename_synced(&tmp, &file)
-}
-
-/// Removes the record folder once every file is restored: the kept
-/// originals, the record, the folder.
-fn forget(kernels: &Path) -> Result<()> {
-    let dir = kernels.join(record::DIR);
-    std::fs::remove_dir_all(dir.join("originals"))
-        .or_else(|e| {
-            if e.kind() == std::io::ErrorKind::NotFound {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        })
-        .with_context(|| format!("removing {}/originals", dir.display()))?;
-    std::fs::remove_file(record::path(kernels))
-        .with_context(|| format!("removing {}", record::path(kernels).display()))?;
-    std::fs::remove_dir(&dir).with_context(|| format!("removing {}", dir.display()))?;
-    record::sync_dir(kernels)
+    files::rename_synced(&tmp, &kept)
 }

@@ -3,19 +3,20 @@
 //! per kernel file its sizes, sha256 before and after, sites and state.
 //! Written whole to a temporary file, synced and renamed, so a reader sees
 //! the old record or the new one; `reconcile` makes it agree with the files.
+//! Read only as [`super::trust`] allows: a record that is not one this tool
+//! wrote is refused whole, and nothing it names is read.
 
 use std::collections::BTreeMap;
-use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
-/// The hidden folder beside the kernel files. No kernel scan takes what is
-/// in it: the originals end in `.orig`, never `.co` or `.hsaco`.
-pub const DIR: &str = ".patchkit";
-/// The record's file name inside [`DIR`].
-pub const FILE: &str = "inplace.json";
+use super::files::{self, digest, Found};
+use super::trust;
+pub use super::trust::{original_of, DIR, FILE, ORIGINALS};
+
 /// Bump when the record's meaning changes.
 const FORMAT: u32 = 1;
 
@@ -70,113 +71,94 @@ pub fn path(kernels: &Path) -> PathBuf {
     kernels.join(DIR).join(FILE)
 }
 
-/// Where the original of `rel` is kept, relative to the library folder.
-pub fn original_of(rel: &str) -> String {
-    format!("{DIR}/originals/{rel}.orig")
-}
-
 impl Record {
-    /// The record of `kernels`, `None` when there is none.
+    /// The record of `kernels`, `None` when there is none; refused whole
+    /// (an error naming it, nothing it names read) unless [`trust`] allows it.
     pub fn load(kernels: &Path) -> Result<Option<Record>> {
+        match std::fs::symlink_metadata(kernels.join(DIR)) {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::NotFound
+                    || e.raw_os_error() == Some(libc::ENOTDIR) =>
+            {
+                return Ok(None)
+            }
+            _ => {}
+        }
+        let library_uid = std::fs::metadata(kernels)
+            .with_context(|| format!("reading {}", kernels.display()))?
+            .uid();
+        let dir = kernels.join(DIR);
+        if !trust::our_dir(&dir, library_uid)? {
+            return Ok(None);
+        }
+        trust::our_dir(&dir.join(ORIGINALS), library_uid)?;
         let path = path(kernels);
-        let bytes = match std::fs::read(&path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+        let Some(bytes) = trust::read_record(&path, library_uid)? else {
+            return Ok(None);
         };
-        let record: Record = serde_json::from_slice(&bytes).with_context(|| {
-            format!(
-                "{} is not a rewrite record of this version (move it away to start over)",
-                path.display()
+        let record: Record = serde_json::from_slice(&bytes).map_err(|e| {
+            trust::refusal(
+                &path,
+                &format!("it is not a rewrite record of this version ({e})"),
             )
         })?;
-        anyhow::ensure!(
-            record.format == FORMAT,
-            "{} has format {}, this program reads format {FORMAT}",
-            path.display(),
-            record.format
-        );
+        if record.format != FORMAT {
+            return Err(trust::refusal(
+                &path,
+                &format!(
+                    "it has format {}, this program reads format {FORMAT}",
+                    record.format
+                ),
+            ));
+        }
+        trust::check_entries(
+            kernels,
+            &path,
+            record
+                .files
+                .iter()
+                .map(|(k, e)| (k.as_str(), e.original.as_str())),
+        )?;
         Ok(Some(record))
     }
 
     /// Writes the record for `kernels`: a temporary file synced, renamed over
-    /// the record, then the folder synced.
+    /// the record, then the folder synced. `.patchkit/` is made when missing
+    /// and refused when it is not ours.
     pub fn save(&self, kernels: &Path) -> Result<()> {
         let path = path(kernels);
-        let dir = path.parent().expect("the record is in a folder");
-        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        ensure_dir(kernels, &kernels.join(DIR))?;
         let mut text = serde_json::to_string_pretty(self).context("serialising the record")?;
         text.push('\n');
-        same_owner(dir, kernels)?;
-        let tmp = staging_of(&path, "patchkit-tmp");
-        write_synced(&tmp, text.as_bytes(), None)?;
-        same_owner(&tmp, kernels)?;
-        rename_synced(&tmp, &path)
+        let tmp = files::staging_of(&path, files::TMP);
+        files::write_synced(&tmp, text.as_bytes(), None)?;
+        files::same_owner(&tmp, kernels)?;
+        files::rename_synced(&tmp, &path)
     }
 }
 
-/// Gives `path` the owner and group of `like` when this process is root
-/// (a user's venv rewritten by root stays the user's); else nothing.
-pub fn same_owner(path: &Path, like: &Path) -> Result<()> {
-    use std::os::unix::fs::MetadataExt;
-    // SAFETY: geteuid has no preconditions and cannot fail.
-    if unsafe { libc::geteuid() } != 0 {
-        return Ok(());
+/// The folder `dir` of ours below `kernels` (`.patchkit/`, `originals/`
+/// and its subfolders), made when missing (owned like the library), refused
+/// when it is anything else (a symlink above all).
+pub fn ensure_dir(kernels: &Path, dir: &Path) -> Result<PathBuf> {
+    let library_uid = std::fs::metadata(kernels)
+        .with_context(|| format!("reading {}", kernels.display()))?
+        .uid();
+    let rel = dir.strip_prefix(kernels).unwrap_or(dir);
+    let mut at = kernels.to_path_buf();
+    for part in rel.components() {
+        at.push(part);
+        if trust::our_dir(&at, library_uid)? {
+            continue;
+        }
+        match std::fs::create_dir(&at) {
+            Ok(()) => files::same_owner(&at, kernels)?,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(e).with_context(|| format!("creating {}", at.display())),
+        }
+        trust::our_dir(&at, library_uid)?;
     }
-    let meta = std::fs::metadata(like).with_context(|| format!("reading {}", like.display()))?;
-    std::os::unix::fs::lchown(path, Some(meta.uid()), Some(meta.gid()))
-        .with_context(|| format!("giving {} the owner of {}", path.display(), like.display()))
-}
-
-/// A hidden name beside `path` for a file on its way there:
-/// `.<name>.<suffix>`, which no kernel scan takes.
-pub fn staging_of(path: &Path, suffix: &str) -> PathBuf {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    path.with_file_name(format!(".{name}.{suffix}"))
-}
-
-/// Creates `path` with `bytes` and syncs it.
-pub fn write_synced(path: &Path, bytes: &[u8], mode: Option<u32>) -> Result<()> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let _ = std::fs::remove_file(path);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(mode.unwrap_or(0o644))
-        .open(path)
-        .with_context(|| format!("creating {}", path.display()))?;
-    file.write_all(bytes)
-        .and_then(|_| file.sync_all())
-        .with_context(|| format!("writing {}", path.display()))?;
-    if let Some(mode) = mode {
-        // the umask narrowed what `open` set
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode))
-            .with_context(|| format!("setting the mode of {}", path.display()))?;
-    }
-    Ok(())
-}
-
-/// Renames `from` over `to` and syncs `to`'s folder.
-pub fn rename_synced(from: &Path, to: &Path) -> Result<()> {
-    std::fs::rename(from, to)
-        .with_context(|| format!("renaming {} to {}", from.display(), to.display()))?;
-    sync_dir(to.parent().unwrap_or(Path::new(".")))
-}
-
-/// Syncs a folder, so the names changed in it survive a crash.
-pub fn sync_dir(dir: &Path) -> Result<()> {
-    std::fs::File::open(dir)
-        .and_then(|d| d.sync_all())
-        .with_context(|| format!("syncing the folder {}", dir.display()))
-}
-
-/// sha256 and size of a file, `None` when it does not exist.
-pub fn digest(path: &Path) -> Result<Option<(String, u64)>> {
-    if !path.exists() {
-        return Ok(None);
-    }
-    crate::hash::sha256_file_sized(path).map(Some)
+    Ok(at)
 }
 
 /// What a recorded file is now.
@@ -186,21 +168,33 @@ pub enum Now {
     Rewritten,
     /// As it was before the rewrite.
     Original,
-    /// Neither (a package upgrade, a reinstall, an edit), or gone.
+    /// Neither (a package upgrade, a reinstall, an edit), gone, or not a
+    /// regular file.
     Changed,
 }
 
-/// Compares a file with its entry.
+/// Compares a file with its entry (hashed only when of a recorded size).
 pub fn now(kernels: &Path, rel: &str, entry: &Entry) -> Result<Now> {
-    Ok(match digest(&kernels.join(rel))? {
-        Some((sha, size)) if size == entry.size_after && sha == entry.sha256_after => {
+    let found = digest(&kernels.join(rel), &[entry.size_after, entry.size_before])?;
+    Ok(match found {
+        Found::File { sha256, size }
+            if size == entry.size_after && sha256 == entry.sha256_after =>
+        {
             Now::Rewritten
         }
-        Some((sha, size)) if size == entry.size_before && sha == entry.sha256_before => {
+        Found::File { sha256, size }
+            if size == entry.size_before && sha256 == entry.sha256_before =>
+        {
             Now::Original
         }
         _ => Now::Changed,
     })
+}
+
+/// Whether the kept original of `entry` is there as recorded.
+pub fn original_kept(kernels: &Path, entry: &Entry) -> Result<bool> {
+    let found = digest(&kernels.join(&entry.original), &[entry.size_before])?;
+    Ok(matches!(found, Found::File { sha256, .. } if sha256 == entry.sha256_before))
 }
 
 /// What the record of a kernel library says about it, for doctor.
@@ -212,6 +206,9 @@ pub enum Status {
     Rewritten { files: usize, sites: usize },
     /// A record whose files are not all as the rewrite left it: these.
     Stale { changed: Vec<String> },
+    /// A record (or a folder of ours) refused, and why: nothing it names
+    /// was read.
+    Refused { why: String },
 }
 
 /// Reads the record of `kernels` and checks every file it names by sha256.
@@ -220,8 +217,8 @@ pub fn status(kernels: &Path) -> Status {
         Ok(Some(r)) if !r.files.is_empty() => r,
         Ok(_) => return Status::None,
         Err(e) => {
-            return Status::Stale {
-                changed: vec![format!("{e:#}")],
+            return Status::Refused {
+                why: format!("{e:#}"),
             }
         }
     };
@@ -240,5 +237,42 @@ pub fn status(kernels: &Path) -> Status {
         }
     } else {
         Status::Stale { changed }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_record_is_none_and_a_forged_one_is_refused_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(status(&dir.path().join("missing")), Status::None);
+        assert_eq!(status(dir.path()), Status::None);
+        let mut record = Record::default();
+        record.save(dir.path()).unwrap();
+        assert_eq!(status(dir.path()), Status::None);
+        record.files.insert(
+            "../outside.co".to_owned(),
+            Entry {
+                state: State::Done,
+                size_before: 1,
+                sha256_before: "a".repeat(64),
+                size_after: 1,
+                sha256_after: "b".repeat(64),
+                sites: 1,
+                original: original_of("../outside.co"),
+            },
+        );
+        record.save(dir.path()).unwrap();
+        match status(dir.path()) {
+            Status::Refused { why } => {
+                assert!(
+                    why.contains("inplace.json") && why.contains("`..`"),
+                    "{why}"
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

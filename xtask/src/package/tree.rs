@@ -309,6 +309,17 @@ impl FileTree {
     }
 
     /// Drops `path` and everything below it (e.g. a tool's `.patchkit/`).
+    /// Gives the entry at `path` the permission bits `mode` (an archive's
+    /// own, carried as they were: 0600, 0440, setuid...).
+    pub fn set_mode(&mut self, path: &str, mode: u32) -> Result<&mut FileTree> {
+        let key = clean(path)?;
+        let Some(entry) = self.entries.get_mut(&key) else {
+            bail!("package path {path} is not in the tree: no mode can be given to it");
+        };
+        entry.mode = mode & 0o7777;
+        Ok(self)
+    }
+
     pub fn remove(&mut self, path: &str) -> &mut FileTree {
         let below = format!("{}/", path.trim_end_matches('/'));
         self.entries

@@ -107,3 +107,38 @@ fn leftovers_of_a_killed_run_are_cleared() {
     publish(&out, &[("new.deb", "2")]);
     assert_eq!(fs::read_dir(tmp.path()).unwrap().count(), 1);
 }
+
+#[test]
+fn verify_while_a_build_publishes_again_reads_one_publication() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("dist/demo");
+    let a: &[(&str, &str)] = &[("a.deb", "the first build\n"), ("source/series", "0001\n")];
+    let b: &[(&str, &str)] = &[("a.deb", "the second build, longer\n"), ("b.rpm", "rpm\n")];
+    publish(&out, a);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (verified, wrong) = std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..300 {
+                publish(&out, if i % 2 == 0 { b } else { a });
+            }
+            done.store(true, std::sync::atomic::Ordering::SeqCst);
+        });
+        let (mut verified, mut wrong) = (0, Vec::new());
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            match dist::verify(&out) {
+                Ok(problems) if problems.is_empty() => verified += 1,
+                Ok(problems) => wrong.push(problems.join("; ")),
+                Err(e) => wrong.push(format!("{e:#}")),
+            }
+        }
+        (verified, wrong)
+    });
+    assert!(
+        wrong.is_empty(),
+        "{} of {} verifies mixed two publications, the first: {}",
+        wrong.len(),
+        verified + wrong.len(),
+        wrong[0]
+    );
+    assert!(verified > 0);
+}

@@ -6,10 +6,14 @@ use crate::support::http::{Reply, Server};
 use crate::support::upstream::Upstream;
 use crate::support::Project;
 
+/// A fix as a list's archive serves it: a mail around a diff.
+const URL_PATCH: &[u8] = b"From: a@example.org\nSubject: [PATCH] fix\n\n---\n a.c | 2 +-\n\n\
+diff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int a = 2;\n";
+
 #[test]
 fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
     let server = Server::start();
-    server.route("/fix.patch", Reply::Bytes(b"a url patch".to_vec()));
+    server.route("/fix.patch", Reply::Bytes(URL_PATCH.to_vec()));
     let up = Upstream::new();
     let first = up.file("a.c", "int a;\n").commit("first");
     up.tag("v1.0");
@@ -29,7 +33,7 @@ fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
         .stdout_has(&format!("source.commit: (none) -> {first}"))
         .stdout_has(&format!(
             "patch[0].sha256 (0001-fix.patch): (none) -> {}",
-            sha(b"a url patch")
+            sha(URL_PATCH)
         ))
         .stdout_has("patch[1].diff_sha256 (0002-second.patch): (none) -> ")
         .stdout_has("wrote 3 pin(s) into recipes/r.toml");
@@ -44,7 +48,7 @@ fn lock_writes_pins_keeping_comments_then_plan_shows_them_pinned() {
     }
     assert!(text.contains(&format!("commit = \"{first}\"")), "{text}");
     assert!(
-        text.contains(&format!("sha256 = \"{}\"", sha(b"a url patch"))),
+        text.contains(&format!("sha256 = \"{}\"", sha(URL_PATCH))),
         "{text}"
     );
     assert!(text.starts_with(HEAD), "the untouched part moved:\n{text}");
@@ -173,4 +177,31 @@ fn lock_adds_the_diff_sha256_of_a_fix_pinned_by_what_it_produces() {
         .success()
         .stdout_has("every pin is current");
     assert_cache_clean(&p.cache());
+}
+
+#[test]
+fn lock_refuses_to_pin_a_url_patch_that_is_not_a_diff() {
+    let server = Server::start();
+    let html = b"<!DOCTYPE html>\n<html><head><title>Sign in</title></head><body>\n\
+diff --git a/a.c b/a.c\n--- a/a.c\n+++ b/a.c\n@@ -1 +1 @@\n-int a;\n+int a = 2;\n</body></html>\n";
+    server.route("/login.patch", Reply::Bytes(html.to_vec()));
+    server.route("/empty.patch", Reply::Bytes(b"no such commit\n".to_vec()));
+    for (route, why) in [
+        ("/login.patch", "an HTML page"),
+        ("/empty.patch", "no diff found"),
+    ] {
+        let p = Project::new();
+        let recipe = format!(
+            "{HEAD}\n[source]\nlocal = \"src\"\n\n[[patch]]\nname = \"0001-fix.patch\"\nurl = \"{}\"\n",
+            server.url(route)
+        );
+        p.recipe("r", &recipe);
+        p.xtask(&["lock", "r"])
+            .fails_with(1)
+            .stderr_has(&server.url(route))
+            .stderr_has(why)
+            .stderr_has("not pinned");
+        let text = std::fs::read_to_string(p.root().join("recipes/r.toml")).unwrap();
+        assert_eq!(text, recipe, "{route}: the recipe is unchanged");
+    }
 }

@@ -120,3 +120,51 @@ pub fn comgr_entry(outputs: &[&[u8]], log: &str) -> Vec<u8> {
     out.extend_from_slice(log.as_bytes());
     out
 }
+
+/// A FIFO at `path` (its folder made).
+pub fn mkfifo(path: &Path) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(
+        unsafe { libc::mkfifo(c.as_ptr(), 0o644) },
+        0,
+        "mkfifo {path:?}"
+    );
+}
+
+/// A sparse file of `len` bytes at `path` (its folder made).
+pub fn sparse(path: &Path, len: u64) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::File::create(path).unwrap().set_len(len).unwrap();
+}
+
+/// sha256 of every regular file below `dir` (symlinked folders not
+/// followed) by relative path; anything else (a FIFO, a link, a file over
+/// 64 MiB) listed by what it is, never opened.
+pub fn regular_digests(dir: &Path) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            let rel = path.strip_prefix(dir).unwrap().display().to_string();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            let kind = meta.file_type();
+            let value = if kind.is_dir() {
+                stack.push(path);
+                continue;
+            } else if kind.is_symlink() {
+                format!("link to {}", std::fs::read_link(&path).unwrap().display())
+            } else if !kind.is_file() {
+                "not a regular file".to_owned()
+            } else if meta.len() > 64 << 20 {
+                format!("{} bytes", meta.len())
+            } else {
+                xtask::hash::sha256_hex(&std::fs::read(&path).unwrap())
+            };
+            out.insert(rel, value);
+        }
+    }
+    out
+}
