@@ -242,7 +242,9 @@ fn rewrite_one(path: &Path, ours_dir: &Path, budget: &Budget) -> Result<Done> {
             std::fs::write(&out, &bytes).with_context(|| format!("writing {}", out.display()))?;
             (bytes.len() as u64, sites.len(), uncompressed)
         }
-        Rewrite::NoSites | Rewrite::NoGfx12 => (original.len() as u64, 0, 0),
+        Rewrite::NoSites | Rewrite::NoGfx12 | Rewrite::OnlyGated { .. } => {
+            (original.len() as u64, 0, 0)
+        }
     };
     drop(held);
     Ok(Done {

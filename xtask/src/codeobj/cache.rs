@@ -1,9 +1,10 @@
-//! The verdict cache: "off" and "no gfx12" verdicts of kernel files, keyed
-//! by path, size, modification time, inode and change time, so a second
-//! look at an unchanged library reads no kernel file (and a file put back
-//! with its old size and modification time, as `rewrite-hipblaslt` keeps
-//! them, is another inode and is read again). A file that cannot be read as a cache is
-//! ignored (and replaced on save); "on" is never cached (it is found fast).
+//! The verdict cache: "off", "gated" and "no gfx12" verdicts of kernel
+//! files, keyed by path, size, modification time, inode and change time,
+//! so a second look at an unchanged library reads no kernel file (and a
+//! file put back with its old size and modification time, as
+//! `rewrite-hipblaslt` keeps them, is another inode and is read again). A
+//! file that cannot be read as a cache is ignored (and replaced on save);
+//! "on" is never cached (it is found fast).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
+use super::gate::Gate;
 use super::FileVerdict;
 
 /// Bump when the judging changes, so old verdicts are dropped.
@@ -28,8 +30,11 @@ struct Entry {
     mtime_ns: i128,
     ino: u64,
     ctime_ns: i128,
-    /// `off` or `no-gfx12`.
+    /// `off`, `gated` or `no-gfx12`.
     verdict: String,
+    /// For `gated`: the target, the first site and its gate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    gated: Option<(String, usize, Gate)>,
 }
 
 /// Verdicts by file; `path` is where it is loaded from and saved to (none:
@@ -115,17 +120,23 @@ impl Cache {
         if entry.stamp() != now {
             return None;
         }
-        match entry.verdict.as_str() {
-            "off" => Some(FileVerdict::Off),
-            "no-gfx12" => Some(FileVerdict::NoGfx12),
+        match (entry.verdict.as_str(), &entry.gated) {
+            ("off", _) => Some(FileVerdict::Off),
+            ("no-gfx12", _) => Some(FileVerdict::NoGfx12),
+            ("gated", Some((gfx, offset, gate))) => Some(FileVerdict::Gated {
+                gfx: gfx.clone(),
+                offset: *offset,
+                gate: gate.clone(),
+            }),
             _ => None,
         }
     }
 
     pub(super) fn put(&mut self, path: &Path, verdict: FileVerdict) {
-        let verdict = match verdict {
-            FileVerdict::Off => "off",
-            FileVerdict::NoGfx12 => "no-gfx12",
+        let (verdict, gated) = match verdict {
+            FileVerdict::Off => ("off", None),
+            FileVerdict::NoGfx12 => ("no-gfx12", None),
+            FileVerdict::Gated { gfx, offset, gate } => ("gated", Some((gfx, offset, gate))),
             _ => return,
         };
         if let Some((key, now)) = stamp(path) {
@@ -137,6 +148,7 @@ impl Cache {
                     ino: now.ino,
                     ctime_ns: now.ctime_ns,
                     verdict: verdict.to_owned(),
+                    gated,
                 },
             );
             self.changed = true;

@@ -258,6 +258,123 @@ fn function_offsets(
     Ok(functions)
 }
 
+/// A symbol of the file's `.symtab`, named.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Symbol {
+    pub name: String,
+    /// `STT_*` (2 a function, 1 an object).
+    pub kind: u8,
+    pub section: u64,
+    pub value: u64,
+    pub size: u64,
+}
+
+const SHT_NOTE: u32 = 7;
+const STT_OBJECT: u8 = 1;
+/// The longest symbol name read (tensilelite's kernel names run to ~600).
+const MAX_NAME: usize = 4096;
+
+/// Every named function and object symbol of the file's `.symtab`.
+pub fn symbols(bytes: &[u8]) -> Result<Vec<Symbol>, String> {
+    let elf = Elf(bytes);
+    header(elf)?;
+    let table = SectionTable::read(elf)?;
+    let Some(sym) = (0..table.count)
+        .map(|i| table.section(elf, i))
+        .find(|s| s.as_ref().map_or(true, |s| s.kind == SHT_SYMTAB))
+        .transpose()?
+    else {
+        return Ok(Vec::new());
+    };
+    if sym.entsize < 24 || u64::from(sym.link) >= table.count {
+        return Err(format!(
+            ".symtab entry size {} or link {} unusable",
+            sym.entsize, sym.link
+        ));
+    }
+    let strtab = table.section(elf, u64::from(sym.link))?;
+    let names = elf
+        .at(strtab.offset, strtab.size)
+        .map_err(|e| format!(".strtab: {e}"))?;
+    let entries = elf
+        .at(sym.offset, sym.size)
+        .map_err(|e| format!(".symtab: {e}"))?;
+    let mut out = Vec::new();
+    for entry in entries.chunks_exact(sym.entsize as usize) {
+        let kind = entry[4] & 0xf;
+        if kind != STT_FUNC && kind != STT_OBJECT {
+            continue;
+        }
+        let at = u32::from_le_bytes(entry[..4].try_into().expect("4")) as usize;
+        let name = names.get(at..).unwrap_or_default();
+        let end = name
+            .iter()
+            .take(MAX_NAME)
+            .position(|b| *b == 0)
+            .ok_or_else(|| {
+                format!("a symbol name at .strtab+{at} has no end within {MAX_NAME} bytes")
+            })?;
+        out.push(Symbol {
+            name: String::from_utf8_lossy(&name[..end]).into_owned(),
+            kind,
+            section: u64::from(u16::from_le_bytes([entry[6], entry[7]])),
+            value: u64::from_le_bytes(entry[8..16].try_into().expect("8")),
+            size: u64::from_le_bytes(entry[16..24].try_into().expect("8")),
+        });
+    }
+    Ok(out)
+}
+
+/// The `len` bytes of the file at symbol `sym`'s address (in its section).
+pub fn symbol_bytes<'a>(bytes: &'a [u8], sym: &Symbol, len: u64) -> Result<&'a [u8], String> {
+    let elf = Elf(bytes);
+    let table = SectionTable::read(elf)?;
+    if sym.section == 0 || sym.section >= table.count {
+        return Err(format!(
+            "symbol {} is in no section ({})",
+            sym.name, sym.section
+        ));
+    }
+    let s = table.section(elf, sym.section)?;
+    let within = sym
+        .value
+        .checked_sub(s.addr)
+        .filter(|o| o.checked_add(len).is_some_and(|end| end <= s.size))
+        .ok_or_else(|| format!("symbol {} lies outside its section", sym.name))?;
+    elf.at(s.offset + within, len)
+}
+
+/// The descriptors of the notes named `name` of type `kind` in the file's
+/// `SHT_NOTE` sections (AMDGPU metadata: `AMDGPU`, 32).
+pub fn notes<'a>(bytes: &'a [u8], name: &str, kind: u32) -> Result<Vec<&'a [u8]>, String> {
+    let elf = Elf(bytes);
+    let table = SectionTable::read(elf)?;
+    let mut out = Vec::new();
+    for i in 0..table.count {
+        let s = table.section(elf, i)?;
+        if s.kind != SHT_NOTE {
+            continue;
+        }
+        let mut rest = elf.at(s.offset, s.size).map_err(|e| format!("note: {e}"))?;
+        while rest.len() >= 12 {
+            let word =
+                |at: usize| u32::from_le_bytes(rest[at..at + 4].try_into().expect("4")) as usize;
+            let (namesz, descsz, ty) = (word(0), word(4), word(8) as u32);
+            let name_end = 12 + namesz.next_multiple_of(4);
+            let desc_end = name_end.checked_add(descsz.next_multiple_of(4));
+            let Some(desc_end) = desc_end.filter(|e| *e <= rest.len()) else {
+                return Err(format!("a note of {descsz} bytes runs past its section"));
+            };
+            let this = &rest[12..12 + namesz];
+            if this.strip_suffix(b"\0").unwrap_or(this) == name.as_bytes() && ty == kind {
+                out.push(&rest[name_end..name_end + descsz]);
+            }
+            rest = &rest[desc_end..];
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::testing::{elf, words, GFX1201};

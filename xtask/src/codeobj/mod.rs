@@ -7,8 +7,14 @@ pub mod bundle;
 mod cache;
 pub mod elf;
 pub mod files;
+mod flow;
+pub mod gate;
 pub mod isa;
+mod kernels;
+mod listing;
 pub mod llvm;
+mod msgpack;
+pub mod regs;
 pub mod rewrite;
 #[cfg(test)]
 mod testing;
@@ -27,6 +33,13 @@ pub use files::{kernel_files, read_kernel_file, MAX_FILE};
 pub enum FileVerdict {
     /// A gfx12 code object switches expert scheduling on at `offset` of its `.text`.
     On { gfx: String, offset: usize },
+    /// Every site switches it on only when a kernel argument says so
+    /// ([`gate`]); the first one.
+    Gated {
+        gfx: String,
+        offset: usize,
+        gate: gate::Gate,
+    },
     /// It holds gfx12 code objects and none switches expert scheduling on.
     Off,
     /// It holds no gfx12 code object.
@@ -82,8 +95,11 @@ fn judge_uncompressed(bytes: &[u8]) -> FileVerdict {
                 return FileVerdict::Unreadable(format!("bundle entry {}: {why}", entry.triple))
             }
             on @ FileVerdict::On { .. } => return on,
-            FileVerdict::Off => verdict = FileVerdict::Off,
-            FileVerdict::NoGfx12 => {}
+            gated @ FileVerdict::Gated { .. } => verdict = gated,
+            FileVerdict::Off if matches!(verdict, FileVerdict::NoGfx12) => {
+                verdict = FileVerdict::Off
+            }
+            FileVerdict::Off | FileVerdict::NoGfx12 => {}
         }
     }
     verdict
@@ -93,14 +109,31 @@ fn judge_elf(bytes: &[u8]) -> FileVerdict {
     match elf::parse(bytes) {
         Err(why) => FileVerdict::Unreadable(why),
         Ok(code) if !code.is_gfx12() => FileVerdict::NoGfx12,
-        Ok(code) => match isa::first_sched_mode_site(&code) {
-            Ok(Some(offset)) => FileVerdict::On {
-                gfx: code.gfx(),
-                offset,
+        Ok(code) => match isa::sched_mode_sites(&code) {
+            Ok(sites) => match gate::of_sites(bytes, &code, &sites) {
+                Ok(gates) => verdict_of(code.gfx(), &sites, gates),
+                Err(why) => FileVerdict::Unreadable(why),
             },
-            Ok(None) => FileVerdict::Off,
             Err(why) => FileVerdict::Unreadable(why),
         },
+    }
+}
+
+/// On at the first site that is not gated; gated when every site is;
+/// off when there is none.
+fn verdict_of(gfx: String, sites: &[usize], gates: Vec<Result<gate::Gate, String>>) -> FileVerdict {
+    let mut first = None;
+    for (&offset, gate) in sites.iter().zip(gates) {
+        match gate {
+            Err(_) => return FileVerdict::On { gfx, offset },
+            Ok(gate) => {
+                first.get_or_insert((offset, gate));
+            }
+        }
+    }
+    match first {
+        Some((offset, gate)) => FileVerdict::Gated { gfx, offset, gate },
+        None => FileVerdict::Off,
     }
 }
 
@@ -113,6 +146,16 @@ pub enum Judgement {
         file: PathBuf,
         gfx: String,
         offset: usize,
+    },
+    /// Every site that switches it on runs only when a kernel argument
+    /// (`ESMRuntimeSupported`, set from the KFD's support) says so: the
+    /// first such site, and how many files have one.
+    Gated {
+        file: PathBuf,
+        gfx: String,
+        offset: usize,
+        gate: gate::Gate,
+        files: usize,
     },
     /// gfx12 code objects, none of which switches it on.
     Off {
@@ -128,12 +171,51 @@ pub enum Judgement {
 }
 
 impl Judgement {
+    /// The same judgement with the file it names (on, gated) passed
+    /// through `f` (a path below a root made a path of the machine).
+    pub fn map_file(self, f: impl Fn(&Path) -> PathBuf) -> Judgement {
+        match self {
+            Judgement::On { file, gfx, offset } => Judgement::On {
+                file: f(&file),
+                gfx,
+                offset,
+            },
+            Judgement::Gated {
+                file,
+                gfx,
+                offset,
+                gate,
+                files,
+            } => Judgement::Gated {
+                file: f(&file),
+                gfx,
+                offset,
+                gate,
+                files,
+            },
+            other => other,
+        }
+    }
+
     /// One line for a report.
     pub fn describe(&self) -> String {
         match self {
             Judgement::On { file, gfx, offset } => format!(
                 "expert scheduling on for gfx12 ({gfx} s_setreg of SCHED_MODE = 2 at .text+0x{offset:x} of {})",
                 file.display()
+            ),
+            Judgement::Gated {
+                file,
+                gfx,
+                offset,
+                gate,
+                files,
+            } => format!(
+                "expert scheduling gated on KFD 1.20 ({files} gfx12 kernel files; {gfx} s_setreg of SCHED_MODE = 2 at .text+0x{offset:x} of {} runs only when the kernel argument {} (offset {}, tested as {}) is non-zero, which the host sets when the KFD ABI is 1.20 or later)",
+                file.display(),
+                gate.argument,
+                gate.arg_offset,
+                gate.register
             ),
             Judgement::Off { files } => {
                 format!("expert scheduling off ({files} gfx12 kernel files read, none switches it on)")
@@ -192,6 +274,18 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
     });
     let mut results = results.into_inner().expect("no panics hold the lock");
     results.sort_by_key(|(i, _)| *i);
+    conclude(&files, &results, &cached, cache)
+}
+
+/// The library's judgement from its files' verdicts (in file order): on at
+/// the first proof, cannot tell at an unreadable file, gated when a file
+/// is, else off or no gfx12; new verdicts other than "on" go to `cache`.
+fn conclude(
+    files: &[PathBuf],
+    results: &[(usize, FileVerdict)],
+    cached: &[Option<FileVerdict>],
+    cache: &mut Cache,
+) -> Judgement {
     if let Some((i, FileVerdict::On { gfx, offset })) = results
         .iter()
         .find(|(_, v)| matches!(v, FileVerdict::On { .. }))
@@ -202,8 +296,10 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
             offset: *offset,
         };
     }
-    for (i, verdict) in &results {
-        if cached[*i].is_none() && matches!(verdict, FileVerdict::Off | FileVerdict::NoGfx12) {
+    for (i, verdict) in results {
+        if cached[*i].is_none()
+            && !matches!(verdict, FileVerdict::On { .. } | FileVerdict::Unreadable(_))
+        {
             cache.put(&files[*i], verdict.clone());
         }
     }
@@ -213,6 +309,19 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
     {
         return Judgement::CannotTell {
             why: format!("{}: {why}", files[*i].display()),
+        };
+    }
+    let gated: Vec<&(usize, FileVerdict)> = results
+        .iter()
+        .filter(|(_, v)| matches!(v, FileVerdict::Gated { .. }))
+        .collect();
+    if let Some((i, FileVerdict::Gated { gfx, offset, gate })) = gated.first() {
+        return Judgement::Gated {
+            file: files[*i].clone(),
+            gfx: gfx.clone(),
+            offset: *offset,
+            gate: gate.clone(),
+            files: gated.len(),
         };
     }
     let off = results

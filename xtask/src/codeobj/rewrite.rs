@@ -8,7 +8,9 @@
 //! The contract, for the commands built on it:
 //! - [`rewrite_file`] takes a kernel file's bytes and says [`Rewrite::NoGfx12`],
 //!   [`Rewrite::NoSites`] (nothing to do: leave the file alone) or gives
-//!   the new bytes with the sites it changed;
+//!   the new bytes with the sites it changed; [`rewrite_ungated_with`]
+//!   leaves the gated sites ([`super::gate`]) as they are and says
+//!   [`Rewrite::OnlyGated`] of a file that has no other;
 //! - [`find_sites`] lists the sites still on in a file (what verify and
 //!   doctor ask: after a rewrite it finds none);
 //! - an `Err` names what is wrong with the file; the file is then to be left
@@ -18,6 +20,7 @@ use serde::Serialize;
 
 use super::bundle::{self, Header, Scratch};
 use super::elf::{self, EXPERT_SCHED_ON};
+use super::gate::{self, Gate};
 use super::isa;
 
 /// The value written in place of [`EXPERT_SCHED_ON`]: SCHED_MODE 0, every
@@ -41,6 +44,9 @@ pub struct Site {
     /// Offset of its 32-bit value in the uncompressed file (the bundle, or
     /// the ELF itself): the four bytes the rewrite changes.
     pub value_offset: u64,
+    /// When it runs only if a kernel argument says so: on what.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gate: Option<Gate>,
 }
 
 /// What [`rewrite_file`] made of a file.
@@ -50,6 +56,9 @@ pub enum Rewrite {
     NoGfx12,
     /// gfx12 code objects that never switch expert scheduling on.
     NoSites,
+    /// Every site is gated and was kept ([`rewrite_ungated_with`]): the
+    /// file is left alone.
+    OnlyGated { sites: Vec<Site> },
     /// The new file's bytes, the sites changed (in file order) and the size
     /// of the uncompressed bundle (the file's own size when not compressed).
     Rewritten {
@@ -83,13 +92,47 @@ pub fn rewrite_file(original: &[u8]) -> Result<Rewrite, String> {
 
 /// [`rewrite_file`] with `scratch`'s buffers and contexts reused.
 pub fn rewrite_file_with(original: &[u8], scratch: &mut Scratch) -> Result<Rewrite, String> {
-    if !original.starts_with(bundle::CCOB) {
-        let Some(sites) = scan(original)? else {
-            return Ok(Rewrite::NoGfx12);
-        };
-        if sites.is_empty() {
-            return Ok(Rewrite::NoSites);
+    rewrite_impl(original, scratch, false)
+}
+
+/// [`rewrite_file_with`] that rewrites only the sites that are not gated:
+/// a gated site switches expert scheduling on only where the KFD supports
+/// it (ABI 1.20, the trap-handler fix in), which is the fast path.
+pub fn rewrite_ungated_with(original: &[u8], scratch: &mut Scratch) -> Result<Rewrite, String> {
+    rewrite_impl(original, scratch, true)
+}
+
+fn rewrite_impl(
+    original: &[u8],
+    scratch: &mut Scratch,
+    keep_gated: bool,
+) -> Result<Rewrite, String> {
+    let compressed = original.starts_with(bundle::CCOB);
+    let header = if compressed {
+        Some(bundle::decompress(original, scratch)?)
+    } else {
+        None
+    };
+    let plain = if compressed {
+        &scratch.out[..]
+    } else {
+        original
+    };
+    let Some(mut sites) = scan(plain)? else {
+        return Ok(Rewrite::NoGfx12);
+    };
+    if keep_gated {
+        let (gated, ungated): (Vec<Site>, Vec<Site>) =
+            sites.into_iter().partition(|s| s.gate.is_some());
+        if ungated.is_empty() && !gated.is_empty() {
+            return Ok(Rewrite::OnlyGated { sites: gated });
         }
+        sites = ungated;
+    }
+    if sites.is_empty() {
+        return Ok(Rewrite::NoSites);
+    }
+    let Some(header) = header else {
         let mut bytes = original.to_vec();
         patch(&mut bytes, &sites)?;
         return Ok(Rewrite::Rewritten {
@@ -97,14 +140,7 @@ pub fn rewrite_file_with(original: &[u8], scratch: &mut Scratch) -> Result<Rewri
             bytes,
             sites,
         });
-    }
-    let header = bundle::decompress(original, scratch)?;
-    let Some(sites) = scan(&scratch.out)? else {
-        return Ok(Rewrite::NoGfx12);
     };
-    if sites.is_empty() {
-        return Ok(Rewrite::NoSites);
-    }
     patch(&mut scratch.out, &sites)?;
     let bytes = recompress(original, &header, scratch)?;
     Ok(Rewrite::Rewritten {
@@ -195,7 +231,7 @@ fn scan(plain: &[u8]) -> Result<Option<Vec<Site>>, String> {
         if !code.is_gfx12() {
             return Ok(None);
         }
-        return sites_of(&code.gfx(), 0, &code).map(Some);
+        return sites_of(&code.gfx(), 0, plain, &code).map(Some);
     }
     if !plain.starts_with(bundle::BUNDLE) {
         return Err(
@@ -212,22 +248,31 @@ fn scan(plain: &[u8]) -> Result<Option<Vec<Site>>, String> {
         if !code.is_gfx12() {
             continue;
         }
-        let sites = sites_of(&entry.triple, entry.offset, &code)
+        let sites = sites_of(&entry.triple, entry.offset, entry.bytes, &code)
             .map_err(|e| format!("bundle entry {}: {e}", entry.triple))?;
         found.get_or_insert_with(Vec::new).extend(sites);
     }
     Ok(found)
 }
 
-/// The sites of one gfx12 code object that starts at `base` of the file.
-fn sites_of(entry: &str, base: usize, code: &elf::CodeObject) -> Result<Vec<Site>, String> {
+/// The sites of one gfx12 code object (the ELF `object`, parsed as
+/// `code`) that starts at `base` of the file, each with its gate.
+fn sites_of(
+    entry: &str,
+    base: usize,
+    object: &[u8],
+    code: &elf::CodeObject,
+) -> Result<Vec<Site>, String> {
     let setregs = isa::sched_mode_sites(code)?;
+    let gates = gate::of_sites(object, code, &setregs)?;
     Ok(setregs
         .into_iter()
-        .map(|at| Site {
+        .zip(gates)
+        .map(|(at, gate)| Site {
             entry: entry.to_owned(),
             text_offset: at as u64,
             value_offset: (base + code.text_offset + at + 4) as u64,
+            gate: gate.ok(),
         })
         .collect())
 }

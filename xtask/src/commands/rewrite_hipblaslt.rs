@@ -61,6 +61,11 @@ pub struct Args {
     /// Threads reading and rewriting kernel files [default: the CPUs]
     #[arg(long, value_name = "N")]
     pub threads: Option<usize>,
+    /// Rewrite gated kernel files too: those switch expert scheduling on
+    /// only when the kernel reports KFD ABI 1.20 (the trap-handler fix in),
+    /// and are left alone without it
+    #[arg(long)]
+    pub force: bool,
 }
 
 /// The examples of `--help`, for the program the user runs (`cargo xtask`,
@@ -156,7 +161,8 @@ fn libraries(ws: &Workspace, args: &Args, threads: usize) -> Result<Vec<PathBuf>
             None => codeobj::Cache::in_memory(),
         };
         for lib in found::find(Path::new("/"), &places, &mut cache) {
-            let on = matches!(lib.judgement, codeobj::Judgement::On { .. });
+            let on = matches!(lib.judgement, codeobj::Judgement::On { .. })
+                || (args.force && matches!(lib.judgement, codeobj::Judgement::Gated { .. }));
             let kernels = PathBuf::from(&lib.kernels);
             // any record, whatever it is: one not ours is refused by name
             let recorded = std::fs::symlink_metadata(kernels.join(inplace::record::DIR)).is_ok();
@@ -183,6 +189,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
         check: args.check,
         threads,
+        force: args.force,
     };
     let libs = libraries(ws, args, threads)?;
     if libs.is_empty() {
@@ -291,6 +298,7 @@ fn rewrite_one(
         }
     }
     say_rewritten(ws, kernels, &summary, args.check, system);
+    say_gated(kernels, &summary);
     Ok(!summary.rewritten.is_empty())
 }
 
@@ -339,6 +347,23 @@ fn say_rewritten(
             "  a system library: the package manager puts the original files back at its next upgrade or reinstall (doctor then says affected again; run this again)",
         );
     }
+}
+
+/// The kernel files left as they are because their expert scheduling is
+/// gated on the kernel argument the host sets from the KFD's support.
+fn say_gated(kernels: &Path, summary: &inplace::Summary) {
+    if summary.gated.is_empty() {
+        return;
+    }
+    let sites: usize = summary.gated.iter().map(|(_, s)| s).sum();
+    let how = summary.first_gate.as_ref().map_or(String::new(), |g| {
+        format!(" (kernel argument {}, e.g. in {})", g.argument, g.kernel)
+    });
+    crate::report::out_line(&format!(
+        "{}: {} kernel files left as they are ({sites} sites gated{how}): they switch expert scheduling on only when the kernel reports KFD ABI 1.20, which carries the trap-handler fix, and stay off below it; --force rewrites them too",
+        kernels.display(),
+        summary.gated.len(),
+    ));
 }
 
 /// Removes (or with `check`, lists) this user's comgr cache entries that

@@ -1,6 +1,10 @@
 //! The hipBLASLt side of the expert-scheduling fault: what the kernels of
 //! every hipBLASLt found on the machine say, folded into the fault's verdict
-//! once the kernel side is known to lack the fix. Pure, like the verdicts it feeds (it lies below them).
+//! once the kernel side is known to lack the fix. A library whose switch is
+//! gated on the kernel argument the host sets from the KFD's support
+//! (rocm-libraries PR #6261) is no trigger: it switches expert scheduling
+//! on only with KFD ABI 1.20, which carries the trap-handler fix. Pure,
+//! like the verdicts it feeds (it lies below them).
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
 use super::machine::Machine;
@@ -60,11 +64,38 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
         .iter()
         .filter(|l| (l.kind == LibraryKind::Pytorch && l.ours.is_some()) || l.rewritten.is_some())
         .collect();
-    let listed: Vec<String> = libs
+    let gated = libs
         .iter()
+        .any(|l| matches!(l.judgement, Judgement::Gated { .. }));
+    let listed = listed(m, libs);
+    let keeps = if gated {
+        "switches expert scheduling on only where the trap handler saves it (gated on KFD ABI 1.20) or keeps it off on gfx12"
+    } else {
+        "keeps expert scheduling off on gfx12"
+    };
+    why.push(format!(
+        "every hipBLASLt found {keeps}: {}; a program bringing another hipBLASLt is not covered (doctor --python DIR reads other environments)",
+        listed.join(", ")
+    ));
+    Some(if ours.is_empty() {
+        Settled::NotAffected
+    } else {
+        Settled::Mitigated
+    })
+}
+
+/// Each library found with what its kernels do (off, no gfx12 kernels,
+/// gated) and whether it is patched.
+fn listed(m: &Machine, libs: &[HipblasltLibrary]) -> Vec<String> {
+    libs.iter()
         .map(|l| {
+            let gated_here;
             let verdict = match l.judgement {
                 Judgement::NoGfx12 { .. } => "no gfx12 kernels",
+                Judgement::Gated { .. } => {
+                    gated_here = format!("gated on KFD ABI 1.20: {}", fast_path(m));
+                    gated_here.as_str()
+                }
                 _ => "off",
             };
             match (&l.ours, &l.rewritten) {
@@ -76,16 +107,54 @@ pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
                 (None, None) => format!("{} ({verdict})", l.path),
             }
         })
+        .collect()
+}
+
+/// What a gated library does on this machine: the fast path on with KFD
+/// ABI 1.20 (read from /dev/kfd, else judged from the kernel version:
+/// Linux 7.0 brought it), off below it.
+pub fn fast_path(m: &Machine) -> String {
+    match (m.kfd_abi, kernel_major_minor(m)) {
+        (Some((major, minor)), _) if (major, minor) >= (1, 20) => {
+            format!("expert scheduling on here (KFD ABI {major}.{minor} read from /dev/kfd): the fast path")
+        }
+        (Some((major, minor)), _) => format!(
+            "off here (KFD ABI {major}.{minor} read from /dev/kfd is below 1.20)"
+        ),
+        (None, Some(v)) if v >= (7, 0) => {
+            "expert scheduling on here (Linux 7.0 or later reports KFD ABI 1.20; run doctor as root on / to read it): the fast path".to_owned()
+        }
+        (None, Some(_)) => {
+            "off on this kernel (KFD ABI 1.20 comes with Linux 7.0)".to_owned()
+        }
+        (None, None) => "on only with KFD ABI 1.20 (Linux 7.0 or later)".to_owned(),
+    }
+}
+
+fn kernel_major_minor(m: &Machine) -> Option<(u32, u32)> {
+    let v = crate::kernel::KernelVersion::from_release(m.kernel_release.as_deref()?)?;
+    Some((v.0, v.1))
+}
+
+/// The hipBLASLt found that gate expert scheduling on KFD ABI 1.20, said
+/// for the faults judged by the KFD ABI (`kfd-abi-expert-sched`): whether
+/// their fast path is on here.
+pub fn gated_note(m: &Machine) -> Option<String> {
+    let gated: Vec<&str> = m
+        .hipblaslt_libraries
+        .iter()
+        .filter(|l| matches!(l.judgement, Judgement::Gated { .. }))
+        .map(|l| l.path.as_str())
         .collect();
-    why.push(format!(
-        "every hipBLASLt found keeps expert scheduling off on gfx12: {}; a program bringing another hipBLASLt is not covered (doctor --python DIR reads other environments)",
-        listed.join(", ")
-    ));
-    Some(if ours.is_empty() {
-        Settled::NotAffected
-    } else {
-        Settled::Mitigated
-    })
+    let first = gated.first()?;
+    let more = match gated.len() {
+        1 => " gates".to_owned(),
+        n => format!(" and {} more gate", n - 1),
+    };
+    Some(format!(
+        "{first}{more} expert scheduling on KFD ABI 1.20: {}",
+        fast_path(m)
+    ))
 }
 
 /// What keeps a mitigation by our hipBLASLt in place.

@@ -26,7 +26,10 @@ pub struct HipblasltLibrary {
     /// version and the ROCm it was built for.
     pub version: Option<String>,
     /// The ROCm release the library came with, where its layout names it
-    /// (TheRock's wheel dist-info, `/opt/rocm/core-7.13`, `.info/version`).
+    /// (TheRock's wheel dist-info, `/opt/rocm/core-7.13`, `.info/version`),
+    /// else the one its PyTorch wheel was built for (`torch/version.py`).
+    /// The one ROCm release a library is judged by
+    /// ([`HipblasltLibrary::hipblaslt_version`]).
     pub rocm: Option<RocmRelease>,
     /// The kernel library folder it loads its kernels from.
     pub kernels: String,
@@ -134,11 +137,12 @@ fn patchkit_package(root: &Path, lib: &Path) -> Option<String> {
     None
 }
 
-/// `2.9.0+rocm7.1, HIP 7.1.25424` from `torch/version.py`.
-fn torch_version(root: &Path, site: &Path) -> Option<String> {
-    let text = Root::new(root)
-        .read_text(&site.join("torch/version.py"), fsread::SMALL)
-        .ok()?;
+/// What a PyTorch wheel's `torch/version.py` in `site` says: the note
+/// `PyTorch 2.9.0+rocm7.1, HIP 7.1.25424`, and the ROCm release it was built
+/// for (`+rocm7.1` in its version, else the major and minor of its HIP).
+fn torch_wheel(root: &Path, site: &Path) -> Option<(String, Option<RocmRelease>)> {
+    let file = site.join("torch/version.py");
+    let text = Root::new(root).read_text(&file, fsread::SMALL).ok()?;
     let value = |key: &str| {
         text.lines().find_map(|l| {
             let (k, v) = l.split_once('=')?;
@@ -153,12 +157,24 @@ fn torch_version(root: &Path, site: &Path) -> Option<String> {
         })
     };
     let version = value("__version__")?;
-    Some(
-        match value("hip").filter(|h| !h.is_empty() && h != "None") {
-            Some(hip) => format!("PyTorch {version}, HIP {hip}"),
-            None => format!("PyTorch {version}"),
-        },
-    )
+    let hip = value("hip").filter(|h| !h.is_empty() && h != "None");
+    let rocm = version
+        .split_once("+rocm")
+        .map(|(_, r)| r.to_owned())
+        .or_else(|| {
+            let mut parts = hip.as_deref()?.split('.');
+            Some(format!("{}.{}", parts.next()?, parts.next()?))
+        })
+        .filter(|r| r.starts_with(|c: char| c.is_ascii_digit()))
+        .map(|r| RocmRelease {
+            version: r,
+            from: file.display().to_string(),
+        });
+    let note = match hip {
+        Some(hip) => format!("PyTorch {version}, HIP {hip}"),
+        None => format!("PyTorch {version}"),
+    };
+    Some((note, rocm))
 }
 
 /// Every hipBLASLt below `root`, each judged by its kernels.
@@ -167,7 +183,13 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
     let mut found = Vec::new();
     for place in super::layouts::library_dirs(root, places) {
         let kind = place.kind;
-        let note = place.site.as_deref().and_then(|s| torch_version(root, s));
+        let wheel = place.site.as_deref().and_then(|s| torch_wheel(root, s));
+        let note = wheel.as_ref().map(|(note, _)| note.as_str());
+        // the release the layout names, else the one the PyTorch wheel was built for
+        let rocm = place
+            .rocm
+            .clone()
+            .or_else(|| wheel.as_ref().and_then(|(_, r)| r.clone()));
         for lib in libraries_in(root, &place.dir) {
             let real = resolve(root, &lib);
             // one entry per real file, except that a PyTorch wheel's copy is
@@ -191,8 +213,8 @@ pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLib
             found.push(HipblasltLibrary {
                 path: lib.display().to_string(),
                 kind,
-                version: version(&lib, &real, note.as_deref()),
-                rocm: place.rocm.clone(),
+                version: version(&lib, &real, note),
+                rocm: rocm.clone(),
                 kernels: kernels.display().to_string(),
                 ours,
                 rewritten,
@@ -267,15 +289,10 @@ fn relative_files(root: &Path, judgement: Judgement) -> Judgement {
         }
     };
     match judgement {
-        Judgement::On { file, gfx, offset } => Judgement::On {
-            file: strip(&file),
-            gfx,
-            offset,
-        },
         Judgement::CannotTell { why } if root != Path::new("/") => Judgement::CannotTell {
             why: why.replace(&root.display().to_string(), ""),
         },
-        other => other,
+        other => other.map_file(strip),
     }
 }
 
@@ -342,7 +359,11 @@ pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> Hi
         path: lib.display().to_string(),
         kind: LibraryKind::InUse,
         version: file.split_once(".so.").map(|(_, v)| v.to_owned()),
-        rocm: super::layouts::release_of(root, dir),
+        rocm: super::layouts::release_of(root, dir).or_else(|| {
+            // a PyTorch wheel's torch/lib: the ROCm it was built for
+            let site = dir.ends_with("torch/lib").then(|| dir.parent()?.parent());
+            torch_wheel(root, site.flatten()?)?.1
+        }),
         rewritten,
         record_refused,
         kernels: kernels.display().to_string(),

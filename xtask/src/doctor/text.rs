@@ -8,6 +8,7 @@ use super::module::TrapHandler;
 use super::pid::Process;
 use super::{FaultReport, Report, Status};
 use crate::invocation::Invocation;
+use crate::knowledge::Severity;
 
 impl Report {
     /// The report, its commands starting with the program `inv` names.
@@ -58,7 +59,17 @@ impl Report {
     /// How many known faults affect the machine, and which.
     fn closing_line(&self) -> String {
         let affected = self.affected();
+        let unknown: Vec<&str> = self
+            .faults
+            .iter()
+            .filter(|f| f.severity == Severity::Fault && f.verdict.status == Status::CannotTell)
+            .map(|f| f.id.as_str())
+            .collect();
         match affected.len() {
+            0 if !unknown.is_empty() => format!(
+                "no known fault affects this machine unmitigated that doctor could judge; cannot tell: {} (see above)\n",
+                unknown.join(", ")
+            ),
             0 => "no known fault affects this machine unmitigated\n".to_owned(),
             n => format!(
                 "{n} known fault{} affect{} this machine: {} (exit status 3)\n",

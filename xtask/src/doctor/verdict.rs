@@ -82,7 +82,7 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
         return early;
     }
     if let Some(early) = kernel(fault, m, &mut why) {
-        return early;
+        return with_gated_note(fault, m, early);
     }
     if let Some(early) = kernel_libraries(fault, m, &mut why) {
         return early;
@@ -105,7 +105,18 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
     if fault.trigger_expert_sched {
         lead.extend(expert_sched::rewrite_steps(m));
     }
-    verdict(Status::Affected, why.join("; "), lead)
+    with_gated_note(fault, m, verdict(Status::Affected, why.join("; "), lead))
+}
+
+/// A fault judged by the KFD ABI says what the hipBLASLt that gate expert
+/// scheduling on it do here.
+fn with_gated_note(fault: &Fault, m: &Machine, mut v: Verdict) -> Verdict {
+    if fault.kfd_fixed.is_some() {
+        if let Some(note) = expert_sched::gated_note(m) {
+            v.why = format!("{}; {note}", v.why);
+        }
+    }
+    v
 }
 
 /// The GPUs of `m` that `fault` is on; a verdict when there are none (or
@@ -254,6 +265,9 @@ fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdic
     if fault.rocm.is_none() && fault.hipblaslt.is_none() {
         return None;
     }
+    if let Some(settled) = super::per_library::judge(fault, m, why) {
+        return by_library(settled, fault, m, why);
+    }
     let hipblaslt = m.hipblaslt_version.as_deref();
     let hb = hipblaslt.and_then(Version::parse_prefix);
     if let (Some(fixed), Some(v)) = (&fault.hipblaslt_fixed, &hb) {
@@ -303,6 +317,28 @@ fn libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdic
         }
     }
     None
+}
+
+/// What the hipBLASLt found, each judged by its own version, make of a
+/// library-side fault; `None` (affected so far) lets the mitigations and
+/// next steps follow.
+fn by_library(
+    settled: super::per_library::Settled,
+    fault: &Fault,
+    m: &Machine,
+    why: &mut [String],
+) -> Option<Verdict> {
+    use super::per_library::Settled;
+    match settled {
+        Settled::Affected => None,
+        Settled::Fixed => Some(verdict(Status::Fixed, why.join("; "), Vec::new())),
+        Settled::NotAffected => Some(verdict(Status::NotAffected, why.join("; "), Vec::new())),
+        Settled::CannotTell => Some(verdict(
+            Status::CannotTell,
+            why.join("; "),
+            steps::fixes_then_workaround(fault, m),
+        )),
+    }
 }
 
 /// The comgr gate: only a distribution's build in `range` is affected.

@@ -58,7 +58,10 @@ fn rdna4_on_6_14_is_affected_and_named_its_recipe() {
         v.why.contains("gfx1201") && v.why.contains("6.14.0-36-generic"),
         "{v:?}"
     );
-    assert!(v.why.contains("ROCm 7.1.1-53 triggers it"), "{v:?}");
+    assert!(
+        !v.why.contains("ROCm 7.1.1-53"),
+        "judged by the kernels, not a ROCm number: {v:?}"
+    );
     assert_eq!(
         v.next[0].to_string(),
         "cargo xtask build-dkms amdgpu-expert-sched-6.14"
@@ -398,4 +401,79 @@ fn no_gfx12_handler_is_not_affected() {
     );
     let v = assess(&fault(CWSR), &m);
     assert_eq!(v.status, Status::NotAffected, "{v:?}");
+}
+
+fn library(
+    path: &str,
+    judgement: crate::codeobj::Judgement,
+) -> crate::doctor::hipblaslt::HipblasltLibrary {
+    crate::doctor::hipblaslt::HipblasltLibrary {
+        path: path.into(),
+        kind: crate::doctor::hipblaslt::LibraryKind::Pytorch,
+        version: Some("1.4".into()),
+        rocm: None,
+        kernels: format!("{path}/../hipblaslt/library"),
+        ours: None,
+        rewritten: None,
+        record_refused: None,
+        judgement,
+    }
+}
+
+fn gated() -> crate::codeobj::Judgement {
+    crate::codeobj::Judgement::Gated {
+        file: "/venv/torch/lib/hipblaslt/library/k_gfx1201.co".into(),
+        gfx: "gfx1201".into(),
+        offset: 0x40,
+        gate: crate::codeobj::gate::Gate {
+            kernel: "Cijk_k".into(),
+            argument: "ESMRuntimeSupported".into(),
+            arg_offset: 104,
+            register: "v5 <- s47".into(),
+        },
+        files: 3,
+    }
+}
+
+#[test]
+fn gated_libraries_are_no_trigger_below_kfd_1_20_and_the_fast_path_with_it() {
+    let mut m = machine(120001, "6.14.0-36-generic", "7.1.1");
+    m.hipblaslt_libraries = vec![library("/venv/torch/lib/libhipblaslt.so", gated())];
+    let v = assess(&fault(CWSR), &m);
+    assert_eq!(v.status, Status::NotAffected, "{v:?}");
+    assert!(
+        v.why.contains("gated on KFD ABI 1.20: off on this kernel"),
+        "{v:?}"
+    );
+    let abi = assess(&fault("kfd-abi-expert-sched"), &m);
+    assert_eq!(abi.status, Status::Affected, "{abi:?}");
+    assert!(
+        abi.why
+            .contains("libhipblaslt.so gates expert scheduling on KFD ABI 1.20: off"),
+        "{abi:?}"
+    );
+
+    // Linux 7.0 with KFD ABI 1.20 read from /dev/kfd: the fast path
+    m.kernel_release = Some("7.0.0-10-generic".into());
+    m.kfd_abi = Some((1, 20));
+    let v = assess(&fault("kfd-abi-expert-sched"), &m);
+    assert_eq!(v.status, Status::Fixed, "{v:?}");
+    assert!(
+        v.why
+            .contains("expert scheduling on here (KFD ABI 1.20 read from /dev/kfd): the fast path"),
+        "{v:?}"
+    );
+    assert_eq!(assess(&fault(CWSR), &m).status, Status::Fixed);
+
+    // one library that switches it on unconditionally keeps the fault
+    m.kernel_release = Some("6.14.0-36-generic".into());
+    m.kfd_abi = Some((1, 18));
+    let on = crate::codeobj::Judgement::On {
+        file: "/opt/rocm/lib/hipblaslt/library/k.co".into(),
+        gfx: "gfx1201".into(),
+        offset: 0x10,
+    };
+    m.hipblaslt_libraries
+        .push(library("/opt/rocm/lib/libhipblaslt.so.1.1", on));
+    assert_eq!(assess(&fault(CWSR), &m).status, Status::Affected);
 }

@@ -37,6 +37,9 @@ pub struct Options {
     pub check: bool,
     /// Threads reading and rewriting kernel files.
     pub threads: usize,
+    /// Rewrite gated sites too ([`codeobj::gate`]): those switch expert
+    /// scheduling on only where the KFD supports it.
+    pub force: bool,
 }
 
 /// What the rewrite did (or, with `check`, would do) to one library.
@@ -48,6 +51,10 @@ pub struct Summary {
     pub already: usize,
     /// gfx12 kernel files read that have no site (or no gfx12 code).
     pub untouched: usize,
+    /// Files left as they are because every site of theirs is gated,
+    /// with their sites (the first one's gate for the message).
+    pub gated: Vec<(String, usize)>,
+    pub first_gate: Option<codeobj::gate::Gate>,
     /// Files the engine could not read, and why: the library is left alone.
     pub unreadable: Vec<(String, String)>,
     /// Recorded files that changed since their rewrite (an upgrade).
@@ -66,13 +73,24 @@ impl Summary {
 /// What the engine says of one file.
 enum Engine {
     Nothing,
+    Gated(Vec<codeobj::rewrite::Site>),
     Rewrite { bytes: Vec<u8>, sites: usize },
 }
 
-fn engine(bytes: &[u8], scratch: &mut codeobj::bundle::Scratch) -> Result<Engine, String> {
-    use codeobj::rewrite::{rewrite_file_with, Rewrite};
-    Ok(match rewrite_file_with(bytes, scratch)? {
+fn engine(
+    bytes: &[u8],
+    scratch: &mut codeobj::bundle::Scratch,
+    force: bool,
+) -> Result<Engine, String> {
+    use codeobj::rewrite::{rewrite_file_with, rewrite_ungated_with, Rewrite};
+    let rewrite = if force {
+        rewrite_file_with
+    } else {
+        rewrite_ungated_with
+    };
+    Ok(match rewrite(bytes, scratch)? {
         Rewrite::NoGfx12 | Rewrite::NoSites => Engine::Nothing,
+        Rewrite::OnlyGated { sites } => Engine::Gated(sites),
         Rewrite::Rewritten { bytes, sites, .. } => Engine::Rewrite {
             bytes,
             sites: sites.len(),
@@ -129,6 +147,7 @@ fn reconcile(kernels: &Path, record: &mut Record, summary: &mut Summary) -> Resu
 /// One file's result from the workers.
 enum Read {
     Nothing,
+    Gated(Vec<codeobj::rewrite::Site>),
     Rewrite {
         sites: usize,
         before: (String, u64),
@@ -164,6 +183,12 @@ pub fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Sum
         let rel = rel_of(kernels, file);
         match read {
             Read::Nothing => summary.untouched += 1,
+            Read::Gated(sites) => {
+                summary.gated.push((rel, sites.len()));
+                if summary.first_gate.is_none() {
+                    summary.first_gate = sites.first().and_then(|s| s.gate.clone());
+                }
+            }
             Read::Unreadable(why) => summary.unreadable.push((rel, why.clone())),
             Read::Unwritable(why, no_space, size) => {
                 summary.bytes_after += size;
@@ -254,7 +279,7 @@ fn read_all(kernels: &Path, files: &[PathBuf], opts: Options, reporter: &Reporte
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(i) else { break };
-                    let read = read_one(file, opts.check, &mut buf, &mut scratch);
+                    let read = read_one(file, opts, &mut buf, &mut scratch);
                     results.lock().expect("no panics hold the lock")[i] = Some(read);
                     progress.lock().expect("no panics hold the lock").inc(1);
                 }
@@ -270,25 +295,26 @@ fn read_all(kernels: &Path, files: &[PathBuf], opts: Options, reporter: &Reporte
 }
 
 /// Reads one kernel file (as doctor does: a regular file within the bound)
-/// and, unless `check`, stages its rewrite beside it with its owner, mode,
+/// and, unless `opts.check`, stages its rewrite beside it with its owner, mode,
 /// attributes and times.
 fn read_one(
     file: &Path,
-    check: bool,
+    opts: Options,
     buf: &mut Vec<u8>,
     scratch: &mut codeobj::bundle::Scratch,
 ) -> Read {
     if let Err(why) = codeobj::read_kernel_file(file, buf) {
         return Read::Unreadable(why);
     }
-    let (bytes_out, sites) = match engine(buf, scratch) {
+    let (bytes_out, sites) = match engine(buf, scratch, opts.force) {
         Ok(Engine::Nothing) => return Read::Nothing,
+        Ok(Engine::Gated(sites)) => return Read::Gated(sites),
         Ok(Engine::Rewrite { bytes, sites }) => (bytes, sites),
         Err(why) => return Read::Unreadable(why),
     };
     let before = (crate::hash::sha256_hex(buf), buf.len() as u64);
     let after = (crate::hash::sha256_hex(&bytes_out), bytes_out.len() as u64);
-    if !check {
+    if !opts.check {
         let staged = files::staging_of(file, NEW);
         if let Err(e) = files::write_synced(&staged, &bytes_out, Some(file)) {
             let _ = std::fs::remove_file(&staged);

@@ -158,6 +158,16 @@ impl Checker<'_> {
             .ok()
     }
 
+    /// A ROCm range, which must stay inside one release stream (see
+    /// [`VersionRange::one_rocm_stream`]).
+    fn rocm_range(&mut self, value: &Option<Text>, key: &str) -> Option<VersionRange> {
+        let range = self.version_range(value, key)?;
+        if let (Err(why), Some(v)) = (range.one_rocm_stream(), value) {
+            self.err_at(v, format!("`{key}`: {why}"));
+        }
+        Some(range)
+    }
+
     fn recipe_name(&mut self, value: &Text, key: &str) -> String {
         if !is_name(value.get_ref()) {
             self.err_at(
@@ -179,7 +189,7 @@ fn is_name(s: &str) -> bool {
 fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
     check_targets_and_links(c, f, at);
     let kernel = f.kernel.as_ref().and_then(|k| kernel_facts(c, k));
-    let rocm = c.version_range(&f.rocm, "rocm");
+    let rocm = c.rocm_range(&f.rocm, "rocm");
     let hipblaslt = c.version_range(&f.hipblaslt, "hipblaslt");
     if f.kernel.is_none()
         && f.rocm.is_none()
@@ -209,7 +219,7 @@ fn fault(c: &mut Checker, f: &RawFault, at: usize) -> Fault {
         hipblaslt,
         hipblaslt_fixed: c.version_range(&f.hipblaslt_fixed, "hipblaslt_fixed"),
         comgr: c.version_range(&f.comgr, "comgr"),
-        trigger_rocm: c.version_range(&f.trigger_rocm, "trigger_rocm"),
+        trigger_rocm: c.rocm_range(&f.trigger_rocm, "trigger_rocm"),
         trigger_expert_sched: f.trigger_expert_sched,
         needs: f.needs,
         fixed_by_packages: f
@@ -295,7 +305,7 @@ fn fixes(c: &mut Checker, f: &RawFault) -> Vec<Fix> {
             recipe: c.recipe_name(&fix.recipe, "fix.recipe"),
             build: fix.build,
             kernel: c.kernel_range(&fix.kernel, "fix.kernel"),
-            rocm: c.version_range(&fix.rocm, "fix.rocm"),
+            rocm: c.rocm_range(&fix.rocm, "fix.rocm"),
             release_contains: fix.release_contains.clone(),
             note: fix.note.clone(),
         });

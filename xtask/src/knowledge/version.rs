@@ -113,6 +113,32 @@ impl VersionRange {
     pub fn as_str(&self) -> &str {
         &self.text
     }
+
+    /// ROCm's numbers are two release streams, not one line: the legacy
+    /// builds 7.0 to 7.2 (and any 7.3 to 7.8) and TheRock's 7.9 to 7.14
+    /// and 10.x, whose "7.10" is older code than legacy 7.2.4. A ROCm
+    /// range must say which: every alternative bounded below and above,
+    /// both bounds on the same side of 7.9.
+    pub fn one_rocm_stream(&self) -> Result<(), String> {
+        let therock = Version(vec![7, 9]);
+        for set in &self.alternatives {
+            let lower = set.iter().find(|(op, _)| op.starts_with('>') || op == "=");
+            let upper = set.iter().find(|(op, _)| op.starts_with('<') || op == "=");
+            let (Some((_, lo)), Some((_, hi))) = (lower, upper) else {
+                return Err(format!(
+                    "`{}` is open-ended: ROCm numbers are two streams (legacy 7.0-7.2, TheRock 7.9 on and 10.x; TheRock's 7.10 is older code than 7.2.4), so bound it on both sides within one",
+                    self.text
+                ));
+            };
+            if (lo < &therock) != (hi <= &therock) {
+                return Err(format!(
+                    "`{}` spans the legacy (7.0-7.8) and TheRock (7.9 on, 10.x) streams, whose numbers do not order their code: give one range per stream",
+                    self.text
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 impl fmt::Display for VersionRange {
@@ -152,5 +178,16 @@ mod tests {
         assert!(VersionRange::parse(">=7.x")
             .unwrap_err()
             .contains("not a version"));
+    }
+
+    #[test]
+    fn rocm_ranges_stay_in_one_release_stream() {
+        let ok = |t: &str| VersionRange::parse(t).unwrap().one_rocm_stream();
+        assert!(ok(">=7.1, <7.2").is_ok());
+        assert!(ok(">=7.0, <7.9").is_ok());
+        assert!(ok(">=7.13, <7.15 || >=10.0, <10.2").is_ok());
+        assert!(ok("=7.10.0").is_ok());
+        assert!(ok(">=7.0").unwrap_err().contains("open-ended"));
+        assert!(ok(">=7.2, <7.11").unwrap_err().contains("spans the legacy"));
     }
 }

@@ -233,8 +233,10 @@ fn our_patched_hipblaslt_on_the_library_path_fixes_the_tensile_fault() {
     );
     m.env("LD_LIBRARY_PATH", "/opt/rocm-patchkit/hipblaslt-7.2.1/lib");
     let (run, report) = m.report();
-    run.success();
     assert_eq!(fault(&report, "tensile-gltr-dtvb1")["status"], "fixed");
+    // the K-tail over-read of the same kernels has no fix yet, ours included
+    run.fails_with(3);
+    assert_eq!(fault(&report, "tensile-dtvb-ktail")["status"], "affected");
 }
 
 #[test]

@@ -137,7 +137,8 @@ fn debian_7_2_4_keeps_it_off_so_an_unfixed_kernel_is_not_affected() {
     let m = rdna4("6.14.0-36-generic");
     place(&m, &exp, TRIPLET_LIB, "libhipblaslt.so.1.2");
     let (run, report) = m.report();
-    run.success();
+    // hipBLASLt 1.2 carries the DTVB1 over-read: that fault, not this one
+    run.fails_with(3);
     let lib = library(&report, "libhipblaslt.so.1.2");
     assert_eq!(lib["judgement"]["verdict"], "off", "{lib:#}");
     assert!(lib["judgement"]["files"].as_u64().unwrap() > 100, "{lib:#}");
@@ -157,7 +158,7 @@ fn debian_7_2_4_keeps_it_off_so_an_unfixed_kernel_is_not_affected() {
         lib["judgement"]
     );
     m.doctor(&[])
-        .success()
+        .fails_with(3)
         .stdout_has("expert scheduling off (")
         .stdout_has("not affected  cwsr-expert-sched");
 }

@@ -50,8 +50,8 @@ fn each_knob_of_the_guides_gets_its_judgement_and_source() {
         ),
         (
             "PYTORCH_NO_HIP_MEMORY_CACHING",
-            "diagnosis",
-            "notes/hip.html",
+            "mitigates",
+            "legacy-rocm-build/issues/6647",
         ),
         ("HSA_USE_SVM", "no-effect", "env-variables.html"),
         ("HSA_XNACK", "no-effect", "env-variables.html"),

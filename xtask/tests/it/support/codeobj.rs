@@ -116,3 +116,145 @@ pub fn gfx12_kernel_file(expert_sched: bool) -> Vec<u8> {
         ("gfx1201", elf(GFX1201, &kernel(expert_sched))),
     ]))
 }
+
+/// How the kernel [`gated_kernel_source`] writes tests its expert-scheduling site.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gating {
+    /// As tensilelite writes it from rocm-libraries PR #6261 on: the flag
+    /// VGPR moved from the SGPR `ESMRuntimeSupported` is loaded into, a
+    /// compare, `s_cbranch_vccz` over the site.
+    Gated,
+    /// The same test on SCC: `s_cmp_eq_u32 s47, 0; s_cbranch_scc1`.
+    GatedScc,
+    /// No test: the site runs (ROCm 7.0, 7.1, TheRock 7.9, 7.10).
+    Ungated,
+    /// The branch skips more than the site (it lands past the loop).
+    BranchesElsewhere,
+    /// The compare tests the VGPR moved from another argument (`alpha`).
+    OtherArgument,
+    /// A second branch of the kernel lands on the site, past the test.
+    SiteReachedPastTest,
+}
+
+/// An assembly source of one gfx1201 kernel `name` that switches expert
+/// scheduling on before its loop, tested as `gating` says, with metadata
+/// declaring `alpha` (offset 96) and `ESMRuntimeSupported` (offset 104)
+/// and the argument loads tensilelite's inline-argument path makes (the
+/// kernel-argument pointer moved 16 bytes on, then `s_load_b32` of each).
+pub fn gated_kernel_source(name: &str, gating: Gating) -> String {
+    let (test, branch_to) = match gating {
+        Gating::Gated | Gating::SiteReachedPastTest => (
+            "v_cmp_ge_i32 vcc_lo, v5, 1",
+            "s_cbranch_vccz label_skipEnableESM",
+        ),
+        Gating::GatedScc => ("s_cmp_eq_u32 s47, 0", "s_cbranch_scc1 label_skipEnableESM"),
+        Gating::Ungated => ("", ""),
+        Gating::BranchesElsewhere => (
+            "v_cmp_ge_i32 vcc_lo, v5, 1",
+            "s_cbranch_vccz label_LoopEndL",
+        ),
+        Gating::OtherArgument => (
+            "v_cmp_ge_i32 vcc_lo, v6, 1",
+            "s_cbranch_vccz label_skipEnableESM",
+        ),
+    };
+    let early = if gating == Gating::SiteReachedPastTest {
+        "s_cmp_eq_u32 s20, 3\n  s_cbranch_scc1 label_site"
+    } else {
+        ""
+    };
+    format!(
+        r#".amdgcn_target "amdgcn-amd-amdhsa--gfx1201"
+.text
+.globl {name}
+.p2align 8
+.type {name},@function
+{name}:
+  s_load_b128 s[20:23], s[0:1], 0x0
+  s_add_co_u32 s0, s0, 16
+  s_add_co_ci_u32 s1, s1, 0
+  s_load_b32 s46, s[0:1], 0x50
+  s_load_b32 s47, s[0:1], 0x58
+  s_wait_kmcnt 0
+  v_mov_b32 v5, s47
+  v_mov_b32 v6, s46
+  v_add_nc_u32 v7, v6, v6
+  {early}
+  v_lshlrev_b64 v[2:3], 1, v[8:9]
+  {test}
+  {branch_to}
+label_site:
+  s_setreg_imm32_b32 hwreg(26, 0, 2), 2
+label_skipEnableESM:
+label_LoopBeginL:
+  v_add_nc_u32 v7, v7, v6
+  s_sub_co_u32 s22, s22, 1
+  s_cbranch_scc0 label_LoopBeginL
+label_LoopEndL:
+  s_setreg_imm32_b32 hwreg(26, 0, 2), 0
+  s_endpgm
+.rodata
+.p2align 6
+.amdhsa_kernel {name}
+  .amdhsa_user_sgpr_kernarg_segment_ptr 1
+  .amdhsa_next_free_vgpr 16
+  .amdhsa_next_free_sgpr 48
+  .amdhsa_wavefront_size32 1
+.end_amdhsa_kernel
+.amdgpu_metadata
+---
+amdhsa.version: [1, 2]
+amdhsa.kernels:
+  - .name: {name}
+    .symbol: {name}.kd
+    .kernarg_segment_size: 112
+    .kernarg_segment_align: 8
+    .group_segment_fixed_size: 0
+    .private_segment_fixed_size: 0
+    .wavefront_size: 32
+    .sgpr_count: 48
+    .vgpr_count: 16
+    .max_flat_workgroup_size: 256
+    .args:
+      - {{.name: alpha, .offset: 96, .size: 4, .value_kind: by_value, .value_type: f32}}
+      - {{.name: ESMRuntimeSupported, .offset: 104, .size: 4, .value_kind: by_value, .value_type: u32}}
+...
+.end_amdgpu_metadata
+"#
+    )
+}
+
+/// `source` assembled for gfx1201 by `llvm-mc-19` into an ELF code object
+/// (relocatable: symbols, metadata note and descriptor as the linker gets
+/// them); `None` (skipped) when llvm-mc-19 is missing outside CI.
+pub fn assemble_gfx1201(source: &str) -> Option<Vec<u8>> {
+    if !super::have_tool("llvm-mc-19") {
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (s, o) = (dir.path().join("k.s"), dir.path().join("k.o"));
+    std::fs::write(&s, source).unwrap();
+    let out = std::process::Command::new("llvm-mc-19")
+        .args([
+            "-triple=amdgcn-amd-amdhsa",
+            "-mcpu=gfx1201",
+            "-filetype=obj",
+            "-o",
+        ])
+        .arg(&o)
+        .arg(&s)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "llvm-mc-19: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    Some(std::fs::read(&o).unwrap())
+}
+
+/// A compressed bundle holding the gfx1201 kernel of `gating`.
+pub fn gated_kernel_file(name: &str, gating: Gating) -> Option<Vec<u8>> {
+    let object = assemble_gfx1201(&gated_kernel_source(name, gating))?;
+    Some(ccob(&bundle(&[("gfx1201", object)])))
+}

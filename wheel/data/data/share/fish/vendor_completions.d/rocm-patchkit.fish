@@ -49,6 +49,7 @@ complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipb
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipblaslt" -l all -d 'Every hipBLASLt doctor finds that switches expert scheduling on (with --undo: every one rewritten in place)'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipblaslt" -l check -d 'Say what would change and change nothing'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipblaslt" -l undo -d 'Put back the original kernel files of a rewritten library, byte for byte; refuses, naming it, when a file changed since the rewrite'
+complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipblaslt" -l force -d 'Rewrite gated kernel files too: those switch expert scheduling on only when the kernel reports KFD ABI 1.20 (the trap-handler fix in), and are left alone without it'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipblaslt" -s q -l quiet -d 'Print warnings and errors only'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand rewrite-hipblaslt" -s h -l help -d 'Print help (see more with \'--help\')'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand verify" -l knowledge -d 'Read the knowledge files (faults.toml, knobs.toml) from this folder (or its knowledge/) instead of the ones built in: newer facts without a new binary' -r -F
