@@ -127,10 +127,10 @@ impl Step {
                 f.write_str("keep these variables set for every program that uses it")
             }
             Step::KeepHipblaslt { rewritten: true } => f.write_str(
-                "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (README: \"Rewriting an installed hipBLASLt\"); for the kernel fix itself:",
+                "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (docs/rewrite-hipblaslt.md); for the kernel fix itself:",
             ),
             Step::KeepHipblaslt { rewritten: false } => f.write_str(
-                "keep PyTorch loading our patched hipBLASLt (README: \"Using the patched hipBLASLt\"); for the kernel fix itself:",
+                "keep PyTorch loading our patched hipBLASLt (docs/build-hipblaslt.md, \"Using the patched hipBLASLt with PyTorch\"); for the kernel fix itself:",
             ),
             Step::ForTheFixItself => f.write_str("for the fix itself (compute preemption back):"),
             Step::DropCwsrOff => f.write_str(

@@ -247,7 +247,9 @@ fn local_source(
             "tree hashed"
         };
         reporter.step(format!("source: folder {}: {how}", shown.display()));
-        return Ok(FetchedSource::Dir { path: path.to_path_buf() });
+        return Ok(FetchedSource::Dir {
+            path: path.to_path_buf(),
+        });
     }
     let how = if checked.remembered {
         "unchanged since hashed (its bytes are checked again when extracted)"

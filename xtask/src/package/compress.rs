@@ -30,12 +30,12 @@ impl Compression {
     /// The `.deb` members: xz, which every dpkg reads and lintian 2.116
     /// accepts (it calls zstd members malformed), at preset 2: on the
     /// amdgpu tree 38% larger than dpkg-deb's xz -6 for a ninth of its
-    /// time (README, "Compressors").
+    /// time (docs/compressors.md).
     pub const DEB: Compression = Compression::Xz(2);
     /// The rpm payload: zstd with a 2^27 window, which rpm >= 4.14 reads
     /// (`rpmlib(PayloadIsZstd)`) without options; at -9 with long matching
     /// the knee of size against time on the amdgpu tree: 2.4% larger than
-    /// -12 in 0.63x its time, 4.4% smaller than -6 (README, "Compressors").
+    /// -12 in 0.63x its time, 4.4% smaller than -6 (docs/compressors.md).
     pub const RPM: Compression = Compression::Zstd(9);
     /// Arch packages: makepkg's `.pkg.tar.zst`, as the rpm payload.
     pub const ARCH: Compression = Compression::Zstd(9);

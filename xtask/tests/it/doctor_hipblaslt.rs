@@ -204,7 +204,7 @@ fn a_venv_whose_torch_loads_our_build_is_reported_patched() {
     torch_version(&m);
     let torch_lib = m.root().join(format!("{SITE}/torch/lib"));
     std::fs::create_dir_all(&torch_lib).unwrap();
-    // what README tells a PyTorch user to do: the wheel's copy and its
+    // what docs/build-hipblaslt.md tells a PyTorch user to do: the wheel's copy and its
     // kernel folder replaced by links to ours (absolute, as ln -s makes them)
     std::os::unix::fs::symlink(
         "/opt/rocm-patchkit/hipblaslt-7.1.1/lib/libhipblaslt.so.1.1",

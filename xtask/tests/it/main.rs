@@ -17,6 +17,7 @@ mod conflicts;
 mod debian_source;
 mod dist;
 mod dkms_install;
+mod docs;
 mod doctor;
 mod doctor_access;
 mod doctor_debian_modules;

@@ -1,5 +1,5 @@
 //! The packager's files in `dist/` rebuild with each distribution's own
-//! tools, following README's "Rebuilding with your distribution's tools":
+//! tools, following docs/packages.md, "Rebuilding with your distribution's tools":
 //! dpkg-buildpackage (debhelper + dh_dkms), rpmbuild and makepkg each make a
 //! package that installs exactly the files of ours, with the same metadata
 //! and maintainer scripts that do the same.
