@@ -1,7 +1,7 @@
 //! The wheel as a user gets it: built by `maturin build` from pyproject.toml
-//! alone (every setting of the release's; cargo's dev profile, whose
-//! optimised dependencies the test build shares, instead of `--release`:
-//! a release build from nothing is the heaviest part of CI), audited by
+//! alone (every setting of the release's; cargo's dev profile without debug
+//! info instead of `--release`: a release build from nothing is the
+//! heaviest part of CI), audited by
 //! auditwheel (manylinux, glibc 2.28 or older, no library outside the
 //! policy), its binary linked to glibc's libraries only; installed with pip
 //! from the file into a fresh venv with no Rust on PATH; then on a fake
@@ -35,6 +35,9 @@ fn build_wheel(maturin: &Path, out: &Path) -> PathBuf {
         .arg(out)
         .current_dir(repo_root())
         .env("PATH", path)
+        // no debug info: the wheel's binary is stripped, and its build
+        // (other features, zig's C compiler) shares nothing with the tests'
+        .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env_remove("CARGO_TARGET_DIR"))
     .success();
     let wheels: Vec<PathBuf> = std::fs::read_dir(out)
