@@ -195,6 +195,20 @@ impl<R: Read> Read for Hashing<R> {
 /// default limit, 2^27).
 const DECODER_MEMORY: u64 = 128 << 20;
 
+/// The compression a module's file name promises: `xz`, `zstd`, `gzip` or
+/// `none`.
+fn codec_named(path: &str) -> &'static str {
+    if path.ends_with(".xz") {
+        "xz"
+    } else if path.ends_with(".zst") {
+        "zstd"
+    } else if path.ends_with(".gz") {
+        "gzip"
+    } else {
+        "none"
+    }
+}
+
 /// The decompressed stream of a module file, its codec told by its magic;
 /// the name's extension must agree with it.
 pub fn decoder<'a>(
@@ -204,15 +218,7 @@ pub fn decoder<'a>(
     const XZ: &[u8] = &[0xfd, b'7', b'z', b'X', b'Z', 0];
     const ZSTD: &[u8] = &[0x28, 0xb5, 0x2f, 0xfd];
     const GZIP: &[u8] = &[0x1f, 0x8b];
-    let named = if path.ends_with(".xz") {
-        "xz"
-    } else if path.ends_with(".zst") {
-        "zstd"
-    } else if path.ends_with(".gz") {
-        "gzip"
-    } else {
-        "none"
-    };
+    let named = codec_named(path);
     let raw = input
         .fill_buf()
         .map_err(|e| format!("cannot read {path}: {e}"))?;
@@ -261,15 +267,7 @@ pub fn scan(raw: &[u8], path: &str) -> Result<Scan, String> {
 
 /// [`scan`] reading from `input`, at most `cap` bytes decompressed.
 fn scan_from(input: &mut impl std::io::BufRead, path: &str, cap: u64) -> Result<Scan, String> {
-    let codec = if path.ends_with(".xz") {
-        "xz"
-    } else if path.ends_with(".zst") {
-        "zstd"
-    } else if path.ends_with(".gz") {
-        "gzip"
-    } else {
-        "none"
-    };
+    let codec = codec_named(path);
     let mut decoded = decoder(input, path)?.take(cap + 1);
     let mut scanner = Scanner::new(&[&FIXED, &UNFIXED], &["vermagic", "srcversion"]);
     let mut chunk = vec![0u8; 1 << 20];
