@@ -1,7 +1,8 @@
 //! The wheel as a user gets it: built by `maturin build` from pyproject.toml
-//! alone (every setting of the release's; cargo's dev profile without debug
-//! info instead of `--release`: a release build from nothing is the
-//! heaviest part of CI), audited by
+//! alone (every setting of the release's; the workspace's `wheel-test`
+//! profile, dev's with unoptimised dependencies and no debug info, instead
+//! of `--release`: a release build from nothing is the heaviest part of
+//! CI), audited by
 //! auditwheel (manylinux, glibc 2.28 or older, no library outside the
 //! policy), its binary linked to glibc's libraries only; installed with pip
 //! from the file into a fresh venv with no Rust on PATH; then on a fake
@@ -25,19 +26,19 @@ fn run(cmd: &mut Command) -> Run {
     Run::of(cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}")))
 }
 
-/// `maturin build --out DIR` at the top: the release's settings, cargo's
-/// dev profile (`--release` is the release workflow's only other flag).
+/// `maturin build --profile wheel-test --out DIR` at the top: the
+/// release's settings, the test's own cargo profile (`--release` is the
+/// release workflow's only other flag).
 fn build_wheel(maturin: &Path, out: &Path) -> PathBuf {
     let tools_bin = maturin.parent().unwrap();
     let path = format!("{}:{}", tools_bin.display(), std::env::var("PATH").unwrap());
     run(Command::new(maturin)
-        .args(["build", "--out"])
+        // its build (other features, zig's C compiler) shares nothing with
+        // the tests': the profile (Cargo.toml) builds it cheaply
+        .args(["build", "--profile", "wheel-test", "--out"])
         .arg(out)
         .current_dir(repo_root())
         .env("PATH", path)
-        // no debug info: the wheel's binary is stripped, and its build
-        // (other features, zig's C compiler) shares nothing with the tests'
-        .env("CARGO_PROFILE_DEV_DEBUG", "0")
         .env_remove("CARGO_TARGET_DIR"))
     .success();
     let wheels: Vec<PathBuf> = std::fs::read_dir(out)
