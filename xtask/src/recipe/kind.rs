@@ -64,12 +64,6 @@ impl KindName {
         }
     }
 
-    /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
-    /// rendered from `templates/` and its builds publish source packages.
-    pub fn has_packaging(self) -> bool {
-        matches!(self, KindName::Dkms | KindName::Config)
-    }
-
     /// Whether a build of this kind writes a package in `format`:
     /// `Format::Tar` is the DKMS source tarball, a DKMS output; a rewrite
     /// writes only the `.deb` that takes the place of its source.
