@@ -116,12 +116,12 @@ impl super::Part for Part {
             .context("the rewritten tree has no state record")?
             .0;
         let sites: usize = record
-            .rewrites
+            .rewrites()
             .iter()
             .flat_map(|r| &r.files)
             .map(|f| f.sites)
             .sum();
-        let files: usize = record.rewrites.iter().map(|r| r.files.len()).sum();
+        let files: usize = record.rewrites().iter().map(|r| r.files.len()).sum();
         Ok(Assembled {
             meta: identity::identity(cx.recipe),
             machine: identity::machine(cx.recipe.kind.name()),

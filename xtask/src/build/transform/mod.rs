@@ -126,14 +126,14 @@ impl Transform {
 pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, transform: Transform) -> bool {
     let pin = crate::extract::source_pin(&fetched.source, &Selection::of(&recipe.source));
     let patches = transform.patches(fetched);
-    let same_patches = recorded.patches.len() == patches.len()
+    let same_patches = recorded.patches().len() == patches.len()
         && recorded
-            .patches
+            .patches()
             .iter()
             .zip(patches)
             .all(|(r, f)| r.name == f.name && r.sha256 == f.sha256);
     let same_rewrites = recorded
-        .rewrites
+        .rewrites()
         .iter()
         .map(|r| r.transform.as_str())
         .eq(transform.rewrites().iter().copied());
