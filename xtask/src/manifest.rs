@@ -167,7 +167,7 @@ impl Manifest {
             );
         };
         for patch in &mut self.patches {
-            if let Some(record) = state.patches.iter().find(|r| r.name == patch.name) {
+            if let Some(record) = state.patches().iter().find(|r| r.name == patch.name) {
                 patch.placement = record.hunks.clone();
                 patch.applied = applied(&record.hunks);
             }
@@ -203,7 +203,7 @@ pub struct RewrittenRef {
 /// offsets stay in the record).
 pub fn rewrites_of(state: &crate::state::State) -> Vec<RewriteRef> {
     state
-        .rewrites
+        .rewrites()
         .iter()
         .map(|r| RewriteRef {
             transform: r.transform.clone(),

@@ -21,23 +21,111 @@ use crate::hash::sha256_hex;
 
 /// The applied-patch state of a tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(try_from = "Wire", into = "Wire")]
 pub struct State {
     pub format: u32,
     /// sha256 of `.patchkit/manifest`, the listing of every file of the tree.
     pub manifest_sha256: String,
-    /// In series order.
-    pub patches: Vec<PatchRecord>,
+    /// What the transform that made the tree did.
+    pub record: Record,
     pub recipe: RecipeRef,
-    /// Binary rewrites of the tree after the patches (a rewrite recipe's
-    /// transform), each with the files it changed; absent when none.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rewrites: Vec<RewriteRecord>,
     pub source: SourcePin,
     /// The fuzz the series was applied with (0 unless asked; exact context
-    /// at any offset is the rule). Per-hunk placement is in `patches`.
+    /// at any offset is the rule). Per-hunk placement is in the record.
     pub tolerance: ToleranceRecord,
     pub tool: ToolRef,
+}
+
+/// What a transform of the tree recorded: one variant per transform
+/// (`build::transform::Transform`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    /// The recipe's patches, in series order, with where their hunks landed.
+    Patches(Vec<PatchRecord>),
+    /// Binary rewrites of the tree (a rewrite recipe's transform), each
+    /// with the files it changed.
+    Rewrites(Vec<RewriteRecord>),
+}
+
+impl State {
+    /// The patches the record holds, in series order; none for a rewrite.
+    pub fn patches(&self) -> &[PatchRecord] {
+        match &self.record {
+            Record::Patches(patches) => patches,
+            Record::Rewrites(_) => &[],
+        }
+    }
+
+    /// The binary rewrites the record holds; none for a patched tree.
+    pub fn rewrites(&self) -> &[RewriteRecord] {
+        match &self.record {
+            Record::Patches(_) => &[],
+            Record::Rewrites(rewrites) => rewrites,
+        }
+    }
+}
+
+/// `state.json` as written since format 2: each transform's record a key
+/// of its own (`patches`, and `rewrites` only when there are any), so the
+/// bytes a tree records stay those of every earlier build.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Wire {
+    format: u32,
+    manifest_sha256: String,
+    patches: Vec<PatchRecord>,
+    recipe: RecipeRef,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    rewrites: Vec<RewriteRecord>,
+    source: SourcePin,
+    tolerance: ToleranceRecord,
+    tool: ToolRef,
+}
+
+impl TryFrom<Wire> for State {
+    type Error = String;
+
+    fn try_from(w: Wire) -> Result<State, String> {
+        let record = match (w.patches.is_empty(), w.rewrites.is_empty()) {
+            (_, true) => Record::Patches(w.patches),
+            (true, false) => Record::Rewrites(w.rewrites),
+            (false, false) => {
+                return Err(
+                    "the record holds both patches and rewrites, which no transform \
+                     writes"
+                        .to_owned(),
+                )
+            }
+        };
+        Ok(State {
+            format: w.format,
+            manifest_sha256: w.manifest_sha256,
+            record,
+            recipe: w.recipe,
+            source: w.source,
+            tolerance: w.tolerance,
+            tool: w.tool,
+        })
+    }
+}
+
+impl From<State> for Wire {
+    fn from(s: State) -> Wire {
+        let (patches, rewrites) = match s.record {
+            Record::Patches(patches) => (patches, Vec::new()),
+            Record::Rewrites(rewrites) => (Vec::new(), rewrites),
+        };
+        Wire {
+            format: s.format,
+            manifest_sha256: s.manifest_sha256,
+            patches,
+            recipe: s.recipe,
+            rewrites,
+            source: s.source,
+            tolerance: s.tolerance,
+            tool: s.tool,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -272,7 +360,7 @@ fn check_paths(state: &State, manifest: &Manifest) -> Result<()> {
     for p in manifest.keys() {
         check(p, "the manifest's path")?;
     }
-    for patch in &state.patches {
+    for patch in state.patches() {
         let whose = format!("patch {}'s path", patch.name.escape_debug());
         for f in &patch.files {
             check(&f.path, &whose)?;
@@ -281,7 +369,7 @@ fn check_paths(state: &State, manifest: &Manifest) -> Result<()> {
             check(&h.file, &whose)?;
         }
     }
-    for rewrite in &state.rewrites {
+    for rewrite in state.rewrites() {
         let whose = format!("rewrite {}'s path", rewrite.transform.escape_debug());
         for f in &rewrite.files {
             check(&f.path, &whose)?;
@@ -321,12 +409,12 @@ mod tests {
         let mut state = State {
             format: FORMAT,
             manifest_sha256: String::new(),
-            patches: vec![PatchRecord {
+            record: Record::Patches(vec![PatchRecord {
                 files: Vec::new(),
                 hunks: Vec::new(),
                 name: "0001.patch".into(),
                 sha256: "cd".repeat(32),
-            }],
+            }]),
             recipe: RecipeRef {
                 name: "r".into(),
                 version: "1".into(),
@@ -337,12 +425,14 @@ mod tests {
                 selected: Vec::new(),
                 strip: 0,
             },
-            rewrites: Vec::new(),
             tolerance: ToleranceRecord { fuzz: 0 },
             tool: ToolRef::current(),
         };
         let with = |state: &mut State, path: &str| {
-            state.patches[0].files = vec![FileChange {
+            let Record::Patches(patches) = &mut state.record else {
+                unreachable!("the record is built with patches")
+            };
+            patches[0].files = vec![FileChange {
                 after: Some("ef".repeat(32)),
                 before: None,
                 path: path.into(),
@@ -365,5 +455,40 @@ mod tests {
         with(&mut state, "drivers/x.c");
         m.insert("../up".into(), id(0o100644));
         assert!(check_paths(&state, &m).is_err());
+    }
+
+    /// A record as builds before the record enum wrote it reads into its
+    /// transform's variant and is written back byte for byte.
+    #[test]
+    fn an_earlier_record_reads_and_writes_back_the_same_bytes() {
+        let record = |middle: &str| {
+            format!(
+                "{{\n  \"format\": 2,\n  \"manifest_sha256\": \"{}\",\n{middle}  \"source\": {{\n    \"kind\": \"archive\",\n    \"pin\": \"{}\",\n    \"selected\": [],\n    \"strip\": 0\n  }},\n  \"tolerance\": {{\n    \"fuzz\": 0\n  }},\n  \"tool\": {{\n    \"name\": \"rocm-patchkit\",\n    \"version\": \"0.1.0\"\n  }}\n}}",
+                "ab".repeat(32),
+                "cd".repeat(32)
+            )
+        };
+        let recipe = "  \"recipe\": {\n    \"name\": \"r\",\n    \"version\": \"1\"\n  },\n";
+        let rewrites = "  \"rewrites\": [\n    {\n      \"files\": [],\n      \"transform\": \"expert-sched-off\"\n    }\n  ],\n";
+        let patch = "    {\n      \"files\": [],\n      \"hunks\": [],\n      \"name\": \"0001.patch\",\n      \"sha256\": \"ef\"\n    }\n";
+        let rewritten = record(&format!("  \"patches\": [],\n{recipe}{rewrites}"));
+        let patched = record(&format!("  \"patches\": [\n{patch}  ],\n{recipe}"));
+        for (text, rewrite) in [(&rewritten, true), (&patched, false)] {
+            let state: State = serde_json::from_str(text).unwrap();
+            assert_eq!(
+                matches!(state.record, Record::Rewrites(_)),
+                rewrite,
+                "{text}"
+            );
+            assert_eq!(state.patches().len() + state.rewrites().len(), 1);
+            assert_eq!(&serde_json::to_string_pretty(&state).unwrap(), text);
+        }
+        let both = record(&format!(
+            "  \"patches\": [\n{patch}  ],\n{recipe}{rewrites}"
+        ));
+        let err = serde_json::from_str::<State>(&both)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("both patches and rewrites"), "{err}");
     }
 }

@@ -85,7 +85,7 @@ pub fn tree(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeReport>
     let sha = |m: &Manifest, p: &str| m.get(p).map(|id| id.sha256.clone());
     let mut touched = BTreeSet::new();
     let mut patches = Vec::new();
-    for p in &record.patches {
+    for p in record.patches() {
         let (mut reverted, mut changed) = (Vec::new(), Vec::new());
         for f in &p.files {
             touched.insert(f.path.clone());

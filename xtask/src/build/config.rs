@@ -10,12 +10,35 @@ use std::collections::BTreeMap;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{identity, Assembled, Options};
+use super::{identity, Assembled, BuildKind, Options};
 use crate::diag::UsageError;
 use crate::package::{names, FileTree, Format, PackageMeta};
 use crate::packaging::config as packaging_config;
 use crate::recipe::{Config, Recipe};
 use crate::render::{Rendered, Renderer};
+use crate::workspace::Workspace;
+
+/// The config kind: rendered packaging, and source packages.
+pub struct ConfigKind;
+
+impl BuildKind for ConfigKind {
+    fn renders(&self) -> bool {
+        true
+    }
+
+    fn part<'r>(
+        &self,
+        _ws: &Workspace,
+        recipe: &'r Recipe,
+        opts: &Options,
+    ) -> Result<Box<dyn super::Part + 'r>> {
+        let config = recipe
+            .kind
+            .config()
+            .with_context(|| format!("{}: not a config recipe", recipe.path.display()))?;
+        Ok(Box::new(Part::new(recipe, config, opts)?))
+    }
+}
 
 /// A config build's settings, resolved before anything is fetched.
 pub struct Part<'r> {
@@ -34,13 +57,19 @@ impl<'r> Part<'r> {
         }
         Ok(Part { config, formats })
     }
+}
 
-    pub fn params(&self) -> BTreeMap<String, String> {
+impl super::Part for Part<'_> {
+    fn formats(&self) -> &[Format] {
+        &self.formats
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
         BTreeMap::from([("formats".to_owned(), super::formats_line(&self.formats))])
     }
 
     /// Renders the packaging files once and writes them into `packaging/`.
-    pub fn render(&self, cx: &Cx) -> Result<Rendered> {
+    fn render(&self, cx: &Cx) -> Result<Rendered> {
         let source = cx.source()?;
         let p = &cx.recipe.package;
         let inputs = packaging_config::Inputs {
@@ -66,7 +95,7 @@ impl<'r> Part<'r> {
 
     /// Each `[config]` file of the patched tree at its destination, and the
     /// source packages of the formats built.
-    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+    fn assemble(&self, cx: &Cx) -> Result<Assembled> {
         let tree_dir = cx.tree()?;
         let mut tree = FileTree::new();
         for file in &self.config.files {

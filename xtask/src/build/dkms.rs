@@ -10,11 +10,51 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use super::exec::Cx;
-use super::{identity, Assembled, Options};
+use super::{identity, Assembled, BuildKind, Options};
+use crate::diag::UsageError;
 use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
 use crate::recipe::{Dkms, Recipe};
 use crate::render::{Rendered, Renderer};
+use crate::workspace::Workspace;
 use crate::{packaging, state, target};
+
+/// The dkms kind: packages named `<name>-dkms` from the source `<name>`,
+/// rendered packaging, `dkms.conf` beside the sources of its source
+/// packages.
+pub struct DkmsKind;
+
+impl BuildKind for DkmsKind {
+    fn identity(&self, recipe: &Recipe, meta: &mut PackageMeta) {
+        meta.name = names::dkms_package(&recipe.package.name);
+        meta.source = Some(recipe.package.name.clone());
+    }
+
+    fn renders(&self) -> bool {
+        true
+    }
+
+    fn extra_sources(&self, cx: &Cx) -> Result<Vec<(String, std::path::PathBuf)>> {
+        Ok(vec![(
+            "dkms.conf".to_owned(),
+            cx.dir()?.join("packaging/dkms.conf"),
+        )])
+    }
+
+    fn part<'r>(
+        &self,
+        _ws: &Workspace,
+        recipe: &'r Recipe,
+        opts: &Options,
+    ) -> Result<Box<dyn super::Part + 'r>> {
+        let Some(table) = recipe.kind.dkms() else {
+            anyhow::bail!(UsageError(format!(
+                "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
+                recipe.path.display()
+            )));
+        };
+        Ok(Box::new(Part::new(recipe, table, opts)?))
+    }
+}
 
 /// A dkms build's settings, resolved before anything is fetched.
 pub struct Part<'r> {
@@ -35,13 +75,6 @@ impl<'r> Part<'r> {
         })
     }
 
-    pub fn params(&self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("kernel".to_owned(), self.kernel.clone()),
-            ("formats".to_owned(), super::formats_line(&self.formats)),
-        ])
-    }
-
     /// The DKMS tree inside the patched source.
     fn tree_root(&self, cx: &Cx) -> Result<std::path::PathBuf> {
         let tree = cx.tree()?;
@@ -59,10 +92,27 @@ impl<'r> Part<'r> {
         Ok(root)
     }
 
+    fn meta(&self, cx: &Cx) -> Result<PackageMeta> {
+        package_meta(cx.recipe, &cx.plan, cx.epoch)
+    }
+}
+
+impl super::Part for Part<'_> {
+    fn formats(&self) -> &[Format] {
+        &self.formats
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("kernel".to_owned(), self.kernel.clone()),
+            ("formats".to_owned(), super::formats_line(&self.formats)),
+        ])
+    }
+
     /// Renders every packaging file once (dkms.conf first, its sha256 then
     /// given to the PKGBUILD) and writes all but the scripts into
     /// `packaging/`.
-    pub fn render(&self, cx: &Cx) -> Result<Rendered> {
+    fn render(&self, cx: &Cx) -> Result<Rendered> {
         let source = cx.source()?;
         let inputs = packaging::dkms::Inputs {
             epoch: cx.epoch,
@@ -87,7 +137,7 @@ impl<'r> Part<'r> {
 
     /// The DKMS tree with its dkms.conf, each format's scripts, and the
     /// source packages of the formats built.
-    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+    fn assemble(&self, cx: &Cx) -> Result<Assembled> {
         let rendered = cx.rendered()?;
         let meta = self.meta(cx)?;
         let p = &cx.recipe.package;
@@ -122,10 +172,6 @@ impl<'r> Part<'r> {
             meta,
             carried: None,
         })
-    }
-
-    fn meta(&self, cx: &Cx) -> Result<PackageMeta> {
-        package_meta(cx.recipe, &cx.plan, cx.epoch)
     }
 }
 

@@ -65,7 +65,12 @@ pub struct Cx<'a> {
 }
 
 /// Plans the build of `recipe` and runs its steps.
-pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> Result<Outcome> {
+pub fn execute(
+    ws: &Workspace,
+    recipe: &Recipe,
+    part: &dyn Part,
+    opts: &Options,
+) -> Result<Outcome> {
     let out = opts
         .out
         .clone()
@@ -119,30 +124,14 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
 
 impl Cx<'_> {
     /// Runs one step; `Some` when the build ended there.
-    fn run(&mut self, step: &Step, part: &Part) -> Result<Option<Outcome>> {
+    fn run(&mut self, step: &Step, part: &dyn Part) -> Result<Option<Outcome>> {
         match step {
             Step::Fetch => return self.fetch(part),
             Step::EnsureApplied => self.ensure_applied(Tolerance::strict())?,
             Step::Verify => self.verify()?,
             Step::PublishSource { .. } => self.publish_source()?,
-            Step::Render => {
-                self.rendered = Some(match part {
-                    Part::Dkms(p) => p.render(self)?,
-                    Part::Config(p) => p.render(self)?,
-                    Part::Hipblaslt(_) | Part::Rewrite(_) => bail!(
-                        "a {} recipe has no templates to render",
-                        self.recipe.kind.name().as_str()
-                    ),
-                });
-            }
-            Step::Assemble { .. } => {
-                self.assembled = Some(match part {
-                    Part::Dkms(p) => p.assemble(self)?,
-                    Part::Config(p) => p.assemble(self)?,
-                    Part::Hipblaslt(p) => p.assemble(self)?,
-                    Part::Rewrite(p) => p.assemble(self)?,
-                })
-            }
+            Step::Render => self.rendered = Some(part.render(self)?),
+            Step::Assemble { .. } => self.assembled = Some(part.assemble(self)?),
             Step::Package { format, file } => self.package(*format, file)?,
             Step::Publish => return self.publish().map(Some),
         }
@@ -151,11 +140,11 @@ impl Cx<'_> {
 
     /// Fetches the inputs, takes the work lock, and ends the build when
     /// the publication is already this build's.
-    fn fetch(&mut self, part: &Part) -> Result<Option<Outcome>> {
+    fn fetch(&mut self, part: &dyn Part) -> Result<Option<Outcome>> {
         let fetched = fetch::fetch(self.ws, self.recipe, &self.fetch)
             .with_context(|| format!("fetching the inputs of {}", self.recipe.name))?;
         let templates_dir = self.ws.root.join("templates");
-        let templates = if part.uses_templates() {
+        let templates = if super::kind_of(self.recipe.kind.name()).renders() {
             publish::template_bytes(&templates_dir)?
         } else {
             Vec::new()
@@ -183,7 +172,7 @@ impl Cx<'_> {
 
     /// The ensure-applied step of the recipe's transform.
     fn ensure_applied(&mut self, tol: Tolerance) -> Result<()> {
-        let transform = Transform::of(&self.recipe.kind, tol);
+        let transform = super::kind_of(self.recipe.kind.name()).transform(tol);
         let work = self.work()?;
         let applied = transform::ensure_applied(
             transform,

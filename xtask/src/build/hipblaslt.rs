@@ -12,12 +12,35 @@ use std::path::PathBuf;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{identity, Assembled, Options};
+use super::{identity, Assembled, BuildKind, Options};
 use crate::hipblaslt::{self, cmake, kernels, packages, toolchain::Toolchain, BuildMode};
 use crate::manifest::Manifest;
-use crate::package::Format;
+use crate::package::{Architecture, Format};
 use crate::recipe::Recipe;
 use crate::workspace::Workspace;
+
+/// The hipblaslt kind: a compiled library for the host's machine, its
+/// patched tree published beside the orig tarball.
+pub struct HipblasltKind;
+
+impl BuildKind for HipblasltKind {
+    fn machine(&self) -> Architecture {
+        Architecture::Host
+    }
+
+    fn publishes_patched(&self) -> bool {
+        true
+    }
+
+    fn part<'r>(
+        &self,
+        ws: &Workspace,
+        recipe: &'r Recipe,
+        opts: &Options,
+    ) -> Result<Box<dyn super::Part + 'r>> {
+        Ok(Box::new(Part::new(ws, recipe, opts)?))
+    }
+}
 
 /// The `build-hipblaslt` flags.
 #[derive(Debug, Clone)]
@@ -123,8 +146,14 @@ impl Part {
             formats,
         })
     }
+}
 
-    pub fn params(&self) -> BTreeMap<String, String> {
+impl super::Part for Part {
+    fn formats(&self) -> &[Format] {
+        &self.formats
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
         let mut params = BTreeMap::from([
             ("build_mode".to_owned(), self.mode.as_str().to_owned()),
             ("gpu_targets".to_owned(), self.gpu_targets.clone()),
@@ -150,7 +179,7 @@ impl Part {
 
     /// Configures, builds and installs the library, checks its gfx12
     /// kernels, and takes the install prefix as the packages' tree.
-    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+    fn assemble(&self, cx: &Cx) -> Result<Assembled> {
         let Ok(tc) = &self.toolchain else {
             bail!("the plan of {} builds without a toolchain", cx.recipe.name);
         };

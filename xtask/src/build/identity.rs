@@ -14,16 +14,9 @@ pub const VERSION_TAG: &str = "+patchkit";
 /// the part of their metadata that names their files.
 pub fn identity(recipe: &Recipe) -> PackageMeta {
     let p = &recipe.package;
-    let (name, source) = match recipe.kind.name() {
-        KindName::Dkms => (
-            crate::package::names::dkms_package(&p.name),
-            Some(p.name.clone()),
-        ),
-        _ => (p.name.clone(), None),
-    };
     let mut meta = PackageMeta {
-        name,
-        source,
+        name: p.name.clone(),
+        source: None,
         about: crate::package::About {
             description: p.about.description.trim().to_owned(),
             ..p.about.clone()
@@ -33,19 +26,14 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
         copyright: Vec::new(),
         relations: Default::default(),
     };
-    if recipe.kind.name() == KindName::Rewrite {
-        (meta.about.version, meta.about.release) = version_of(recipe);
-    }
+    super::kind_of(recipe.kind.name()).identity(recipe, &mut meta);
     meta
 }
 
-/// What a kind's packages run on: compiled libraries the host's machine,
-/// everything else any.
+/// What a kind's packages run on (its [`super::BuildKind::machine`]):
+/// compiled libraries the host's machine, everything else any.
 pub fn machine(kind: KindName) -> Architecture {
-    match kind {
-        KindName::Hipblaslt | KindName::Rewrite => Architecture::Host,
-        KindName::Dkms | KindName::Config => Architecture::Any,
-    }
+    super::kind_of(kind).machine()
 }
 
 /// The package's version split as the writers join it (`version-release`):

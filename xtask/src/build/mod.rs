@@ -2,8 +2,10 @@
 //! ROCm target, the formats, `SOURCE_DATE_EPOCH`, every output file and the
 //! ordered steps; [`exec`] runs those steps for any kind; [`transform`] is
 //! the apply stage of every kind (the patches, or a binary rewrite); each
-//! kind ([`dkms`], [`config`], [`hipblaslt`], [`rewrite`]) contributes its
-//! assemble step (and dkms and config their render step) and nothing else.
+//! kind ([`dkms`], [`config`], [`hipblaslt`], [`rewrite`]) is one file
+//! implementing [`BuildKind`] (its transform, identity, sources, render
+//! and assemble steps), handed a recipe by [`kind_of`], the one `match`
+//! over kinds.
 //! `build-dkms`, `build-config`, `build-hipblaslt` and `build` are thin
 //! entries over [`run`].
 
@@ -26,8 +28,12 @@ use anyhow::{bail, Result};
 use crate::diag::UsageError;
 use crate::fetch::FetchOptions;
 use crate::package::{Architecture, FileTree, Format, PackageMeta, Scripts};
-use crate::recipe::{Kind, KindName, Recipe};
+use crate::patch::Tolerance;
+use crate::recipe::{KindName, Recipe};
+use crate::render::Rendered;
 use crate::workspace::Workspace;
+use exec::Cx;
+use transform::Transform;
 
 pub use crate::publish::Outcome;
 
@@ -71,13 +77,89 @@ pub struct Assembled {
     pub carried: Option<crate::package::deb_carried::Carried>,
 }
 
-/// What a recipe's kind brings to the line, resolved before anything is
-/// fetched.
-pub enum Part<'r> {
-    Dkms(dkms::Part<'r>),
-    Config(config::Part<'r>),
-    Hipblaslt(hipblaslt::Part),
-    Rewrite(rewrite::Part),
+/// What a recipe's kind brings to the build line, implemented once in the
+/// kind's own file (`dkms.rs`, `config.rs`, `hipblaslt.rs`, `rewrite.rs`);
+/// [`kind_of`] is the one `match` over kinds that hands a recipe to it.
+pub trait BuildKind: Sync {
+    /// The apply stage's transform: the recipe's patches unless the kind
+    /// says otherwise.
+    fn transform(&self, tol: Tolerance) -> Transform {
+        Transform::Patches(tol)
+    }
+
+    /// What the kind's binary packages run on.
+    fn machine(&self) -> Architecture {
+        Architecture::Any
+    }
+
+    /// The kind's changes to its packages' identity (their name, source
+    /// and version), on top of the recipe's `[package]`.
+    fn identity(&self, _recipe: &Recipe, _meta: &mut PackageMeta) {}
+
+    /// Whether a build publishes `source/`: the orig tarball, the patches
+    /// and `series`.
+    fn publishes_source(&self) -> bool {
+        true
+    }
+
+    /// Whether the patched tree is published beside the orig tarball.
+    fn publishes_patched(&self) -> bool {
+        false
+    }
+
+    /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
+    /// rendered from `templates/` (the render step) and its builds write
+    /// source packages from them.
+    fn renders(&self) -> bool {
+        false
+    }
+
+    /// Files beside the orig tarball and the patches that the source
+    /// packages' spec and PKGBUILD name.
+    fn extra_sources(&self, _cx: &Cx) -> Result<Vec<(String, PathBuf)>> {
+        Ok(Vec::new())
+    }
+
+    /// The build's settings, resolved before anything is fetched.
+    fn part<'r>(
+        &self,
+        ws: &Workspace,
+        recipe: &'r Recipe,
+        opts: &Options,
+    ) -> Result<Box<dyn Part + 'r>>;
+}
+
+/// The one `match` over kinds: the [`BuildKind`] of a recipe's kind.
+pub fn kind_of(kind: KindName) -> &'static dyn BuildKind {
+    match kind {
+        KindName::Dkms => &dkms::DkmsKind,
+        KindName::Config => &config::ConfigKind,
+        KindName::Hipblaslt => &hipblaslt::HipblasltKind,
+        KindName::Rewrite => &rewrite::RewriteKind,
+    }
+}
+
+/// What a recipe's kind brings to one build, resolved before anything is
+/// fetched: the formats, the manifest's `build` table, and the render and
+/// assemble steps.
+pub trait Part {
+    /// The formats this build packages.
+    fn formats(&self) -> &[Format];
+
+    /// The manifest's `build` table as known before the build.
+    fn params(&self) -> BTreeMap<String, String>;
+
+    /// The render step: the packaging files, for a kind that
+    /// [`BuildKind::renders`].
+    fn render(&self, cx: &Cx) -> Result<Rendered> {
+        bail!(
+            "a {} recipe has no templates to render",
+            cx.recipe.kind.name().as_str()
+        )
+    }
+
+    /// The assemble step: one set of files packaged in every format.
+    fn assemble(&self, cx: &Cx) -> Result<Assembled>;
 }
 
 impl Options {
@@ -95,17 +177,8 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     if let Some(kind) = opts.kind {
         require_kind(&recipe, kind)?;
     }
-    let part = match &recipe.kind {
-        Kind::Dkms(Some(table)) => Part::Dkms(dkms::Part::new(&recipe, table, opts)?),
-        Kind::Dkms(None) => bail!(UsageError(format!(
-            "{}: build-dkms needs a `[dkms]` table with at least one `[[dkms.module]]` (see recipes/README.md)",
-            recipe.path.display()
-        ))),
-        Kind::Config(table) => Part::Config(config::Part::new(&recipe, table, opts)?),
-        Kind::Hipblaslt { .. } => Part::Hipblaslt(hipblaslt::Part::new(ws, &recipe, opts)?),
-        Kind::Rewrite { .. } => Part::Rewrite(rewrite::Part::new(&recipe, opts)?),
-    };
-    exec::execute(ws, &recipe, &part, opts)
+    let part = kind_of(recipe.kind.name()).part(ws, &recipe, opts)?;
+    exec::execute(ws, &recipe, part.as_ref(), opts)
 }
 
 /// Refuses a recipe of another kind, naming the command that builds it.
@@ -120,33 +193,6 @@ pub fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
         )));
     }
     Ok(())
-}
-
-impl Part<'_> {
-    /// The formats this build packages.
-    pub fn formats(&self) -> &[Format] {
-        match self {
-            Part::Dkms(p) => &p.formats,
-            Part::Config(p) => &p.formats,
-            Part::Hipblaslt(p) => &p.formats,
-            Part::Rewrite(p) => &p.formats,
-        }
-    }
-
-    /// The manifest's `build` table as known before the build.
-    pub fn params(&self) -> BTreeMap<String, String> {
-        match self {
-            Part::Dkms(p) => p.params(),
-            Part::Config(p) => p.params(),
-            Part::Hipblaslt(p) => p.params(),
-            Part::Rewrite(p) => p.params(),
-        }
-    }
-
-    /// Whether the templates are inputs of this build.
-    pub fn uses_templates(&self) -> bool {
-        matches!(self, Part::Dkms(_) | Part::Config(_))
-    }
 }
 
 /// The manifest's `formats` entry: `deb,rpm`.

@@ -12,7 +12,7 @@ use super::identity::{identity, machine};
 use crate::package::names;
 use crate::package::Format;
 use crate::plan::{Plan, PlannedPatch, PlannedSource, PlannedTarget, Step};
-use crate::recipe::{KindName, PatchOrigin, Recipe, Source};
+use crate::recipe::{PatchOrigin, Recipe, Source};
 
 /// Plans `recipe` for its own `target.formats`.
 pub fn plan(recipe: &Recipe) -> Result<Plan> {
@@ -91,26 +91,25 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
 /// The steps a build of `recipe` as `formats` runs, in order.
 pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
     let kind = recipe.kind.name();
+    let builds = super::kind_of(kind);
     let meta = identity(recipe);
     let mut steps = vec![Step::Fetch, Step::EnsureApplied, Step::Verify];
     // A rewrite's source is a binary package, pinned in the manifest: no
     // source artifacts to publish.
-    if kind != KindName::Rewrite {
+    if builds.publishes_source() {
         steps.push(Step::PublishSource {
             files: source_files(recipe),
         });
     }
-    if kind.has_packaging() {
+    let mut files = Vec::new();
+    if builds.renders() {
         // The templates see the orig tarball's sha256: render follows it.
         steps.push(Step::Render);
-    }
-    let files = match kind {
-        KindName::Dkms | KindName::Config => formats
+        files = formats
             .iter()
             .flat_map(|f| names::source_packages(*f, &meta))
-            .collect(),
-        _ => Vec::new(),
-    };
+            .collect();
+    }
     // No format asked (hipBLASLt without a toolchain): the source only.
     if !formats.is_empty() {
         steps.push(Step::Assemble { kind, files });
@@ -133,7 +132,7 @@ pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
 fn source_files(recipe: &Recipe) -> Vec<String> {
     let p = &recipe.package;
     let mut files = vec![format!("source/{}", names::orig(&p.name, &p.about.version))];
-    if recipe.kind.name() == KindName::Hipblaslt {
+    if super::kind_of(recipe.kind.name()).publishes_patched() {
         files.push(format!(
             "source/{}",
             names::patched(&p.name, &p.about.version)

@@ -15,12 +15,47 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::exec::Cx;
-use super::{identity, Assembled, Options};
+use super::transform::Transform;
+use super::{identity, Assembled, BuildKind, Options};
 use crate::extract::CONTROL_DIR;
 use crate::package::deb_carried::Carried;
-use crate::package::{FileTree, Format};
+use crate::package::{Architecture, FileTree, Format, PackageMeta};
+use crate::patch::Tolerance;
 use crate::recipe::{DebSource, Recipe, Source};
 use crate::state;
+use crate::workspace::Workspace;
+
+/// The rewrite kind: the binary rewrite as its transform, the upstream
+/// package's version just raised, no source artifacts (its source is a
+/// binary package, pinned in the manifest).
+pub struct RewriteKind;
+
+impl BuildKind for RewriteKind {
+    fn transform(&self, _tol: Tolerance) -> Transform {
+        Transform::ExpertSchedOff
+    }
+
+    fn machine(&self) -> Architecture {
+        Architecture::Host
+    }
+
+    fn identity(&self, recipe: &Recipe, meta: &mut PackageMeta) {
+        (meta.about.version, meta.about.release) = identity::version_of(recipe);
+    }
+
+    fn publishes_source(&self) -> bool {
+        false
+    }
+
+    fn part<'r>(
+        &self,
+        _ws: &Workspace,
+        recipe: &'r Recipe,
+        opts: &Options,
+    ) -> Result<Box<dyn super::Part + 'r>> {
+        Ok(Box::new(Part::new(recipe, opts)?))
+    }
+}
 
 /// A rewrite build's settings, resolved before anything is fetched.
 pub struct Part {
@@ -49,8 +84,14 @@ impl Part {
             formats,
         })
     }
+}
 
-    pub fn params(&self) -> BTreeMap<String, String> {
+impl super::Part for Part {
+    fn formats(&self) -> &[Format] {
+        &self.formats
+    }
+
+    fn params(&self) -> BTreeMap<String, String> {
         BTreeMap::from([
             (
                 "transform".to_owned(),
@@ -62,7 +103,7 @@ impl Part {
 
     /// The packages' tree (the rewritten tree without `DEBIAN/`) and
     /// metadata, with the upstream control members carried.
-    pub fn assemble(&self, cx: &Cx) -> Result<Assembled> {
+    fn assemble(&self, cx: &Cx) -> Result<Assembled> {
         let tree_dir = cx.tree()?;
         let mut tree = FileTree::from_dir(tree_dir, "")?;
         tree.remove(state::DIR).remove(CONTROL_DIR);
@@ -75,12 +116,12 @@ impl Part {
             .context("the rewritten tree has no state record")?
             .0;
         let sites: usize = record
-            .rewrites
+            .rewrites()
             .iter()
             .flat_map(|r| &r.files)
             .map(|f| f.sites)
             .sum();
-        let files: usize = record.rewrites.iter().map(|r| r.files.len()).sum();
+        let files: usize = record.rewrites().iter().map(|r| r.files.len()).sum();
         Ok(Assembled {
             meta: identity::identity(cx.recipe),
             machine: identity::machine(cx.recipe.kind.name()),

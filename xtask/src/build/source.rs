@@ -13,7 +13,7 @@ use crate::fetch::Fetched;
 use crate::package::tar::Names;
 use crate::package::{names, tarball, FileTree, Packing};
 use crate::patch::pristine::Pristine;
-use crate::recipe::{KindName, Recipe};
+use crate::recipe::Recipe;
 use crate::report::Reporter;
 
 /// What the source step published, for the steps after it.
@@ -62,7 +62,7 @@ pub fn publish(inputs: &Inputs) -> Result<Published> {
     let keep = inputs.work.join("orig");
     let name = names::orig(&p.name, &p.about.version);
     let (orig, orig_sha256) = orig_tarball(pristine, &top, &name, epoch, &out, &keep, inputs)?;
-    if recipe.kind.name() == KindName::Hipblaslt {
+    if super::kind_of(recipe.kind.name()).publishes_patched() {
         let patched = without_record(inputs.tree, &top)?;
         compress(
             &patched,

@@ -11,19 +11,6 @@ use anyhow::{Context, Result};
 
 use super::exec::Cx;
 use crate::package::{self, names, Artifact, FileTree, Format, PackageMeta};
-use crate::recipe::KindName;
-
-/// The files beside the orig tarball and the patches that the spec and the
-/// PKGBUILD name: a dkms recipe's rendered `dkms.conf`.
-fn extra_sources(cx: &Cx) -> Result<Vec<(String, std::path::PathBuf)>> {
-    Ok(match cx.recipe.kind.name() {
-        KindName::Dkms => vec![(
-            "dkms.conf".to_owned(),
-            cx.dir()?.join("packaging/dkms.conf"),
-        )],
-        KindName::Config | KindName::Hipblaslt | KindName::Rewrite => Vec::new(),
-    })
-}
 
 /// Writes the source packages of every format built, reporting each.
 pub fn write_all(formats: &[Format], cx: &Cx, meta: &PackageMeta) -> Result<()> {
@@ -108,7 +95,7 @@ fn arch(cx: &Cx, meta: &PackageMeta, epoch: u64, dir: &Path) -> Result<Artifact>
     );
     let orig = &cx.source()?.orig;
     tree.add_file(&format!("{top}/{}", file_name(orig)), orig, false)?;
-    for (name, path) in extra_sources(cx)? {
+    for (name, path) in super::kind_of(cx.recipe.kind.name()).extra_sources(cx)? {
         tree.add_file(&format!("{top}/{name}"), &path, false)?;
     }
     for patch in &cx.fetched()?.patches {
@@ -133,7 +120,7 @@ fn rpm(cx: &Cx, meta: &PackageMeta, epoch: u64, dir: &Path) -> Result<Artifact> 
         .get(&format!("rpm/{spec_name}"))
         .with_context(|| format!("the spec rpm/{spec_name} was not rendered"))?;
     let orig = cx.source()?.orig.as_path();
-    let extra = extra_sources(cx)?;
+    let extra = super::kind_of(cx.recipe.kind.name()).extra_sources(cx)?;
     let mut sources = vec![(file_name(orig), orig)];
     sources.extend(
         extra

@@ -58,7 +58,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
     crate::outln!(
         "applied {} patches of {} to {} ({} files); record in {}",
-        report.state.patches.len(),
+        report.state.patches().len(),
         recipe.name,
         report.dest.display(),
         report.files,

@@ -84,7 +84,7 @@ fn rewrites_hold(tree: &std::path::Path, json: bool) -> Result<()> {
     let Some((state, _)) = crate::state::read(tree)? else {
         return Ok(());
     };
-    if state.rewrites.is_empty() {
+    if state.rewrites().is_empty() {
         return Ok(());
     }
     let left = crate::build::transform::expert_sched_off::sites_left(tree)?;

@@ -7,7 +7,7 @@
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
 use super::machine::Machine;
-use crate::knowledge::{Build, Fault, Version};
+use crate::knowledge::{Fault, Version};
 
 /// How the libraries found settle a library-side fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -138,7 +138,7 @@ fn ours_fixes(fault: &Fault, lib: &HipblasltLibrary) -> bool {
         .rsplit_once("hipblaslt-")
         .and_then(|(_, v)| Version::parse_prefix(v));
     fault.fixes.iter().any(|fix| {
-        fix.build == Build::Hipblaslt
+        fix.build.is_library()
             && matches!((&fix.rocm, &version), (Some(range), Some(v)) if range.matches(v))
     })
 }

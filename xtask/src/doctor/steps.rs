@@ -87,21 +87,12 @@ impl Step {
                 or,
             } => {
                 let or = if *or { "or: " } else { "" };
-                write!(f, "{or}{}", build(b.command(), recipe))
+                write!(f, "{or}{}", build(b.build_command(), recipe))
             }
-            Step::Install {
-                build: Build::Dkms,
-                recipe,
-            } => write!(
+            Step::Install { build, recipe } => write!(
                 f,
-                "  then install the package for your distro from dist/{recipe}/ (.deb, .rpm or .pkg.tar.zst) and reboot"
-            ),
-            Step::Install {
-                build: Build::Hipblaslt,
-                recipe,
-            } => write!(
-                f,
-                "  then install the package for your distro from dist/{recipe}/ and run programs with LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-<version>/lib"
+                "  then install the package for your distro from dist/{recipe}/{}",
+                build.install_advice().unwrap_or_default()
             ),
             Step::FixNote(note) => write!(f, "  ({note})"),
             Step::Stopgap { recipe } => write!(

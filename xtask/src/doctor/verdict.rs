@@ -11,7 +11,7 @@ use super::machine::Machine;
 use super::module::{ModuleFile, TrapHandler};
 use super::steps::{self, Step, LIBRARY_PATH};
 use crate::kernel::KernelVersion;
-use crate::knowledge::{Build, Fault, Library, Severity, Version, VersionRange};
+use crate::knowledge::{Fault, Library, Severity, Version, VersionRange};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -242,7 +242,7 @@ fn patched_hipblaslt<'m>(fault: &Fault, m: &'m Machine) -> Option<(&'m str, bool
             .rsplit_once("hipblaslt-")
             .and_then(|(_, v)| Version::parse_prefix(v));
         fault.fixes.iter().any(|fix| {
-            fix.build == Build::Hipblaslt
+            fix.build.is_library()
                 && match (&fix.rocm, &version) {
                     (Some(range), Some(v)) => range.matches(v),
                     _ => false,

@@ -60,22 +60,10 @@ impl Library {
     }
 }
 
-/// Which `cargo xtask build-*` command builds a fix recipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Build {
-    Dkms,
-    Hipblaslt,
-}
-
-impl Build {
-    pub fn command(self) -> &'static str {
-        match self {
-            Build::Dkms => "build-dkms",
-            Build::Hipblaslt => "build-hipblaslt",
-        }
-    }
-}
+/// The kind of a fix recipe (`build = "dkms"`), which names the `cargo
+/// xtask build-*` command that builds it: the recipe's own kind word, one
+/// whose [`KindName::install_advice`] doctor can give.
+pub use crate::recipe::KindName as Build;
 
 /// One known fault, validated.
 #[derive(Debug, Clone)]

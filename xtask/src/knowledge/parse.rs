@@ -295,6 +295,16 @@ fn fixes(c: &mut Checker, f: &RawFault) -> Vec<Fix> {
     let mut fixes = Vec::new();
     for raw in &f.fix {
         let fix = raw.get_ref();
+        if fix.build.install_advice().is_none() {
+            c.err(
+                raw.span().start,
+                format!(
+                    "`fix.build`: `{}` is not the kind of a fix; give one of {}",
+                    fix.build.as_str(),
+                    fix_kinds()
+                ),
+            );
+        }
         if fix.kernel.is_none() && fix.rocm.is_none() {
             c.err(
                 raw.span().start,
@@ -360,4 +370,14 @@ rocm = ">=7.x"
         let err = parse(Path::new("k.toml"), text).unwrap_err().to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
     }
+}
+
+/// The kinds a fix can be, as `fix.build` names them: `dkms`, `hipblaslt`.
+fn fix_kinds() -> String {
+    let kinds: Vec<String> = Build::ALL
+        .iter()
+        .filter(|(_, kind)| kind.install_advice().is_some())
+        .map(|(name, _)| format!("`{name}`"))
+        .collect();
+    kinds.join(", ")
 }

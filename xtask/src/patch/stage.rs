@@ -115,12 +115,11 @@ pub fn apply_recipe_from(
     let state = State {
         format: state::FORMAT,
         manifest_sha256: crate::hash::sha256_hex(state::manifest_to_text(&manifest).as_bytes()),
-        patches: records,
+        record: state::Record::Patches(records),
         recipe: state::RecipeRef {
             name: recipe.name.clone(),
             version: recipe.package.about.version.clone(),
         },
-        rewrites: Vec::new(),
         source: extract::source_pin(&fetched.source, &selection),
         tolerance: state::ToleranceRecord { fuzz: tol.fuzz },
         tool: state::ToolRef::current(),

@@ -2,7 +2,7 @@
 //! (`[dkms]`, `[config]`, `target.expert_sched`), and the outputs each kind
 //! can make.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::package::Format;
 
@@ -27,7 +27,7 @@ pub enum Kind {
 
 /// The name of a [`Kind`]: the recipe's `target.kind` word, what a
 /// `build-<kind>` command builds, and the plan's `kind`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum KindName {
     Dkms,
@@ -64,10 +64,56 @@ impl KindName {
         }
     }
 
-    /// Whether the kind's packaging files (`debian/`, spec, PKGBUILD) are
-    /// rendered from `templates/` and its builds publish source packages.
-    pub fn has_packaging(self) -> bool {
-        matches!(self, KindName::Dkms | KindName::Config)
+    /// What doctor says after the build command of a fix of this kind,
+    /// following `then install the package for your distro from
+    /// dist/<recipe>/`; none for a kind that is no fix of the knowledge
+    /// file (config is the stop-gap, a rewrite the in-place fix's package).
+    pub fn install_advice(self) -> Option<&'static str> {
+        match self {
+            KindName::Dkms => Some(" (.deb, .rpm or .pkg.tar.zst) and reboot"),
+            KindName::Hipblaslt => Some(
+                " and run programs with LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-<version>/lib",
+            ),
+            KindName::Config | KindName::Rewrite => None,
+        }
+    }
+
+    /// Whether the kind's package is a library installed under a prefix of
+    /// its own (`/opt/rocm-patchkit/hipblaslt-<version>`), which doctor
+    /// finds and judges.
+    pub fn is_library(self) -> bool {
+        matches!(self, KindName::Hipblaslt)
+    }
+
+    /// Whether the kind needs `target.kernel` (or `target.kernel_regex`);
+    /// every other kind refuses both.
+    pub fn needs_kernel(self) -> bool {
+        matches!(self, KindName::Dkms)
+    }
+
+    /// The `target.expert_sched` a recipe of this kind must give (`off`
+    /// for a rewrite, `None` when it is free), and whether it may give one.
+    pub fn expert_sched_rule(self) -> (Option<ExpertSched>, bool) {
+        match self {
+            KindName::Rewrite => (Some(ExpertSched::Off), true),
+            KindName::Hipblaslt => (None, true),
+            KindName::Dkms | KindName::Config => (None, false),
+        }
+    }
+
+    /// Whether a recipe of this kind takes the place of the binary package
+    /// its source is (its name and version are that package's).
+    pub fn replaces_its_source(self) -> bool {
+        matches!(self, KindName::Rewrite)
+    }
+
+    /// Why `target.formats` of a recipe of this kind is refused when the
+    /// kind does not [accept](KindName::accepts) them.
+    pub fn formats_refused(self) -> &'static str {
+        match self {
+            KindName::Rewrite => "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
+            _ => "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
+        }
     }
 
     /// Whether a build of this kind writes a package in `format`:
@@ -103,6 +149,33 @@ impl KindName {
 }
 
 impl Kind {
+    /// The kind named `name` with its tables as validation read them (a
+    /// config recipe without `[config]` was refused; it gets an empty one).
+    pub fn of(
+        name: KindName,
+        dkms: Option<Dkms>,
+        config: Option<Config>,
+        expert_sched: Option<ExpertSched>,
+    ) -> Kind {
+        match name {
+            KindName::Dkms => Kind::Dkms(dkms),
+            KindName::Config => Kind::Config(config.unwrap_or(Config { files: Vec::new() })),
+            KindName::Hipblaslt => Kind::Hipblaslt { expert_sched },
+            KindName::Rewrite => Kind::Rewrite {
+                expert_sched: expert_sched.unwrap_or(ExpertSched::Off),
+            },
+        }
+    }
+
+    /// The table a recipe of kind `name` takes: `dkms`, `config`, or none.
+    pub fn table(name: KindName) -> Option<&'static str> {
+        match name {
+            KindName::Dkms => Some("dkms"),
+            KindName::Config => Some("config"),
+            KindName::Hipblaslt | KindName::Rewrite => None,
+        }
+    }
+
     pub fn name(&self) -> KindName {
         match self {
             Kind::Dkms(_) => KindName::Dkms,

@@ -96,7 +96,7 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
             super::grammar::check_one_line,
         )
     });
-    if target.name == KindName::Rewrite {
+    if target.name.replaces_its_source() {
         rewrite_source(c, &raw, &package, &source);
     }
     Recipe {
@@ -116,8 +116,9 @@ fn build(c: &mut Checker, raw: RawRecipe, name: &str, path: &Path, root: &Path) 
 /// The kind with its table: `[dkms]` and `[config]` where the kind takes
 /// them (and refused where it does not), `target.expert_sched`.
 fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
-    let dkms = match (&raw.dkms, target.name) {
-        (Some(d), KindName::Dkms) => Some(dkms(c, d.get_ref(), d.span().start)),
+    let table = Kind::table(target.name);
+    let dkms = match (&raw.dkms, table) {
+        (Some(d), Some("dkms")) => Some(dkms(c, d.get_ref(), d.span().start)),
         (Some(d), _) => {
             c.err(
                 d.span().start,
@@ -127,8 +128,8 @@ fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
         }
         (None, _) => None,
     };
-    let config = match (&raw.config, target.name) {
-        (Some(t), KindName::Config) => Some(super::config::config(c, t.get_ref(), t.span().start)),
+    let config = match (&raw.config, table) {
+        (Some(t), Some("config")) => Some(super::config::config(c, t.get_ref(), t.span().start)),
         (Some(t), _) => {
             c.err(
                 t.span().start,
@@ -136,7 +137,7 @@ fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
             );
             None
         }
-        (None, KindName::Config) => {
+        (None, Some("config")) => {
             c.err(
                 raw.target.as_ref().map_or(0, |t| t.span().start),
                 "a config recipe needs a `[config]` table with `files = [{ source = \"x.conf\", dest = \"/etc/modprobe.d/x.conf\" }]`",
@@ -146,16 +147,7 @@ fn kind(c: &mut Checker, raw: &RawRecipe, target: &Targeted) -> Kind {
         (None, _) => None,
     };
     // A recipe with problems is refused whole: its kind is never used.
-    match target.name {
-        KindName::Dkms => Kind::Dkms(dkms),
-        KindName::Config => Kind::Config(config.unwrap_or(super::Config { files: Vec::new() })),
-        KindName::Hipblaslt => Kind::Hipblaslt {
-            expert_sched: target.expert_sched,
-        },
-        KindName::Rewrite => Kind::Rewrite {
-            expert_sched: target.expert_sched.unwrap_or(ExpertSched::Off),
-        },
-    }
+    Kind::of(target.name, dkms, config, target.expert_sched)
 }
 
 /// A rewrite recipe takes the place of a binary package: its source is
@@ -339,10 +331,10 @@ fn target(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> Targeted {
             }
         });
     let kernel_regex = t.kernel_regex.as_ref().map(|r| r.get_ref().clone());
-    if kind == KindName::Dkms && t.kernel.is_none() && t.kernel_regex.is_none() {
+    if kind.needs_kernel() && t.kernel.is_none() && t.kernel_regex.is_none() {
         c.err(table_at, "a dkms recipe needs `target.kernel` (e.g. `>=6.11, <6.12.64`) or `target.kernel_regex`");
     }
-    if kind != KindName::Dkms {
+    if !kind.needs_kernel() {
         c.reject(
             &[
                 ("kernel", at(&t.kernel)),
@@ -421,11 +413,7 @@ fn formats(c: &mut Checker, t: &raw::RawTarget, kind: KindName) -> Vec<Format> {
         return kind.default_formats();
     };
     if !kind.accepts(&formats) {
-        let why = match kind {
-            KindName::Rewrite => "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
-            _ => "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
-        };
-        c.err(given.span().start, why);
+        c.err(given.span().start, kind.formats_refused());
     }
     formats
 }
@@ -449,13 +437,14 @@ fn expert_sched(
             None
         }
     });
-    if kind == KindName::Rewrite && expert_sched != Some(ExpertSched::Off) {
+    let (required, allowed) = kind.expert_sched_rule();
+    if required.is_some() && expert_sched != required {
         c.err(
             at(&t.expert_sched).unwrap_or(table_at),
             "a rewrite recipe needs `target.expert_sched = \"off\"`: the rewrite writes the gfx12 kernels' expert-scheduling switch off (the only rewrite there is)",
         );
     }
-    if !matches!(kind, KindName::Hipblaslt | KindName::Rewrite) {
+    if !allowed {
         c.reject(
             &[("expert_sched", at(&t.expert_sched))],
             &format!("{} recipe", kind.as_str()),

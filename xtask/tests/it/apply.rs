@@ -61,7 +61,7 @@ fn apply_archive_gives_a_tree_with_a_reproducible_record() {
         );
         let report = ps::apply_strict(&recipe, &fetched, &one).unwrap();
         ps::apply_strict(&recipe, &fetched, &two).unwrap();
-        assert_eq!(report.state.patches.len(), 3);
+        assert_eq!(report.state.patches().len(), 3);
         assert_eq!(
             ps::entries(&one),
             vec![".patchkit", "drivers"],

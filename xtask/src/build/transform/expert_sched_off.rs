@@ -50,15 +50,14 @@ pub fn apply(
         let state = State {
             format: state::FORMAT,
             manifest_sha256: crate::hash::sha256_hex(state::manifest_to_text(&manifest).as_bytes()),
-            patches: Vec::new(),
+            record: state::Record::Rewrites(vec![RewriteRecord {
+                files,
+                transform: TRANSFORM.to_owned(),
+            }]),
             recipe: state::RecipeRef {
                 name: recipe.name.clone(),
                 version: recipe.package.about.version.clone(),
             },
-            rewrites: vec![RewriteRecord {
-                files,
-                transform: TRANSFORM.to_owned(),
-            }],
             source: crate::extract::source_pin(&fetched.source, &Default::default()),
             tolerance: state::ToleranceRecord { fuzz: 0 },
             tool: state::ToolRef::current(),

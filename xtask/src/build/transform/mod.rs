@@ -19,7 +19,7 @@ use crate::hash::memo::Memo;
 use crate::manifest::Manifest;
 use crate::patch::pristine::{self, Pristine};
 use crate::patch::{stage, Tolerance};
-use crate::recipe::{Kind, Recipe};
+use crate::recipe::Recipe;
 use crate::report::Reporter;
 use crate::state::{self, State};
 
@@ -43,15 +43,6 @@ pub struct Applied {
 }
 
 impl Transform {
-    /// The transform of a recipe's kind: a rewrite recipe rewrites its
-    /// binary package, every other kind applies its patches with `tol`.
-    pub fn of(kind: &Kind, tol: Tolerance) -> Transform {
-        match kind {
-            Kind::Rewrite { .. } => Transform::ExpertSchedOff,
-            Kind::Dkms(_) | Kind::Config(_) | Kind::Hipblaslt { .. } => Transform::Patches(tol),
-        }
-    }
-
     /// Makes the tree of `to` afresh from its pristine tree and writes its
     /// state record.
     fn apply(self, recipe: &Recipe, fetched: &Fetched, to: &Applied, r: &Reporter) -> Result<()> {
@@ -135,14 +126,14 @@ impl Transform {
 pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, transform: Transform) -> bool {
     let pin = crate::extract::source_pin(&fetched.source, &Selection::of(&recipe.source));
     let patches = transform.patches(fetched);
-    let same_patches = recorded.patches.len() == patches.len()
+    let same_patches = recorded.patches().len() == patches.len()
         && recorded
-            .patches
+            .patches()
             .iter()
             .zip(patches)
             .all(|(r, f)| r.name == f.name && r.sha256 == f.sha256);
     let same_rewrites = recorded
-        .rewrites
+        .rewrites()
         .iter()
         .map(|r| r.transform.as_str())
         .eq(transform.rewrites().iter().copied());
