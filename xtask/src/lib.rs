@@ -29,6 +29,7 @@ pub mod patch;
 pub mod placement;
 pub mod plan;
 pub mod publish;
+pub mod range;
 pub mod recipe;
 pub mod render;
 pub mod report;
