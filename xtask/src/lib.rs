@@ -25,6 +25,7 @@ pub mod lock;
 pub mod manifest;
 pub mod package;
 pub mod packaging;
+pub mod par;
 pub mod patch;
 pub mod placement;
 pub mod plan;
