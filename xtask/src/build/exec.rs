@@ -75,7 +75,7 @@ pub fn execute(ws: &Workspace, recipe: &Recipe, part: &Part, opts: &Options) -> 
         ws,
         recipe,
         plan: plan::plan_for(recipe, part.formats())?,
-        epoch: crate::target::source_date_epoch(&ws.root)?,
+        epoch: crate::target::source_date_epoch(&ws.root, &ws.settings.env)?,
         out,
         fetch: opts.fetch.clone(),
         packing: package::Packing {
@@ -191,6 +191,7 @@ impl Cx<'_> {
             self.fetched()?,
             work,
             &self.packing.digests,
+            self.ws.settings.extract,
             &self.ws.reporter,
         )?;
         self.applied = Some((transform, applied));
