@@ -309,6 +309,32 @@ mod tests {
     }
 
     #[test]
+    fn the_environment_is_kept_as_read_and_finds_programs_on_its_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().unwrap();
+        let tool = bin.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::write(bin.path().join("data"), "").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("/nonexistent:{}", bin.path().display());
+        let env = Environment::of([("PATH", path.as_str()), ("EMPTY", ""), ("CI", "true")]);
+        assert_eq!(env.which("tool"), Some(tool));
+        assert_eq!(env.which("data"), None, "not executable");
+        assert_eq!(env.which("missing"), None);
+        assert_eq!(Environment::default().which("sh"), None, "no PATH, nothing");
+        assert_eq!(env.get("EMPTY"), Some(OsStr::new("")));
+        assert_eq!(env.non_empty("EMPTY"), None);
+        let settings = Settings::of(env.clone()).unwrap();
+        assert_eq!(settings.env, env);
+        let bad = Environment::of([(GIT_MAX_BYTES_ENV, "lots")]);
+        let err = format!("{:#}", Settings::of(bad).unwrap_err());
+        assert!(
+            err.starts_with("PATCHKIT_GIT_MAX_BYTES=\"lots\" is not"),
+            "{err}"
+        );
+    }
+
+    #[test]
     fn values_are_read_and_a_bad_one_is_named_with_what_it_accepts() {
         let s = read(&[
             ("PATCHKIT_HTTP_RETRY_BASE_MS", " 10 "),
