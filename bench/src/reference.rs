@@ -12,9 +12,10 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use crate::inputs::{Inputs, EPOCH};
-use crate::measure::{link_copy, run_ok, which};
+use crate::measure::{link_copy, run_ok};
 use xtask::package::Compression;
 use xtask::package::Format;
+use xtask::settings::Environment;
 
 /// The two settings every reference tool runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -107,7 +108,7 @@ impl Job {
 
 /// Fails unless the tools of `format`'s reference build are installed,
 /// saying what to install.
-pub fn check_tools(format: Format) -> Result<()> {
+pub fn check_tools(format: Format, env: &Environment) -> Result<()> {
     let (tools, packages): (&[&str], &str) = match format {
         Format::Deb => (&["dpkg-deb", "cp"], "dpkg"),
         Format::Rpm => (&["rpmbuild", "cp"], "rpm"),
@@ -115,7 +116,7 @@ pub fn check_tools(format: Format) -> Result<()> {
         Format::Tar => (&["tar", "gzip", "bash", "cp"], "tar gzip"),
     };
     for tool in tools {
-        if which(tool).is_none() {
+        if env.which(tool).is_none() {
             bail!(
                 "`{tool}` is missing for the {} reference: apt-get install {packages}",
                 format.as_str()

@@ -8,7 +8,6 @@
 //! timed test.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -18,6 +17,7 @@ use xtask::codeobj::bundle::ZSTD_LEVEL;
 use xtask::codeobj::bundle::{self, Scratch};
 use xtask::codeobj::llvm;
 use xtask::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
+use xtask::settings::Environment;
 
 /// What `bench rewrite` reads and how.
 #[derive(Debug, Clone)]
@@ -30,6 +30,8 @@ pub struct Options {
     pub no_reference: bool,
     /// Disassemble every code object before and after with llvm-objdump
     pub disasm_all: bool,
+    /// The machine's environment (the reference's tools on its `PATH`)
+    pub env: Environment,
 }
 
 /// The uncompressed bytes the threads may hold at once (a file larger than
@@ -108,37 +110,12 @@ fn parallel<T: Sync>(
     threads: usize,
     each: impl Fn(&T) -> Result<()> + Sync,
 ) -> Result<()> {
-    let next = AtomicUsize::new(0);
-    let failed = Mutex::new(None);
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                if failed.lock().expect("no panics hold the lock").is_some() {
-                    break;
-                }
-                let Some(item) = items.get(next.fetch_add(1, Ordering::Relaxed)) else {
-                    break;
-                };
-                if let Err(e) = each(item) {
-                    failed
-                        .lock()
-                        .expect("no panics hold the lock")
-                        .get_or_insert(e);
-                }
-            });
-        }
-    });
-    match failed.into_inner().expect("no panics hold the lock") {
-        Some(e) => Err(e),
-        None => Ok(()),
-    }
+    xtask::par::try_map(items, threads, each).map(|_| ())
 }
 
 /// Runs the benchmark and prints its figures.
 pub fn run(args: &Options) -> Result<()> {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = xtask::par::threads(args.threads);
     let files = gfx12_files(&args.dir)?;
     ensure!(
         !files.is_empty(),
@@ -193,7 +170,7 @@ pub fn run(args: &Options) -> Result<()> {
     );
 
     if !args.no_reference {
-        reference(&args.dir, &with_sites, &theirs_dir, ours_secs)?;
+        reference(args, &with_sites, &theirs_dir, ours_secs)?;
     }
     println!(
         "goals:     time <= 0.6x the reference; peak < 512 MiB: {}; rewritten library no larger: {}",
@@ -263,9 +240,10 @@ fn pct(after: u64, before: u64) -> f64 {
 /// The reference pipeline on the files with sites, one at a time: the
 /// frame after the `CCOB` header through `zstd -d`, `md5sum` of the
 /// bundle, `zstd -<level> --long=<window>` of it.
-fn reference(dir: &Path, with_sites: &[&Done], out: &Path, ours_secs: f64) -> Result<()> {
+fn reference(args: &Options, with_sites: &[&Done], out: &Path, ours_secs: f64) -> Result<()> {
+    let dir = &args.dir;
     for tool in ["zstd", "md5sum", "tail", "sh"] {
-        if crate::measure::which(tool).is_none() {
+        if args.env.which(tool).is_none() {
             bail!("{tool} is not on PATH: the reference pipeline needs it");
         }
     }

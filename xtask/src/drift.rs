@@ -86,6 +86,7 @@ pub fn drift(
     series: &[PatchInput],
     against: &Against,
     scratch: &Path,
+    limits: crate::extract::Limits,
     tol: Tolerance,
     reporter: &Reporter,
 ) -> Result<DriftReport> {
@@ -95,7 +96,7 @@ pub fn drift(
         Against::Dir(dir) => dir,
         Against::Archive(path) => {
             temp = scratch_dir(scratch)?;
-            extract::archive(path, &selection, temp.path(), reporter)?;
+            extract::archive(path, &selection, temp.path(), limits, reporter)?;
             temp.path()
         }
         Against::Git { repo, commit } => {
@@ -118,7 +119,7 @@ pub fn drift(
                     .cloned()
                     .collect();
             }
-            extract::git(repo, &id, &paths, temp.path(), reporter)?;
+            extract::git(repo, &id, &paths, temp.path(), limits, reporter)?;
             temp.path()
         }
     };

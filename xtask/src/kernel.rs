@@ -1,8 +1,9 @@
 //! Kernel series gating: version ranges such as `>=6.11, <6.12.64 || >=6.13, <6.18.4`
 //! matched against a kernel release string such as `6.12.117+deb12-amd64`.
 
-use std::cmp::Ordering;
 use std::fmt;
+
+use crate::range::{Bound, Op, Range};
 
 /// A kernel version: the leading `major.minor.patch` of a release string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -29,80 +30,26 @@ impl fmt::Display for KernelVersion {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Op {
-    Ge,
-    Gt,
-    Le,
-    Lt,
-    Eq,
+impl Bound for KernelVersion {
+    const PARTS: usize = 3;
+    const WHAT: &'static str = "a kernel version such as `6.12` or `6.12.64`";
+    const EXAMPLE: &'static str = ">=6.11, <6.12.64 || >=6.13, <6.18.4";
+    fn from_numbers(text: &str) -> Option<KernelVersion> {
+        KernelVersion::from_release(text)
+    }
 }
 
-/// Alternatives (`||`) of comparator sets (`,`): the release matches when
-/// every comparator of some set holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct KernelRange {
-    text: String,
-    alternatives: Vec<Vec<(Op, KernelVersion)>>,
-}
+/// A kernel range: alternatives (`||`) of comparator sets (`,`), the
+/// release matching when every comparator of some set holds; the one
+/// grammar of `range.rs`.
+pub type KernelRange = Range<KernelVersion>;
 
-impl KernelRange {
-    pub fn parse(text: &str) -> Result<KernelRange, String> {
-        let mut alternatives = Vec::new();
-        for alternative in text.split("||") {
-            let mut set = Vec::new();
-            for comparator in alternative.split(',') {
-                let comparator = comparator.trim();
-                let (op, version) = [(">=", Op::Ge), ("<=", Op::Le), (">", Op::Gt), ("<", Op::Lt), ("=", Op::Eq)]
-                    .iter()
-                    .find_map(|(prefix, op)| comparator.strip_prefix(prefix).map(|rest| (*op, rest.trim())))
-                    .ok_or_else(|| {
-                        format!("`{comparator}` is not a comparator: write e.g. `>=6.11, <6.12.64 || >=6.13, <6.18.4`")
-                    })?;
-                let valid = !version.is_empty()
-                    && version.split('.').count() <= 3
-                    && version.split('.').all(|p| p.parse::<u32>().is_ok());
-                if !valid {
-                    return Err(format!(
-                        "`{version}` is not a kernel version such as `6.12` or `6.12.64`"
-                    ));
-                }
-                let version = KernelVersion::from_release(version)
-                    .ok_or_else(|| format!("`{version}` is not a kernel version"))?;
-                set.push((op, version));
-            }
-            alternatives.push(set);
-        }
-        Ok(KernelRange {
-            text: text.trim().to_owned(),
-            alternatives,
-        })
-    }
-
-    pub fn matches(&self, version: KernelVersion) -> bool {
-        self.alternatives.iter().any(|set| {
-            set.iter().all(|(op, bound)| {
-                let ord = version.cmp(bound);
-                match op {
-                    Op::Ge => ord != Ordering::Less,
-                    Op::Gt => ord == Ordering::Greater,
-                    Op::Le => ord != Ordering::Greater,
-                    Op::Lt => ord == Ordering::Less,
-                    Op::Eq => ord == Ordering::Equal,
-                }
-            })
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
+impl Range<KernelVersion> {
     /// A POSIX extended regex (for DKMS's `BUILD_EXCLUSIVE_KERNEL`, matched
     /// with bash `=~`) that accepts exactly the releases this range accepts.
     pub fn to_regex(&self) -> String {
         let mut alternatives = Vec::new();
-        for set in &self.alternatives {
+        for set in self.alternatives() {
             let mut low = [0u32, 0, 0];
             let mut high: [Option<u32>; 3] = [None, None, None];
             let mut empty = false;

@@ -6,8 +6,6 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::report::{Mode, Reporter};
-use xtask::settings::Settings;
 use xtask::workspace::Workspace;
 
 /// rocm-patchkit: pinned upstream fixes for amdgpu/amdkfd and hipBLASLt,
@@ -42,14 +40,9 @@ struct Cli {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let settings = match Settings::from_env() {
-        Ok(settings) => settings,
+    let ws = match Workspace::from_process(cli.cache_dir.clone(), cli.quiet) {
+        Ok(ws) => ws,
         Err(err) => return xtask::run::exit(Err(err.into())),
     };
-    let ws = Workspace::new(
-        cli.cache_dir.clone(),
-        settings,
-        Reporter::new(Mode::detect(cli.quiet)),
-    );
     xtask::run::run(&ws, &cli.command)
 }

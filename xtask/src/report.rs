@@ -22,11 +22,12 @@ pub enum Mode {
 }
 
 impl Mode {
-    /// Terminal when stderr is a terminal and `CI` is unset, plain otherwise.
-    pub fn detect(quiet: bool) -> Mode {
+    /// Terminal when stderr is a terminal and not in CI (`CI` unset),
+    /// plain otherwise.
+    pub fn detect(quiet: bool, ci: bool) -> Mode {
         if quiet {
             Mode::Quiet
-        } else if std::io::stderr().is_terminal() && std::env::var_os("CI").is_none() {
+        } else if std::io::stderr().is_terminal() && !ci {
             Mode::Terminal
         } else {
             Mode::Plain

@@ -2,10 +2,14 @@
 //! (docs/settings.md lists them) parsed here, once, by one parser with one
 //! reaction to a bad value (an error naming the variable and what it
 //! accepts), into a [`Settings`] that `main` puts in the `Workspace` and
-//! that is passed down from there. No other module reads the environment
-//! for a setting.
+//! that is passed down from there. The rest of the environment (`HOME`,
+//! `PATH`, ROCm's and comgr's variables: input about the machine, not
+//! settings) is kept as it was when the command started, an
+//! [`Environment`] inside the settings. No other module reads the
+//! environment.
 
-use std::ffi::OsString;
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +21,8 @@ use crate::diag::UsageError;
 pub const CACHE_ENV: &str = "PATCHKIT_CACHE_DIR";
 /// Points the tool at another project root.
 pub const ROOT_ENV: &str = "PATCHKIT_ROOT";
+/// The nfpm binary the bench compares with.
+pub const NFPM_ENV: &str = "PATCHKIT_NFPM";
 /// The cap of a git fetch of every branch and tag.
 pub const GIT_MAX_BYTES_ENV: &str = "PATCHKIT_GIT_MAX_BYTES";
 /// The deb822 sources file the apt fetch derives its sources from.
@@ -40,6 +46,12 @@ pub struct Settings {
     /// `PATCHKIT_APT_SOURCES`: the machine's apt sources, when not Debian's
     /// usual file.
     pub apt_sources: Option<PathBuf>,
+    /// `PATCHKIT_NFPM`: the nfpm binary the bench compares with, when not
+    /// the one on `PATH`.
+    pub nfpm: Option<PathBuf>,
+    /// The whole environment as the command started: the machine's
+    /// variables doctor, the toolchain and the in-place rewrite read.
+    pub env: Environment,
 }
 
 impl Default for Settings {
@@ -50,11 +62,14 @@ impl Default for Settings {
 }
 
 impl Settings {
-    /// The settings of this process's environment; a bad value is invalid
-    /// input (exit status 2), named with what it accepts.
-    pub fn from_env() -> Result<Settings> {
-        Settings::read(|name| std::env::var_os(name))
-            .map_err(|err| anyhow::Error::new(UsageError(format!("{err:#}"))))
+    /// The settings of `env` (the process's, read once), which they keep;
+    /// a bad value is invalid input (exit status 2), named with what it
+    /// accepts.
+    pub fn of(env: Environment) -> Result<Settings> {
+        let mut settings = Settings::read(|name| env.get(name).map(OsStr::to_owned))
+            .map_err(|err| anyhow::Error::new(UsageError(format!("{err:#}"))))?;
+        settings.env = env;
+        Ok(settings)
     }
 
     /// The settings of an environment given by `get` (a variable's value,
@@ -83,6 +98,8 @@ impl Settings {
                 files: env.size(MAX_FILES_ENV, Limits::DEFAULT.files)?,
             },
             apt_sources: env.path(APT_SOURCES_ENV)?,
+            nfpm: env.path(NFPM_ENV)?,
+            env: Environment::default(),
         })
     }
 }
@@ -133,11 +150,66 @@ impl Limits {
         bytes: 3 << 30,
         files: 1_000_000,
     };
+}
 
-    /// The limits of this process's environment, for the extraction that
-    /// reads them itself (not yet passed down from `main`).
-    pub fn from_env() -> Result<Limits> {
-        Ok(Settings::from_env()?.extract)
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits::DEFAULT
+    }
+}
+
+/// The process's environment variables, read once when the command starts
+/// and passed down: what the machine says (`HOME`, `PATH`, `ROCM_PATH`...),
+/// every name and value kept as bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Environment(BTreeMap<OsString, OsString>);
+
+impl Environment {
+    /// This process's environment, now.
+    pub fn of_process() -> Environment {
+        Environment(std::env::vars_os().collect())
+    }
+
+    /// An environment of these variables alone (tests, library use).
+    pub fn of<K: Into<OsString>, V: Into<OsString>>(
+        vars: impl IntoIterator<Item = (K, V)>,
+    ) -> Environment {
+        Environment(
+            vars.into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+
+    /// The value of `name`, when set (perhaps empty).
+    pub fn get(&self, name: &str) -> Option<&OsStr> {
+        self.0.get(OsStr::new(name)).map(OsString::as_os_str)
+    }
+
+    /// The value of `name`, when set and not empty.
+    pub fn non_empty(&self, name: &str) -> Option<&OsStr> {
+        self.get(name).filter(|v| !v.is_empty())
+    }
+
+    /// The value of `name` as a path, when set and not empty.
+    pub fn path(&self, name: &str) -> Option<PathBuf> {
+        self.non_empty(name).map(PathBuf::from)
+    }
+
+    /// Every variable, in name order.
+    pub fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
+        self.0.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()))
+    }
+
+    /// The first executable file `program` names in a folder of `PATH`.
+    pub fn which(&self, program: &str) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        std::env::split_paths(self.get("PATH")?)
+            .map(|dir| dir.join(program))
+            .find(|p| {
+                std::fs::metadata(p)
+                    .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            })
     }
 }
 
@@ -234,6 +306,32 @@ mod tests {
         assert_eq!(s.root, None);
         assert_eq!(s.extract, Limits::DEFAULT);
         assert_eq!(s.git_max_bytes, 256 << 20);
+    }
+
+    #[test]
+    fn the_environment_is_kept_as_read_and_finds_programs_on_its_path() {
+        use std::os::unix::fs::PermissionsExt;
+        let bin = tempfile::tempdir().unwrap();
+        let tool = bin.path().join("tool");
+        std::fs::write(&tool, "#!/bin/sh\n").unwrap();
+        std::fs::write(bin.path().join("data"), "").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o755)).unwrap();
+        let path = format!("/nonexistent:{}", bin.path().display());
+        let env = Environment::of([("PATH", path.as_str()), ("EMPTY", ""), ("CI", "true")]);
+        assert_eq!(env.which("tool"), Some(tool));
+        assert_eq!(env.which("data"), None, "not executable");
+        assert_eq!(env.which("missing"), None);
+        assert_eq!(Environment::default().which("sh"), None, "no PATH, nothing");
+        assert_eq!(env.get("EMPTY"), Some(OsStr::new("")));
+        assert_eq!(env.non_empty("EMPTY"), None);
+        let settings = Settings::of(env.clone()).unwrap();
+        assert_eq!(settings.env, env);
+        let bad = Environment::of([(GIT_MAX_BYTES_ENV, "lots")]);
+        let err = format!("{:#}", Settings::of(bad).unwrap_err());
+        assert!(
+            err.starts_with("PATCHKIT_GIT_MAX_BYTES=\"lots\" is not"),
+            "{err}"
+        );
     }
 
     #[test]

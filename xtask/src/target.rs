@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use crate::diag::UsageError;
 use crate::kernel::KernelVersion;
 use crate::recipe::Recipe;
+use crate::settings::Environment;
 
 /// The kernel release to build for: `--kernel`, else the newest release
 /// with headers under `<modules>/*/build`, else the running kernel.
@@ -59,18 +60,8 @@ pub fn check_kernel(recipe: &Recipe, release: &str) -> Result<()> {
 /// `SOURCE_DATE_EPOCH` from the environment, else the commit time of the
 /// project's `HEAD` (so a clean checkout rebuilds byte for byte), else an
 /// error that says to set it.
-pub fn source_date_epoch(root: &Path) -> Result<i64> {
-    if let Ok(value) = std::env::var("SOURCE_DATE_EPOCH") {
-        let epoch: i64 = value.trim().parse().map_err(|_| {
-            UsageError(format!(
-                "SOURCE_DATE_EPOCH=`{value}` is not a number of seconds since 1970"
-            ))
-        })?;
-        if epoch < 0 {
-            bail!(UsageError(format!(
-                "SOURCE_DATE_EPOCH=`{value}` is before 1970"
-            )));
-        }
+pub fn source_date_epoch(root: &Path, env: &Environment) -> Result<i64> {
+    if let Some(epoch) = epoch_of(env)? {
         return Ok(epoch);
     }
     let repo = git2::Repository::discover(root).map_err(|_| {
@@ -85,6 +76,26 @@ pub fn source_date_epoch(root: &Path) -> Result<i64> {
         )
     })?;
     Ok(head.time().seconds())
+}
+
+/// `SOURCE_DATE_EPOCH` of `env`, when set (as UTF-8 text): seconds since
+/// 1970, or invalid input naming the variable.
+pub fn epoch_of(env: &Environment) -> Result<Option<i64>> {
+    let Some(value) = env.get("SOURCE_DATE_EPOCH").and_then(|v| v.to_str()) else {
+        return Ok(None);
+    };
+    let shown = crate::report::safe(value);
+    let epoch: i64 = value.trim().parse().map_err(|_| {
+        UsageError(format!(
+            "SOURCE_DATE_EPOCH=`{shown}` is not a number of seconds since 1970"
+        ))
+    })?;
+    if epoch < 0 {
+        bail!(UsageError(format!(
+            "SOURCE_DATE_EPOCH=`{shown}` is before 1970"
+        )));
+    }
+    Ok(Some(epoch))
 }
 
 #[cfg(test)]

@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 
 use crate::invocation::Invocation;
 use crate::knowledge::Source;
-use crate::report::Reporter;
-use crate::settings::Settings;
+use crate::report::{Mode, Reporter};
+use crate::settings::{Environment, Settings};
 
 pub use crate::settings::{CACHE_ENV, ROOT_ENV};
 
@@ -30,6 +30,17 @@ pub struct Workspace {
 }
 
 impl Workspace {
+    /// The one way the binaries' `main`s build it: the process's
+    /// environment read once into the settings (a bad value is invalid
+    /// input), `--cache-dir` and `--quiet` given; progress bars on a
+    /// terminal unless `CI` is set.
+    pub fn from_process(cache_dir: Option<PathBuf>, quiet: bool) -> Result<Workspace> {
+        let settings = Settings::of(Environment::of_process())?;
+        let ci = settings.env.get("CI").is_some();
+        let reporter = Reporter::new(Mode::detect(quiet, ci));
+        Ok(Workspace::new(cache_dir, settings, reporter))
+    }
+
     /// `--cache-dir`, then `$PATCHKIT_CACHE_DIR`, then `<root>/target/patchkit/cache`;
     /// run as a checkout's `cargo xtask`, reading its knowledge files.
     pub fn new(cache_dir: Option<PathBuf>, settings: Settings, reporter: Reporter) -> Workspace {
@@ -169,21 +180,21 @@ pub fn pid_gone(pid: u32) -> bool {
     !Path::new(&format!("/proc/{pid}")).exists()
 }
 
-/// The repository this binary was built from, or `$PATCHKIT_ROOT`.
 /// The user's cache folder as the XDG base directory spec places it:
 /// `$XDG_CACHE_HOME` when it is absolute, else `$HOME/.cache`.
-pub fn user_cache_home() -> Option<PathBuf> {
-    std::env::var_os("XDG_CACHE_HOME")
+pub fn user_cache_home(env: &Environment) -> Option<PathBuf> {
+    env.get("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
         .or_else(|| {
-            std::env::var_os("HOME")
+            env.get("HOME")
                 .map(PathBuf::from)
                 .filter(|h| h.is_absolute())
                 .map(|h| h.join(".cache"))
         })
 }
 
+/// The repository this binary was built from, or `$PATCHKIT_ROOT`.
 pub fn project_root(root: Option<&Path>) -> PathBuf {
     if let Some(root) = root {
         return absolute(root);

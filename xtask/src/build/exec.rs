@@ -80,7 +80,7 @@ pub fn execute(
         ws,
         recipe,
         plan: plan::plan_for(recipe, part.formats())?,
-        epoch: crate::target::source_date_epoch(&ws.root)?,
+        epoch: crate::target::source_date_epoch(&ws.root, &ws.settings.env)?,
         out,
         fetch: opts.fetch.clone(),
         packing: package::Packing {
@@ -180,6 +180,7 @@ impl Cx<'_> {
             self.fetched()?,
             work,
             &self.packing.digests,
+            self.ws.settings.extract,
             &self.ws.reporter,
         )?;
         self.applied = Some((transform, applied));

@@ -59,7 +59,7 @@ impl Default for Settings {
             rocm: None,
             gpu_targets: hipblaslt::DEFAULT_GPU_TARGETS.to_owned(),
             mode: BuildMode::Auto,
-            jobs: std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get),
+            jobs: crate::par::cores(),
         }
     }
 }
@@ -119,7 +119,7 @@ impl Part {
     pub fn new(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Part> {
         let s = &opts.hipblaslt;
         let gpu_targets = hipblaslt::normalize_gpu_targets(&s.gpu_targets)?;
-        let toolchain = hipblaslt::toolchain_for(s.mode, s.rocm.as_deref())?;
+        let toolchain = hipblaslt::toolchain_for(s.mode, s.rocm.as_deref(), &ws.settings.env)?;
         let formats = match &toolchain {
             Ok(tc) => {
                 hipblaslt::check_release(recipe, tc, &ws.reporter);

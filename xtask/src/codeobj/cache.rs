@@ -48,9 +48,9 @@ pub struct Cache {
 
 /// `$XDG_CACHE_HOME/rocm-patchkit/kernel-verdicts.json`, else
 /// `$HOME/.cache/...`; none when neither is set (or HOME is `/`).
-pub fn default_path() -> Option<PathBuf> {
+pub fn default_path(env: &crate::settings::Environment) -> Option<PathBuf> {
     // a HOME of `/` (a system service) gets no cache of ours
-    let base = crate::workspace::user_cache_home().filter(|b| b != Path::new("/.cache"))?;
+    let base = crate::workspace::user_cache_home(env).filter(|b| b != Path::new("/.cache"))?;
     Some(base.join("rocm-patchkit").join("kernel-verdicts.json"))
 }
 

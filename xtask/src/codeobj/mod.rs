@@ -20,8 +20,6 @@ pub mod rewrite;
 mod testing;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use serde::Serialize;
 
@@ -243,37 +241,23 @@ pub fn judge_library(dir: &Path, cache: &mut Cache, threads: usize) -> Judgement
             why: format!("no gfx12 kernel files (*.co, *.hsaco) in {}", dir.display()),
         };
     }
-    let next = AtomicUsize::new(0);
-    let stop = AtomicBool::new(false);
-    let results: Mutex<Vec<(usize, FileVerdict)>> = Mutex::new(Vec::new());
     let cached: Vec<Option<FileVerdict>> = files.iter().map(|f| cache.get(f)).collect();
-    std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, files.len()) {
-            s.spawn(|| {
-                let (mut buf, mut scratch) = (Vec::new(), bundle::Scratch::default());
-                loop {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(path) = files.get(i) else { break };
-                    let verdict = match &cached[i] {
-                        Some(v) => v.clone(),
-                        None => judge_file(path, &mut buf, &mut scratch),
-                    };
-                    if matches!(verdict, FileVerdict::On { .. }) {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    results
-                        .lock()
-                        .expect("no panics hold the lock")
-                        .push((i, verdict));
-                }
-            });
+    let items: Vec<(&PathBuf, &Option<FileVerdict>)> = files.iter().zip(&cached).collect();
+    let scratch = || (Vec::new(), bundle::Scratch::default());
+    let each = |(buf, scratch): &mut (Vec<u8>, bundle::Scratch),
+                (path, cached): &(&PathBuf, &Option<FileVerdict>)| {
+        match cached {
+            Some(v) => v.clone(),
+            None => judge_file(path, buf, scratch),
         }
-    });
-    let mut results = results.into_inner().expect("no panics hold the lock");
-    results.sort_by_key(|(i, _)| *i);
+    };
+    let on = |verdict: &FileVerdict| matches!(verdict, FileVerdict::On { .. });
+    let results: Vec<(usize, FileVerdict)> =
+        crate::par::map_until(&items, threads, scratch, each, on)
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, verdict)| Some((i, verdict?)))
+            .collect();
     conclude(&files, &results, &cached, cache)
 }
 

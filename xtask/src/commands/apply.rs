@@ -55,7 +55,14 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         .with_context(|| format!("fetching the inputs of {}", recipe.name))?;
     let tol = args.series.tolerance();
     let _lock = ws.lock_work(&recipe.name)?;
-    let report = stage::apply_recipe(&recipe, &fetched, &dest, tol, &ws.reporter)?;
+    let report = stage::apply_recipe(
+        &recipe,
+        &fetched,
+        &dest,
+        ws.settings.extract,
+        tol,
+        &ws.reporter,
+    )?;
     crate::outln!(
         "applied {} patches of {} to {} ({} files); record in {}",
         report.state.patches().len(),

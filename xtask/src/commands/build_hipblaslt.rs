@@ -148,7 +148,7 @@ fn default_recipe(ws: &Workspace, args: &Args) -> Result<String> {
     if candidates.len() == 1 {
         return Ok(candidates[0].name.clone());
     }
-    let found = toolchain::find(args.rocm.as_deref());
+    let found = toolchain::find(args.rocm.as_deref(), &ws.settings.env);
     let release = found
         .as_ref()
         .ok()

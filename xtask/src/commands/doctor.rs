@@ -129,8 +129,8 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     } else {
         installed_recipes(&knowledge)
     };
-    let mut machine = doctor::probe(&root, &knowledge, &ours);
-    let mut cache = match codeobj::default_cache_path() {
+    let mut machine = doctor::probe(&root, &knowledge, &ours, &ws.settings.env);
+    let mut cache = match codeobj::default_cache_path(&ws.settings.env) {
         Some(path) if !args.no_cache => codeobj::Cache::load(path),
         _ => codeobj::Cache::in_memory(),
     };
@@ -152,7 +152,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
         None => {
             machine.hipblaslt_libraries = doctor::hipblaslt::find(&root, &places, &mut cache);
             machine.tensile_libraries = doctor::tensile::find(&root, &places, &mut cache);
-            doctor::environment()
+            doctor::environment(&ws.settings.env)
         }
     };
     let knobs = doctor::knobs::read(&root, &env, &knowledge.knobs);
@@ -214,7 +214,7 @@ fn installed_recipes(knowledge: &Knowledge) -> (BTreeSet<String>, BTreeSet<Strin
 /// `--root`, only when the binary lies below it), then `--python`,
 /// `$VIRTUAL_ENV`, `$CONDA_PREFIX` and the user's home.
 pub fn places(ws: &Workspace, root: &Path, python: &[PathBuf]) -> doctor::hipblaslt::Places {
-    let mut places = doctor::hipblaslt::Places::from_env(python);
+    let mut places = doctor::hipblaslt::Places::from_env(python, &ws.settings.env);
     let own = ws.invocation.python_env.as_deref().and_then(|env| {
         let below = env.strip_prefix(root).ok()?;
         Some(Path::new("/").join(below))

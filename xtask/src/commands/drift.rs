@@ -38,7 +38,15 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let tol = args.series.tolerance();
     let lock = ws.lock_work(&recipe.name)?;
     let scratch = lock.dir.clone();
-    let report = drift::drift(&recipe, &series, &against, &scratch, tol, &ws.reporter)?;
+    let report = drift::drift(
+        &recipe,
+        &series,
+        &against,
+        &scratch,
+        ws.settings.extract,
+        tol,
+        &ws.reporter,
+    )?;
     if args.json {
         crate::report::out_json(&serde_json::to_string_pretty(&report)?);
     } else {

@@ -7,7 +7,6 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::diag::UsageError;
 use crate::repos::{self, Options, RepoFormat};
 use crate::workspace::Workspace;
 
@@ -69,22 +68,7 @@ fn parse_format(text: &str) -> Result<RepoFormat, String> {
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
-    let epoch = match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(value) => Some(
-            value
-                .trim()
-                .parse::<i64>()
-                .ok()
-                .filter(|e| *e >= 0)
-                .ok_or_else(|| {
-                    UsageError(format!(
-                        "SOURCE_DATE_EPOCH=`{}` is not a number of seconds since 1970",
-                        crate::report::safe(&value)
-                    ))
-                })?,
-        ),
-        Err(_) => None,
-    };
+    let epoch = crate::target::epoch_of(&ws.settings.env)?;
     let opts = Options {
         dists: args.dists.clone(),
         to: args.to.clone(),
@@ -95,9 +79,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
         gnupghome: args
             .gnupghome
             .clone()
-            .or_else(|| std::env::var_os("GNUPGHOME").map(PathBuf::from)),
+            .or_else(|| ws.settings.env.get("GNUPGHOME").map(PathBuf::from)),
         epoch,
         templates: ws.root.join("templates"),
+        env: ws.settings.env.clone(),
     };
     let published = repos::publish(&opts, &ws.reporter)?;
     let counts: Vec<String> = published

@@ -156,7 +156,7 @@ fn libraries(ws: &Workspace, args: &Args, threads: usize) -> Result<Vec<PathBuf>
     if args.all {
         let mut places = super::doctor::places(ws, Path::new("/"), &args.python);
         places.threads = threads;
-        let mut cache = match codeobj::default_cache_path() {
+        let mut cache = match codeobj::default_cache_path(&ws.settings.env) {
             Some(path) => codeobj::Cache::load(path),
             None => codeobj::Cache::in_memory(),
         };
@@ -183,9 +183,7 @@ fn libraries(ws: &Workspace, args: &Args, threads: usize) -> Result<Vec<PathBuf>
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
-    let threads = args
-        .threads
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let threads = crate::par::threads(args.threads);
     let opts = Options {
         check: args.check,
         threads,
@@ -215,7 +213,7 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
             failed.push(why);
         }
     }
-    comgr_cache(args.check, args.undo, rewrote, &ws.reporter);
+    comgr_cache(args.check, args.undo, rewrote, ws);
     if !failed.is_empty() {
         anyhow::bail!("{}", failed.join("\n"));
     }
@@ -368,12 +366,13 @@ fn say_gated(kernels: &Path, summary: &inplace::Summary) {
 
 /// Removes (or with `check`, lists) this user's comgr cache entries that
 /// can serve kernels with expert scheduling on, and says what is left to do.
-fn comgr_cache(check: bool, undo: bool, rewrote: bool, reporter: &crate::report::Reporter) {
+fn comgr_cache(check: bool, undo: bool, rewrote: bool, ws: &Workspace) {
     if undo {
         return;
     }
-    let off = std::env::var("AMD_COMGR_CACHE").is_ok_and(|v| v == "0");
-    for dir in comgr::dirs() {
+    let reporter = &ws.reporter;
+    let off = ws.settings.env.get("AMD_COMGR_CACHE") == Some(std::ffi::OsStr::new("0"));
+    for dir in comgr::dirs(&ws.settings.env) {
         let stale = match comgr::stale_entries(&dir) {
             Ok(stale) => stale,
             Err(e) => {

@@ -82,18 +82,19 @@ pub struct Places {
 }
 
 impl Places {
-    /// `--python` folders, then `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `$HOME`.
-    pub fn from_env(pythons: &[PathBuf]) -> Places {
+    /// `--python` folders, then `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `$HOME`
+    /// of `env`.
+    pub fn from_env(pythons: &[PathBuf], env: &crate::settings::Environment) -> Places {
         let mut all = pythons.to_vec();
         for name in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
-            if let Some(dir) = std::env::var_os(name).filter(|v| !v.is_empty()) {
-                all.push(PathBuf::from(dir));
+            if let Some(dir) = env.path(name) {
+                all.push(dir);
             }
         }
         Places {
             pythons: all,
-            home: std::env::var_os("HOME").map(PathBuf::from),
-            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            home: env.get("HOME").map(PathBuf::from),
+            threads: crate::par::cores(),
         }
     }
 

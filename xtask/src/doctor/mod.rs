@@ -35,6 +35,7 @@ use serde::Serialize;
 
 use crate::invocation::Invocation;
 use crate::knowledge::{Knowledge, Severity};
+use crate::settings::Environment;
 pub use machine::Machine;
 pub use probe::Probe;
 pub use steps::Step;
@@ -62,9 +63,15 @@ pub struct FaultReport {
     pub verdict: Verdict,
 }
 
-/// Reads the machine below `root`. `ours` are the DKMS package names of
-/// rocm-patchkit (recipes and the knowledge file).
-pub fn probe(root: &Path, knowledge: &Knowledge, ours: &BTreeSet<String>) -> Machine {
+/// Reads the machine below `root` (and doctor's own environment `env`).
+/// `ours` are the DKMS package names of rocm-patchkit (recipes and the
+/// knowledge file).
+pub fn probe(
+    root: &Path,
+    knowledge: &Knowledge,
+    ours: &BTreeSet<String>,
+    env: &Environment,
+) -> Machine {
     let env_names = env_names(knowledge);
     let mut ours = ours.clone();
     for fault in &knowledge.faults {
@@ -74,6 +81,7 @@ pub fn probe(root: &Path, knowledge: &Knowledge, ours: &BTreeSet<String>) -> Mac
         root,
         ours: &ours,
         env_names: &env_names,
+        env,
     }
     .read()
 }
@@ -93,8 +101,8 @@ pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
 /// doctor's own environment, every name and value read as bytes and shown
 /// as text (a byte that is not UTF-8 replaced): a variable that is not
 /// UTF-8 (an `OLDPWD` naming a Latin-1 folder) is kept, never a panic.
-pub fn environment() -> std::collections::BTreeMap<String, String> {
-    std::env::vars_os()
+pub fn environment(env: &Environment) -> std::collections::BTreeMap<String, String> {
+    env.iter()
         .map(|(k, v)| {
             (
                 k.to_string_lossy().into_owned(),

@@ -23,6 +23,8 @@ pub struct Probe<'a> {
     pub ours: &'a BTreeSet<String>,
     /// Environment variables whose values matter (workarounds).
     pub env_names: &'a BTreeSet<String>,
+    /// doctor's own environment, read once by `main`.
+    pub env: &'a crate::settings::Environment,
 }
 
 const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
@@ -101,7 +103,7 @@ impl Probe<'_> {
             .env_names
             .iter()
             .filter_map(|name| {
-                let value = std::env::var_os(name)?;
+                let value = self.env.get(name)?;
                 Some((name.clone(), value.to_string_lossy().into_owned()))
             })
             .collect();

@@ -12,13 +12,20 @@ use std::rc::Rc;
 use anyhow::{Context, Result};
 
 use super::tar_stream::stream;
-use super::Selection;
+use super::{Limits, Selection};
 use crate::report::Reporter;
 use crate::state::Manifest;
 
-/// Extracts a tar, tar.gz, tar.xz or tar.zst archive (told apart by content).
-pub fn archive(path: &Path, sel: &Selection, dest: &Path, reporter: &Reporter) -> Result<Manifest> {
-    read(path, None, sel, dest, reporter)
+/// Extracts a tar, tar.gz, tar.xz or tar.zst archive (told apart by
+/// content), writing at most `limits`.
+pub fn archive(
+    path: &Path,
+    sel: &Selection,
+    dest: &Path,
+    limits: Limits,
+    reporter: &Reporter,
+) -> Result<Manifest> {
+    read(path, None, sel, dest, limits, reporter)
 }
 
 /// [`archive`] for an archive pinned by `sha256`: the bytes are hashed as
@@ -30,9 +37,10 @@ pub fn archive_pinned(
     sha256: &str,
     sel: &Selection,
     dest: &Path,
+    limits: Limits,
     reporter: &Reporter,
 ) -> Result<Manifest> {
-    read(path, Some(sha256), sel, dest, reporter)
+    read(path, Some(sha256), sel, dest, limits, reporter)
 }
 
 fn read(
@@ -40,6 +48,7 @@ fn read(
     pin: Option<&str>,
     sel: &Selection,
     dest: &Path,
+    limits: Limits,
     reporter: &Reporter,
 ) -> Result<Manifest> {
     let file = std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -61,10 +70,10 @@ fn read(
         },
     );
     let manifest = if input.fill_buf()?.starts_with(super::deb::AR_MAGIC) {
-        super::deb::deb(input, dest)
+        super::deb::deb(input, dest, limits)
             .map_err(|e| e.context(format!("extracting package {}", path.display())))?
     } else {
-        stream(input, sel, dest)
+        stream(input, sel, dest, limits)
             .map_err(|e| e.context(format!("extracting archive {}", path.display())))?
     };
     let (Some(pin), Some(mut hasher)) = (pin, hasher.borrow_mut().take()) else {

@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 
 use super::sink::ArchiveMeta;
 use super::tar_stream::{stream, stream_meta};
-use super::Selection;
+use super::{Limits, Selection};
 use crate::state::{FileId, Manifest};
 
 pub(super) const AR_MAGIC: &[u8] = b"!<arch>\n";
@@ -26,7 +26,7 @@ pub const CONTROL_DIR: &str = "DEBIAN";
 pub const MODES_FILE: &str = ".patchkit-modes";
 
 /// Extracts the package read from `input` (positioned at the `ar` magic) into `dest`.
-pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
+pub(super) fn deb(mut input: impl BufRead, dest: &Path, limits: Limits) -> Result<Manifest> {
     let mut magic = [0u8; 8];
     input
         .read_exact(&mut magic)
@@ -54,7 +54,7 @@ pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
                     bail!("the package's data holds a `{CONTROL_DIR}` entry, where its control members go");
                 }
                 std::fs::create_dir(&dir).with_context(|| format!("creating {}", dir.display()))?;
-                let got = stream(std::io::BufReader::new(&mut member), &Selection::default(), &dir)
+                let got = stream(std::io::BufReader::new(&mut member), &Selection::default(), &dir, limits)
                     .with_context(at)?;
                 if got.contains_key(MODES_FILE) {
                     bail!("the package's control holds `{MODES_FILE}`, a name this tool keeps for the data's modes");
@@ -63,7 +63,7 @@ pub(super) fn deb(mut input: impl BufRead, dest: &Path) -> Result<Manifest> {
                 control = true;
             }
             n if n.starts_with("data.tar") && control && !data => {
-                let (got, meta) = stream_meta(std::io::BufReader::with_capacity(1 << 20, &mut member), &Selection::default(), dest)
+                let (got, meta) = stream_meta(std::io::BufReader::with_capacity(1 << 20, &mut member), &Selection::default(), dest, limits)
                     .with_context(at)?;
                 if got.keys().any(|p| p == CONTROL_DIR || p.starts_with(&format!("{CONTROL_DIR}/"))) {
                     bail!("the package's data holds a `{CONTROL_DIR}` entry, where its control members go");
@@ -197,7 +197,7 @@ mod tests {
     }
 
     fn deb_read(bytes: &[u8], dest: &Path) -> Result<Manifest> {
-        deb(std::io::BufReader::new(bytes), dest)
+        deb(std::io::BufReader::new(bytes), dest, Limits::DEFAULT)
     }
 
     #[test]

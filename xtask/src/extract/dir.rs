@@ -7,13 +7,14 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::sink::Sink;
-use super::{include_set, included, Selection};
+use super::{include_set, included, Limits, Selection};
 use crate::state::Manifest;
 
-/// Copies a local folder (without `.git` and `.patchkit`).
-pub fn dir(src: &Path, sel: &Selection, dest: &Path) -> Result<Manifest> {
+/// Copies a local folder (without `.git` and `.patchkit`), writing at
+/// most `limits`.
+pub fn dir(src: &Path, sel: &Selection, dest: &Path, limits: Limits) -> Result<Manifest> {
     let include = include_set(&sel.include)?;
-    let mut sink = Sink::new(dest)?;
+    let mut sink = Sink::new(dest, limits);
     let mut stack = vec![String::new()];
     while let Some(rel_dir) = stack.pop() {
         let dir = src.join(&rel_dir);

@@ -7,15 +7,18 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 use super::sink::{entry_path, Sink};
+use super::Limits;
 use crate::report::Reporter;
 use crate::state::Manifest;
 
-/// Writes the tree of `commit` in the repository `repo`, limited to `paths`.
+/// Writes the tree of `commit` in the repository `repo`, limited to
+/// `paths`, at most `limits`.
 pub fn git(
     repo: &Path,
     commit: &str,
     paths: &[String],
     dest: &Path,
+    limits: Limits,
     reporter: &Reporter,
 ) -> Result<Manifest> {
     let context = || format!("extracting commit {commit} of {}", repo.display());
@@ -25,7 +28,7 @@ pub fn git(
         .find_commit(oid)
         .and_then(|c| c.tree())
         .with_context(|| format!("commit {commit} is not in {}", repo.display()))?;
-    let mut sink = Sink::new(dest)?;
+    let mut sink = Sink::new(dest, limits);
     let roots: Vec<String> = if paths.is_empty() {
         vec![String::new()]
     } else {

@@ -88,20 +88,24 @@ pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
     }
 }
 
-/// Extracts `source` into the existing, empty folder `dest`.
+/// Extracts `source` into the existing, empty folder `dest`, writing at
+/// most `limits` (the settings').
 pub fn extract(
     source: &FetchedSource,
     sel: &Selection,
     dest: &Path,
+    limits: Limits,
     reporter: &Reporter,
 ) -> Result<Manifest> {
     match source {
         FetchedSource::Archive { path, sha256 } => {
-            archive_pinned(path, sha256, sel, dest, reporter)
+            archive_pinned(path, sha256, sel, dest, limits, reporter)
         }
-        FetchedSource::Dir { path } if path.is_file() => archive(path, sel, dest, reporter),
-        FetchedSource::Dir { path } => dir(path, sel, dest),
-        FetchedSource::Git { repo, commit } => git(repo, commit, &sel.paths, dest, reporter),
+        FetchedSource::Dir { path } if path.is_file() => archive(path, sel, dest, limits, reporter),
+        FetchedSource::Dir { path } => dir(path, sel, dest, limits),
+        FetchedSource::Git { repo, commit } => {
+            git(repo, commit, &sel.paths, dest, limits, reporter)
+        }
     }
 }
 

@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use super::sink::{entry_path, ArchiveMeta, OverLimit, Sink};
-use super::{include_set, included, Selection};
+use super::{include_set, included, Limits, Selection};
 use crate::state::Manifest;
 
 /// A tar stream, plain or compressed (told apart by its first bytes), into `dest`.
@@ -18,8 +18,9 @@ pub(super) fn stream<'a>(
     input: impl BufRead + 'a,
     sel: &Selection,
     dest: &Path,
+    limits: Limits,
 ) -> Result<Manifest> {
-    stream_meta(input, sel, dest).map(|(manifest, _)| manifest)
+    stream_meta(input, sel, dest, limits).map(|(manifest, _)| manifest)
 }
 
 /// [`stream`], with what the archive says of its entries' modes and owners.
@@ -27,6 +28,7 @@ pub(super) fn stream_meta<'a>(
     mut input: impl BufRead + 'a,
     sel: &Selection,
     dest: &Path,
+    limits: Limits,
 ) -> Result<(Manifest, ArchiveMeta)> {
     let magic = input.fill_buf()?.to_vec();
     let (reader, compressed): (Box<dyn Read + 'a>, bool) = if magic.starts_with(&[0x1f, 0x8b]) {
@@ -49,7 +51,7 @@ pub(super) fn stream_meta<'a>(
         state: Default::default(),
     };
     let state = tracked.state.clone();
-    untar(tracked, compressed, &state, sel, dest)
+    untar(tracked, compressed, &state, sel, dest, limits)
 }
 
 /// What the stream under the tar reader saw: whether it ended, and the
@@ -127,10 +129,11 @@ fn untar(
     stream: &StreamState,
     sel: &Selection,
     dest: &Path,
+    limits: Limits,
 ) -> Result<(Manifest, ArchiveMeta)> {
     let head = first_block(&mut reader, compressed)?;
     let include = include_set(&sel.include)?;
-    let mut sink = Sink::new(dest)?;
+    let mut sink = Sink::new(dest, limits);
     let cap = sink.byte_limit();
     let mut archive = tar::Archive::new((&head[..]).chain(reader));
     let entries = archive

@@ -19,7 +19,6 @@ use std::fs::Metadata;
 use std::io::{self, Read, Write};
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, SystemTime};
 
@@ -231,23 +230,9 @@ impl Memo {
     /// does not know yet, on all cores, so that the writers that follow read
     /// each file once and hash nothing.
     pub fn take_all(&self, paths: &[&Path], want: Want) -> Result<()> {
-        let next = AtomicUsize::new(0);
-        let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..threads)
-                .map(|_| {
-                    s.spawn(|| -> Result<()> {
-                        while let Some(path) = paths.get(next.fetch_add(1, Ordering::Relaxed)) {
-                            self.of_file(path, want)?;
-                        }
-                        Ok(())
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .try_for_each(|w| w.join().expect("hashing thread panicked"))
-        })
+        let threads = crate::par::cores().min(8);
+        crate::par::try_map(paths, threads, |path| self.of_file(path, want).map(|_| ()))?;
+        Ok(())
     }
 
     /// Reads the md5s a book at `path` holds into this memo, when it is

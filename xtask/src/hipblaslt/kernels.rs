@@ -21,7 +21,7 @@ pub fn check(recipe: &Recipe, root: &Path, prefix: &str, gpu_targets: &str) -> R
     let shown = format!("{prefix}/{LIBRARY}");
     let builds_gfx12 = gpu_targets.split(';').any(|t| t.starts_with("gfx120"));
     let judgement = if dir.is_dir() {
-        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let threads = crate::par::cores();
         codeobj::judge_library(&dir, &mut Cache::in_memory(), threads)
     } else {
         Judgement::CannotTell {

@@ -41,11 +41,16 @@ impl BuildMode {
 
 /// The toolchain the build will use, or why the binary build is skipped;
 /// with `--build always` a missing toolchain is an error naming what is
-/// missing, before anything is fetched.
-pub fn toolchain_for(mode: BuildMode, rocm: Option<&Path>) -> Result<Result<Toolchain, String>> {
+/// missing, before anything is fetched. `env` is the machine's
+/// (`ROCM_PATH`, `PATH`).
+pub fn toolchain_for(
+    mode: BuildMode,
+    rocm: Option<&Path>,
+    env: &crate::settings::Environment,
+) -> Result<Result<Toolchain, String>> {
     match mode {
         BuildMode::Never => Ok(Err("--build never".to_owned())),
-        BuildMode::Always => match toolchain::find(rocm) {
+        BuildMode::Always => match toolchain::find(rocm, env) {
             Ok(tc) => Ok(Ok(tc)),
             Err(missing) => bail!(
                 "--build always needs a ROCm toolchain: {}; install ROCm, or pass --rocm PATH, \
@@ -53,7 +58,7 @@ pub fn toolchain_for(mode: BuildMode, rocm: Option<&Path>) -> Result<Result<Tool
                 missing.describe()
             ),
         },
-        BuildMode::Auto => Ok(toolchain::find(rocm).map_err(|m| m.describe())),
+        BuildMode::Auto => Ok(toolchain::find(rocm, env).map_err(|m| m.describe())),
     }
 }
 

@@ -6,6 +6,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::settings::Environment;
+
 /// Where the prefix was taken from, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Origin {
@@ -61,15 +63,15 @@ impl Missing {
     }
 }
 
-/// The prefix to look at: `flag`, else `$ROCM_PATH`, else `/opt/rocm`.
-/// The first one given is the only one looked at, so a build never picks
-/// up a toolchain the caller did not mean.
-pub fn candidate(flag: Option<&Path>) -> (PathBuf, Origin) {
+/// The prefix to look at: `flag`, else `$ROCM_PATH` of `env`, else
+/// `/opt/rocm`. The first one given is the only one looked at, so a build
+/// never picks up a toolchain the caller did not mean.
+pub fn candidate(flag: Option<&Path>, env: &Environment) -> (PathBuf, Origin) {
     if let Some(path) = flag {
         return (absolute(path), Origin::Flag);
     }
-    if let Some(env) = std::env::var_os("ROCM_PATH").filter(|v| !v.is_empty()) {
-        return (absolute(Path::new(&env)), Origin::Env);
+    if let Some(path) = env.path("ROCM_PATH") {
+        return (absolute(&path), Origin::Env);
     }
     let usr = Path::new("/usr");
     if !Path::new("/opt/rocm").exists() && is_executable(&usr.join("bin/hipcc")) {
@@ -117,11 +119,12 @@ fn version(prefix: &Path, hip_cmake: &Path) -> Option<String> {
     })
 }
 
-/// Looks for a toolchain at the candidate prefix.
-pub fn find(flag: Option<&Path>) -> Result<Toolchain, Missing> {
-    let (prefix, origin) = candidate(flag);
+/// Looks for a toolchain at the candidate prefix (`cmake` on `env`'s
+/// `PATH`).
+pub fn find(flag: Option<&Path>, env: &Environment) -> Result<Toolchain, Missing> {
+    let (prefix, origin) = candidate(flag, env);
     let mut problems = Vec::new();
-    let cmake = which("cmake");
+    let cmake = env.which("cmake");
     if cmake.is_none() {
         problems.push("`cmake` is not on PATH (apt-get install cmake)".to_owned());
     }
@@ -179,13 +182,6 @@ pub fn major_minor(version: &str) -> Option<String> {
     (!major.is_empty() && !minor.is_empty()).then(|| format!("{major}.{minor}"))
 }
 
-fn which(tool: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(tool))
-        .find(|p| is_executable(p))
-}
-
 fn is_executable(path: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -209,19 +205,21 @@ mod tests {
     #[test]
     fn a_prefix_without_compiler_names_what_is_missing() {
         let dir = tempfile::tempdir().unwrap();
-        let missing = find(Some(dir.path())).unwrap_err();
+        let env = Environment::of_process();
+        let missing = find(Some(dir.path()), &env).unwrap_err();
         let text = missing.describe();
         assert!(text.contains("bin/amdclang++"), "{text}");
         assert!(text.contains("lib/cmake/hip"), "{text}");
         assert_eq!(missing.origin, Origin::Flag);
-        let gone = find(Some(&dir.path().join("nope"))).unwrap_err();
+        let gone = find(Some(&dir.path().join("nope")), &env).unwrap_err();
         assert!(gone.describe().contains("does not exist"));
     }
 
     #[test]
     fn a_distribution_layout_is_a_toolchain_with_the_hip_version() {
         use std::os::unix::fs::PermissionsExt;
-        if which("cmake").is_none() {
+        let env = Environment::of_process();
+        if env.which("cmake").is_none() {
             return;
         }
         let usr = tempfile::tempdir().unwrap();
@@ -236,11 +234,11 @@ mod tests {
             "set(PACKAGE_VERSION \"7.0.2\")\n",
         )
         .unwrap();
-        let tc = find(Some(usr.path())).unwrap();
+        let tc = find(Some(usr.path()), &env).unwrap();
         assert_eq!(tc.cxx, hipcc);
         assert_eq!(tc.version.as_deref(), Some("7.0.2"));
         std::fs::remove_dir_all(&cmake).unwrap();
-        let missing = find(Some(usr.path())).unwrap_err().describe();
+        let missing = find(Some(usr.path()), &env).unwrap_err().describe();
         assert!(missing.contains("lib/<triplet>/cmake/hip"), "{missing}");
     }
 }

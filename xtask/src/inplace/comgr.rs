@@ -21,17 +21,19 @@ const MAX_ENTRY: u64 = 1 << 30;
 
 /// The comgr cache folders of this user, as comgr picks them: the one
 /// `AMD_COMGR_CACHE_DIR` names, the default one (where earlier runs without
-/// that variable wrote), and under sudo the invoking user's default one.
-pub fn dirs() -> Vec<PathBuf> {
+/// that variable wrote), and under sudo the invoking user's default one;
+/// the variables are those of `env`.
+pub fn dirs(env: &crate::settings::Environment) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    if let Some(dir) = std::env::var_os("AMD_COMGR_CACHE_DIR").filter(|d| !d.is_empty()) {
-        out.push(PathBuf::from(dir));
+    if let Some(dir) = env.path("AMD_COMGR_CACHE_DIR") {
+        out.push(dir);
     }
-    let base = crate::workspace::user_cache_home();
+    let base = crate::workspace::user_cache_home(env);
     // under sudo, the caches of the user who ran it are the ones that matter
-    let sudo_home = std::env::var("SUDO_USER")
-        .ok()
-        .and_then(|user| home_of(&user))
+    let sudo_home = env
+        .get("SUDO_USER")
+        .and_then(|user| user.to_str())
+        .and_then(home_of)
         .map(|home| home.join(".cache"));
     for base in [base, sudo_home].into_iter().flatten() {
         let dir = base.join("comgr");

@@ -17,7 +17,6 @@ pub mod trust;
 mod undo;
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use anyhow::{Context, Result};
@@ -264,31 +263,18 @@ fn not_staged(
 /// Reads every file on `opts.threads` threads; a file with sites gets its
 /// rewrite written beside it (hidden, synced) unless `check`.
 fn read_all(kernels: &Path, files: &[PathBuf], opts: Options, reporter: &Reporter) -> Vec<Read> {
-    let next = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Read>>> = Mutex::new((0..files.len()).map(|_| None).collect());
     let progress = Mutex::new(reporter.progress(
         format!("reading the kernels of {}", kernels.display()),
         Some(files.len() as u64),
         false,
     ));
-    std::thread::scope(|s| {
-        for _ in 0..opts.threads.clamp(1, files.len().max(1)) {
-            s.spawn(|| {
-                let mut scratch = codeobj::bundle::Scratch::default();
-                let mut buf = Vec::new();
-                loop {
-                    let i = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(file) = files.get(i) else { break };
-                    let read = read_one(file, opts, &mut buf, &mut scratch);
-                    results.lock().expect("no panics hold the lock")[i] = Some(read);
-                    progress.lock().expect("no panics hold the lock").inc(1);
-                }
-            });
-        }
-    });
-    results
-        .into_inner()
-        .expect("no panics hold the lock")
+    let scratch = || (Vec::new(), codeobj::bundle::Scratch::default());
+    let each = |(buf, scratch): &mut (Vec<u8>, codeobj::bundle::Scratch), file: &PathBuf| {
+        let read = read_one(file, opts, buf, scratch);
+        progress.lock().expect("no panics hold the lock").inc(1);
+        read
+    };
+    crate::par::map_until(files, opts.threads, scratch, each, |_| false)
         .into_iter()
         .map(|r| r.expect("every file read"))
         .collect()

@@ -4,6 +4,8 @@
 use std::cmp::Ordering;
 use std::fmt;
 
+use crate::range::{Bound, Range};
+
 /// A version such as ROCm's `7.1.1-53` or hipBLASLt's `1.1.0`: its leading
 /// numeric components. Missing components count as 0: `7.1` == `7.1.0`.
 #[derive(Debug, Clone)]
@@ -58,62 +60,20 @@ impl fmt::Display for Version {
     }
 }
 
-/// A ROCm / hipBLASLt / KFD version range in the recipe kernel-range
-/// grammar: `>=7.0, <7.2 || >=7.3`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct VersionRange {
-    text: String,
-    alternatives: Vec<Vec<(String, Version)>>,
+impl Bound for Version {
+    const PARTS: usize = 4;
+    const WHAT: &'static str = "a version such as `7.1` or `1.5.0`";
+    const EXAMPLE: &'static str = ">=7.0, <7.2";
+    fn from_numbers(text: &str) -> Option<Version> {
+        Version::parse_prefix(text)
+    }
 }
 
-impl VersionRange {
-    pub fn parse(text: &str) -> Result<VersionRange, String> {
-        let mut alternatives = Vec::new();
-        for alternative in text.split("||") {
-            let mut set = Vec::new();
-            for comparator in alternative.split(',') {
-                let comparator = comparator.trim();
-                let (op, rest) = [">=", "<=", ">", "<", "="]
-                    .iter()
-                    .find_map(|op| comparator.strip_prefix(op).map(|rest| (*op, rest.trim())))
-                    .ok_or_else(|| {
-                        format!("`{comparator}` is not a comparator: write e.g. `>=7.0, <7.2`")
-                    })?;
-                let valid = !rest.is_empty()
-                    && rest.split('.').count() <= 4
-                    && rest.split('.').all(|p| p.parse::<u32>().is_ok());
-                let version = Version::parse_prefix(rest)
-                    .filter(|_| valid)
-                    .ok_or_else(|| format!("`{rest}` is not a version such as `7.1` or `1.5.0`"))?;
-                set.push((op.to_owned(), version));
-            }
-            alternatives.push(set);
-        }
-        Ok(VersionRange {
-            text: text.trim().to_owned(),
-            alternatives,
-        })
-    }
+/// A ROCm / hipBLASLt / KFD version range in the one range grammar of
+/// `range.rs`, the kernels': `>=7.0, <7.2 || >=7.3`.
+pub type VersionRange = Range<Version>;
 
-    pub fn matches(&self, version: &Version) -> bool {
-        self.alternatives.iter().any(|set| {
-            set.iter().all(|(op, bound)| {
-                let ord = version.cmp(bound);
-                match op.as_str() {
-                    ">=" => ord.is_ge(),
-                    ">" => ord.is_gt(),
-                    "<=" => ord.is_le(),
-                    "<" => ord.is_lt(),
-                    _ => ord.is_eq(),
-                }
-            })
-        })
-    }
-
-    pub fn as_str(&self) -> &str {
-        &self.text
-    }
-
+impl Range<Version> {
     /// ROCm's numbers are two release streams, not one line: the legacy
     /// builds 7.0 to 7.2 (and any 7.3 to 7.8) and TheRock's 7.9 to 7.14
     /// and 10.x, whose "7.10" is older code than legacy 7.2.4. A ROCm
@@ -121,29 +81,23 @@ impl VersionRange {
     /// both bounds on the same side of 7.9.
     pub fn one_rocm_stream(&self) -> Result<(), String> {
         let therock = Version(vec![7, 9]);
-        for set in &self.alternatives {
-            let lower = set.iter().find(|(op, _)| op.starts_with('>') || op == "=");
-            let upper = set.iter().find(|(op, _)| op.starts_with('<') || op == "=");
+        for set in self.alternatives() {
+            let lower = set.iter().find(|(op, _)| op.bounds_below());
+            let upper = set.iter().find(|(op, _)| op.bounds_above());
             let (Some((_, lo)), Some((_, hi))) = (lower, upper) else {
                 return Err(format!(
                     "`{}` is open-ended: ROCm numbers are two streams (legacy 7.0-7.2, TheRock 7.9 on and 10.x; TheRock's 7.10 is older code than 7.2.4), so bound it on both sides within one",
-                    self.text
+                    self.as_str()
                 ));
             };
             if (lo < &therock) != (hi <= &therock) {
                 return Err(format!(
                     "`{}` spans the legacy (7.0-7.8) and TheRock (7.9 on, 10.x) streams, whose numbers do not order their code: give one range per stream",
-                    self.text
+                    self.as_str()
                 ));
             }
         }
         Ok(())
-    }
-}
-
-impl fmt::Display for VersionRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.text)
     }
 }
 

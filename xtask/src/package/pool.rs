@@ -16,10 +16,7 @@ use super::compress::{Compression, Piece};
 /// a 96 MiB chunk (one worker: zstd alone does ~80 MB/s at -12 on this
 /// payload), xz -6 ~94 MiB (two).
 pub(super) fn threads(compression: Compression) -> usize {
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1)
-        .clamp(1, 8);
+    let cores = crate::par::cores().clamp(1, 8);
     match compression {
         Compression::Zstd(_) => 1,
         Compression::Xz(_) => cores.min(2),

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::extract::{self, Selection};
+use crate::extract::{self, Limits, Selection};
 use crate::fetch::FetchedSource;
 use crate::hash::memo::Memo;
 use crate::recipe::Recipe;
@@ -33,6 +33,7 @@ pub fn ensure(
     source: &FetchedSource,
     dir: &Path,
     memo: &Memo,
+    limits: Limits,
     reporter: &Reporter,
 ) -> Result<Pristine> {
     let selection = Selection::of(&recipe.source);
@@ -68,7 +69,7 @@ pub fn ensure(
     // A refused source (a bomb, a path out of the tree, a corrupt archive)
     // takes its staging folder with it, as `apply` does.
     let mut cleanup = RemoveOnDrop(Some(staging.clone()));
-    let manifest = extract::extract(source, &selection, &staging, reporter)
+    let manifest = extract::extract(source, &selection, &staging, limits, reporter)
         .with_context(|| format!("extracting {}", recipe.source_origin()))?;
     let text = state::manifest_to_text(&manifest);
     std::fs::write(&listing, text).with_context(|| format!("writing {}", listing.display()))?;

@@ -3,10 +3,7 @@
 //! pristine tree is checked against it before each use, and `verify`
 //! compares a patched tree's record with it.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 use anyhow::{Context, Result};
 
@@ -60,32 +57,12 @@ pub fn scan(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<Manifest> {
         }
     }
     let mut progress = reporter.progress("verify: hashing", Some(files.len() as u64), false);
-    let next = AtomicUsize::new(0);
-    let found = Mutex::new(BTreeMap::new());
-    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(8));
-    std::thread::scope(|s| {
-        let workers: Vec<_> = (0..threads)
-            .map(|_| {
-                s.spawn(|| -> Result<()> {
-                    let mut mine = Vec::new();
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed);
-                        let Some((rel, path)) = files.get(i) else {
-                            break;
-                        };
-                        mine.push((rel.clone(), hash_file(path, memo)?));
-                    }
-                    found.lock().expect("hash results").extend(mine);
-                    Ok(())
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .try_for_each(|w| w.join().expect("hashing thread panicked"))
+    let threads = crate::par::cores().min(8);
+    let found = crate::par::try_map(&files, threads, |(rel, path)| {
+        Ok((rel.clone(), hash_file(path, memo)?))
     })?;
     progress.inc(files.len() as u64);
-    manifest.extend(found.into_inner().expect("hash results"));
+    manifest.extend(found);
     Ok(manifest)
 }
 

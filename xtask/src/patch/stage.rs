@@ -10,7 +10,7 @@ use anyhow::{anyhow, Context, Result};
 use super::apply::{self, SeriesError};
 use super::tree::Tree;
 use super::{PatchInput, Tolerance};
-use crate::extract::{self, Selection};
+use crate::extract::{self, Limits, Selection};
 use crate::fetch::Fetched;
 use crate::recipe::Recipe;
 use crate::report::Reporter;
@@ -63,16 +63,27 @@ impl Staging {
     }
 }
 
-/// Extracts `fetched.source`, applies `fetched.patches` and moves the result
-/// to `dest` (replacing what was there only after everything succeeded).
+/// Where the tree an apply starts from comes from.
+#[derive(Clone, Copy)]
+enum Start<'a> {
+    /// Extracted from `fetched.source`, writing at most these limits.
+    Extract(Limits),
+    /// A hard-link copy of the kept pristine tree.
+    Pristine(&'a super::pristine::Pristine),
+}
+
+/// Extracts `fetched.source` (writing at most `limits`), applies
+/// `fetched.patches` and moves the result to `dest` (replacing what was
+/// there only after everything succeeded).
 pub fn apply_recipe(
     recipe: &Recipe,
     fetched: &Fetched,
     dest: &Path,
+    limits: Limits,
     tol: Tolerance,
     reporter: &Reporter,
 ) -> Result<Report> {
-    apply_recipe_from(recipe, fetched, None, dest, tol, reporter)
+    apply(recipe, fetched, Start::Extract(limits), dest, tol, reporter)
 }
 
 /// [`apply_recipe`] starting from a hard-link copy of the kept `pristine`
@@ -80,7 +91,19 @@ pub fn apply_recipe(
 pub fn apply_recipe_from(
     recipe: &Recipe,
     fetched: &Fetched,
-    pristine: Option<&super::pristine::Pristine>,
+    pristine: &super::pristine::Pristine,
+    dest: &Path,
+    tol: Tolerance,
+    reporter: &Reporter,
+) -> Result<Report> {
+    let start = Start::Pristine(pristine);
+    apply(recipe, fetched, start, dest, tol, reporter)
+}
+
+fn apply(
+    recipe: &Recipe,
+    fetched: &Fetched,
+    start: Start,
     dest: &Path,
     tol: Tolerance,
     reporter: &Reporter,
@@ -97,7 +120,7 @@ pub fn apply_recipe_from(
     let staging = staged.dir.clone();
 
     let selection = Selection::of(&recipe.source);
-    let mut manifest = fill(recipe, fetched, pristine, &staging, reporter)?;
+    let mut manifest = fill(recipe, fetched, start, &staging, reporter)?;
     let mut tree = Tree::writing(&staging);
     let records = apply::series(&mut tree, &patches, tol).map_err(|e| {
         match e.downcast_ref::<SeriesError>() {
@@ -134,23 +157,26 @@ pub fn apply_recipe_from(
 }
 
 /// Fills the empty `staging` folder with the pristine source: a hard-link
-/// copy of `pristine` when given, else extracted from `fetched.source`.
+/// copy of the pristine tree, or extracted from `fetched.source`.
 fn fill(
     recipe: &Recipe,
     fetched: &Fetched,
-    pristine: Option<&super::pristine::Pristine>,
+    start: Start,
     staging: &Path,
     reporter: &Reporter,
 ) -> Result<Manifest> {
-    if let Some(pristine) = pristine {
-        reporter.step(format!(
-            "apply: linking {} into {}",
-            pristine.dir.display(),
-            staging.display()
-        ));
-        super::pristine::link_copy(&pristine.dir, staging)?;
-        return Ok(pristine.manifest.clone());
-    }
+    let limits = match start {
+        Start::Extract(limits) => limits,
+        Start::Pristine(pristine) => {
+            reporter.step(format!(
+                "apply: linking {} into {}",
+                pristine.dir.display(),
+                staging.display()
+            ));
+            super::pristine::link_copy(&pristine.dir, staging)?;
+            return Ok(pristine.manifest.clone());
+        }
+    };
     reporter.step(format!(
         "apply: extracting {} into {}",
         recipe.name,
@@ -160,6 +186,7 @@ fn fill(
         &fetched.source,
         &Selection::of(&recipe.source),
         staging,
+        limits,
         reporter,
     )
     .with_context(|| format!("extracting {}", recipe.source_origin()))

@@ -11,6 +11,7 @@ use std::process::{Command, Stdio};
 use anyhow::{bail, Context, Result};
 
 use crate::diag::UsageError;
+use crate::settings::Environment;
 
 /// A secret key that can sign, found in a GnuPG home.
 #[derive(Debug, Clone)]
@@ -26,6 +27,8 @@ pub struct Signer {
     pub created: i64,
     /// The time every signature carries.
     time: i64,
+    /// The machine's environment, whose `PATH` holds the signing tools.
+    env: Environment,
 }
 
 /// One key of `gpg --list-secret-keys --with-colons`.
@@ -40,9 +43,10 @@ struct Listed {
 
 impl Signer {
     /// The key `key` names (a fingerprint, key id or user id gpg takes),
-    /// or, when none is named, the one signing key of the GnuPG home.
-    pub fn find(home: Option<&Path>, key: Option<&str>) -> Result<Signer> {
-        let gpg = which("gpg").ok_or_else(|| {
+    /// or, when none is named, the one signing key of the GnuPG home; gpg
+    /// and the other tools are looked for on `env`'s `PATH`.
+    pub fn find(home: Option<&Path>, key: Option<&str>, env: &Environment) -> Result<Signer> {
+        let gpg = env.which("gpg").ok_or_else(|| {
             UsageError(
                 "gpg is not installed: install gnupg (apt-get install gnupg, dnf install gnupg2, \
                  pacman -S gnupg), then run again"
@@ -56,6 +60,7 @@ impl Signer {
             uid: String::new(),
             created: 0,
             time: 0,
+            env: env.clone(),
         };
         let mut list = signer.command();
         list.args(["--with-colons", "--fixed-list-mode", "--list-secret-keys"]);
@@ -283,17 +288,11 @@ fn unescape(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-/// The first `program` on PATH.
-pub fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(program))
-        .find(|candidate| {
-            std::fs::metadata(candidate).is_ok_and(|m| {
-                m.is_file()
-                    && std::os::unix::fs::PermissionsExt::mode(&m.permissions()) & 0o111 != 0
-            })
-        })
+impl Signer {
+    /// The first `program` on the machine's `PATH`.
+    pub fn which(&self, program: &str) -> Option<PathBuf> {
+        self.env.which(program)
+    }
 }
 
 #[cfg(test)]

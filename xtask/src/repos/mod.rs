@@ -33,6 +33,7 @@ use crate::diag::UsageError;
 use crate::dist::{Output, Staging};
 use crate::package::Format;
 use crate::report::Reporter;
+use crate::settings::Environment;
 use inputs::{Input, InputRecord};
 
 /// The repositories' name: apt's Origin and Label, the dnf repository id,
@@ -86,6 +87,8 @@ pub struct Options {
     pub epoch: Option<i64>,
     /// The project's `templates/` (the snippets are `templates/repos/`).
     pub templates: PathBuf,
+    /// The machine's environment: `PATH` for gpg, rpmsign, createrepo_c.
+    pub env: Environment,
 }
 
 /// Where the repositories live, as the files they hold say it.
@@ -134,7 +137,7 @@ pub fn publish(opts: &Options, reporter: &Reporter) -> Result<Published> {
     // Refused before any input is read (Staging::begin checks it again).
     crate::dist::check_replaceable(&opts.to)?;
     let inputs = read_inputs(&opts.dists)?;
-    let signer = gpg::Signer::find(opts.gnupghome.as_deref(), opts.key.as_deref())?;
+    let signer = gpg::Signer::find(opts.gnupghome.as_deref(), opts.key.as_deref(), &opts.env)?;
     let newest = inputs
         .iter()
         .map(|i| i.record.source_date_epoch)

@@ -15,7 +15,7 @@ use std::process::Command;
 
 use anyhow::{bail, Context, Result};
 
-use super::gpg::{which, Signer};
+use super::gpg::Signer;
 use crate::diag::UsageError;
 
 /// Signed copies of `rpms` in `dir`, with `repodata/` and its signature.
@@ -25,6 +25,7 @@ pub fn write(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<()> {
         set_mtime(copy, signer.time())?;
     }
     let createrepo = tool(
+        signer,
         "createrepo_c",
         "createrepo-c (Debian, Ubuntu) or createrepo_c (Fedora, Arch)",
     )?;
@@ -62,6 +63,7 @@ pub fn sign_copies(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<Vec<
         return Ok(copies);
     }
     let rpmsign = tool(
+        signer,
         "rpmsign",
         "rpm (Debian, Ubuntu: it has rpmsign) or rpm-sign (Fedora)",
     )?;
@@ -90,8 +92,8 @@ pub fn sign_copies(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<Vec<
 }
 
 /// A tool on PATH, or an error saying which package brings it.
-fn tool(program: &str, package: &str) -> Result<PathBuf> {
-    which(program).ok_or_else(|| {
+fn tool(signer: &Signer, program: &str, package: &str) -> Result<PathBuf> {
+    signer.which(program).ok_or_else(|| {
         UsageError(format!(
             "{program} is not installed: install {package}, then publish again"
         ))

@@ -16,7 +16,6 @@ use crate::commands;
 use crate::error::Error;
 use crate::invocation::Invocation;
 use crate::knowledge::Source;
-use crate::report::{Mode, Reporter};
 use crate::workspace::Workspace;
 
 /// rocm-patchkit: is this machine hit by a known AMD GPU fault (the RDNA4
@@ -94,11 +93,10 @@ pub struct CompletionsArgs {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let exe = std::env::current_exe().ok();
-    let settings = match crate::settings::Settings::from_env() {
-        Ok(settings) => settings,
+    let mut ws = match Workspace::from_process(None, cli.quiet) {
+        Ok(ws) => ws,
         Err(err) => return crate::run::exit(Err(err.into())),
     };
-    let mut ws = Workspace::new(None, settings, Reporter::new(Mode::detect(cli.quiet)));
     ws.invocation = Invocation::installed(std::env::args_os().next(), exe.as_deref());
     ws.knowledge = match &cli.knowledge {
         Some(dir) => Source::Dir(dir.clone()),

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use xtask::extract::{self, Selection};
+use xtask::extract::{self, Limits, Selection};
 use xtask::fetch::FetchedSource;
 use xtask::recipe::Recipe;
 use xtask::report::Reporter;
@@ -155,7 +155,13 @@ fn try_tar(entries: &[E]) -> (anyhow::Result<xtask::state::Manifest>, tempfile::
     ps::tar(&archive, entries);
     let dest = tmp.path().join("dest");
     std::fs::create_dir_all(&dest).unwrap();
-    let result = extract::archive(&archive, &Selection::default(), &dest, &Reporter::quiet());
+    let result = extract::archive(
+        &archive,
+        &Selection::default(),
+        &dest,
+        Limits::DEFAULT,
+        &Reporter::quiet(),
+    );
     (result, tmp)
 }
 
@@ -206,7 +212,15 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let dest = tmp.path().join("dest");
     std::fs::create_dir_all(&dest).unwrap();
     let paths = vec!["drivers/amd".to_owned()];
-    let m = extract::git(&repo.path(), &s.base, &paths, &dest, &Reporter::quiet()).unwrap();
+    let m = extract::git(
+        &repo.path(),
+        &s.base,
+        &paths,
+        &dest,
+        Limits::DEFAULT,
+        &Reporter::quiet(),
+    )
+    .unwrap();
     assert!(m.contains_key("drivers/amd/a.c") && !m.contains_key("docs/README"));
     assert_eq!(m["drivers/amd/tool.sh"].mode, 0o100755);
 
@@ -215,7 +229,15 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let evil = repo.commit("a symlink out of the tree");
     let dest2 = tmp.path().join("dest2");
     std::fs::create_dir_all(&dest2).unwrap();
-    let err = extract::git(&repo.path(), &evil, &paths, &dest2, &Reporter::quiet()).unwrap_err();
+    let err = extract::git(
+        &repo.path(),
+        &evil,
+        &paths,
+        &dest2,
+        Limits::DEFAULT,
+        &Reporter::quiet(),
+    )
+    .unwrap_err();
     assert!(format!("{err:#}").contains("outside the tree"), "{err:#}");
 
     // A tree object naming `..`, which only a hostile repository holds.
@@ -225,7 +247,15 @@ fn apply_extraction_of_a_git_commit_is_limited_and_confined() {
     let commit = repo.git(&["commit-tree", &top, "-m", "hostile"]);
     let dest3 = tmp.path().join("dest3");
     std::fs::create_dir_all(&dest3).unwrap();
-    let err = extract::git(&repo.path(), &commit, &[], &dest3, &Reporter::quiet()).unwrap_err();
+    let err = extract::git(
+        &repo.path(),
+        &commit,
+        &[],
+        &dest3,
+        Limits::DEFAULT,
+        &Reporter::quiet(),
+    )
+    .unwrap_err();
     assert!(format!("{err:#}").contains("refused"), "{err:#}");
 }
 
@@ -251,7 +281,7 @@ fn apply_extraction_of_a_folder_refuses_fifos_and_outward_links() {
     let copy = |name: &str| {
         let dest = tmp.path().join(name);
         std::fs::create_dir_all(&dest).unwrap();
-        extract::dir(&src, &Selection::default(), &dest)
+        extract::dir(&src, &Selection::default(), &dest, Limits::DEFAULT)
     };
     assert_eq!(copy("ok").unwrap().len(), ps::upstream_files().len());
     std::os::unix::fs::symlink("../../outside", src.join("docs/escape")).unwrap();

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 
 use crate::codeobj::rewrite::{self, Rewrite};
 use crate::extract::CONTROL_DIR;
@@ -74,42 +74,6 @@ fn is_kernel_file(path: &str) -> bool {
         && (path.ends_with(".co") || path.ends_with(".hsaco"))
 }
 
-/// Runs `work` over `items` on every core, in order of the results' index.
-fn on_all_cores<T: Sync, R: Send>(
-    items: &[T],
-    work: impl Fn(&T) -> Result<R> + Sync,
-) -> Result<Vec<R>> {
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(items.len().max(1));
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<R>>>> =
-        Mutex::new((0..items.len()).map(|_| None).collect());
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let Some(item) = items.get(i) else { break };
-                let r = work(item);
-                let failed = r.is_err();
-                results.lock().expect("no worker panics holding it")[i] = Some(r);
-                if failed {
-                    next.store(items.len(), std::sync::atomic::Ordering::Relaxed);
-                }
-            });
-        }
-    });
-    let results = results.into_inner().expect("no worker panics holding it");
-    let mut out = Vec::with_capacity(items.len());
-    for r in results.into_iter().flatten() {
-        out.push(r?);
-    }
-    if out.len() != items.len() {
-        bail!("a worker stopped before every kernel file was read");
-    }
-    Ok(out)
-}
-
 /// Rewrites every kernel file below `tree` that switches expert scheduling
 /// on, updating `manifest`; returns what changed, sorted by path.
 fn rewrite_all(
@@ -127,7 +91,7 @@ fn rewrite_all(
         Some(paths.len() as u64),
         false,
     ));
-    let changed = on_all_cores(&paths, |rel| {
+    let changed = crate::par::try_map(&paths, crate::par::cores(), |rel| {
         let path = tree.join(rel);
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         let outcome = rewrite::rewrite_file(&bytes)
@@ -197,7 +161,7 @@ pub fn sites_left(tree: &Path) -> Result<Vec<(String, usize)>> {
         .filter(|p| is_kernel_file(p))
         .map(PathBuf::from)
         .collect();
-    let found = on_all_cores(&paths, |rel| {
+    let found = crate::par::try_map(&paths, crate::par::cores(), |rel| {
         let path = tree.join(rel);
         let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
         let sites = rewrite::find_sites(&bytes).map_err(|why| {

@@ -49,8 +49,7 @@ impl Transform {
         let (pristine, dest, reporter) = (&to.pristine, to.tree.as_path(), r);
         match self {
             Transform::Patches(tol) => {
-                stage::apply_recipe_from(recipe, fetched, Some(pristine), dest, tol, reporter)
-                    .map(|_| ())
+                stage::apply_recipe_from(recipe, fetched, pristine, dest, tol, reporter).map(|_| ())
             }
             Transform::ExpertSchedOff => {
                 expert_sched_off::apply(recipe, fetched, pristine, dest, reporter)
@@ -161,6 +160,7 @@ pub fn ensure_applied(
     fetched: &Fetched,
     work: &Path,
     memo: &Memo,
+    limits: crate::extract::Limits,
     reporter: &Reporter,
 ) -> Result<Applied> {
     let dest = work.join("tree");
@@ -169,6 +169,7 @@ pub fn ensure_applied(
         &fetched.source,
         &work.join("pristine"),
         memo,
+        limits,
         reporter,
     )?;
     let reused = matches!(state::read(&dest), Ok(Some((recorded, _)))

@@ -187,6 +187,7 @@ pub fn apply_strict(
         recipe,
         fetched,
         dest,
+        xtask::extract::Limits::DEFAULT,
         Tolerance::strict(),
         &Reporter::quiet(),
     )
