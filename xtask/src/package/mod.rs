@@ -8,6 +8,9 @@
 //! stream through the compressors to files in the output directory, and
 //! formats whose headers need digests of what follows (deb md5sums, rpm,
 //! Arch .MTREE) stream the payload to a temporary file there first.
+//!
+//! Each format is one [`PackageFormat`] implementation in its own
+//! `format_<name>.rs`; [`Format::get`] is the one `match` over formats.
 
 pub mod ar;
 pub mod arch;
