@@ -12,26 +12,19 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::inputs::EPOCH;
-use xtask::hash::memo::{copy_hashed, Memo, Want};
-use xtask::package::tar::{write_tree, Names};
+use crate::formats;
+use xtask::hash::memo::{copy_hashed, Want};
 use xtask::package::Format;
-use xtask::package::{rpm, Artifact, Compression, FileTree, Output};
+use xtask::package::{Artifact, Compression, FileTree, Output};
 
 /// The compressor and level of our `fmt` writer.
 pub fn compression(fmt: Format) -> Compression {
-    match fmt {
-        Format::Deb => Compression::DEB,
-        Format::Rpm => Compression::RPM,
-        Format::Arch => Compression::ARCH,
-        Format::Tar => Compression::TARBALL,
-    }
+    fmt.get().compression()
 }
 
 /// `floor-<fmt>.tar` (`.cpio` for rpm): the uncompressed payload.
 fn payload_name(fmt: Format) -> String {
-    let archive = if fmt == Format::Rpm { "cpio" } else { "tar" };
-    format!("floor-{}.{archive}", fmt.as_str())
+    format!("floor-{}.{}", fmt.as_str(), formats::of(fmt).archive)
 }
 
 /// The compressed payload's file name: the payload's plus `.xz`, `.zst`
@@ -55,16 +48,7 @@ pub fn prepare(fmt: Format, tree: &FileTree, prefix: &str, out: &Path) -> Result
     let path = out.join(payload_name(fmt));
     let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
     let w = BufWriter::with_capacity(1 << 20, file);
-    let w = match fmt {
-        Format::Deb => write_tree(w, tree, EPOCH, Names::DotSlash)?,
-        Format::Rpm => rpm::write_payload(tree, EPOCH, w, &Memo::default())?,
-        Format::Arch => write_tree(w, tree, EPOCH, Names::Plain)?,
-        Format::Tar => {
-            let mut tar = tree.subtree(prefix)?.nested("dkms_source_tree")?;
-            tar.add_dir("dkms_main_tree")?;
-            write_tree(w, &tar, EPOCH, Names::DotSlash)?
-        }
-    };
+    let w = (formats::of(fmt).payload)(w, tree, prefix)?;
     let file = w
         .into_inner()
         .map_err(|e| e.into_error())

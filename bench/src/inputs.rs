@@ -4,6 +4,7 @@
 //! that build-dkms rendered from `templates/`. Nothing here is written by
 //! hand; the only rendering call is the maintainer scripts' (one place).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
@@ -30,10 +31,9 @@ pub struct Inputs {
     /// `dist/<recipe>/`: the packages and `packaging/` build-dkms wrote.
     pub dist: PathBuf,
     pub dkms_conf: String,
-    /// Maintainer scripts: deb postinst/prerm, rpm %post/%preun, Arch install.
-    pub deb_scripts: Scripts,
-    pub rpm_scripts: Scripts,
-    pub arch_scripts: Scripts,
+    /// The maintainer scripts of each format (deb postinst/prerm, rpm
+    /// %post/%preun, Arch install, none for the DKMS tarball).
+    pub scripts: BTreeMap<Format, Scripts>,
     pub pkgbuild: Vec<u8>,
 }
 
@@ -73,9 +73,7 @@ impl Inputs {
         };
         let dkms_conf = String::from_utf8(read("dkms.conf")?).context("dkms.conf is not UTF-8")?;
         let pkgbuild = read("arch/PKGBUILD")?;
-        let arch_install = String::from_utf8(read(&format!("arch/{}.install", meta.name))?)
-            .context("the Arch install script is not UTF-8")?;
-        let (deb_scripts, rpm_scripts) =
+        let scripts =
             packaging::dkms::dkms_scripts(&root.join("templates"), &p.name, &p.about.version)?;
         Ok(Inputs {
             root: root.to_path_buf(),
@@ -85,12 +83,7 @@ impl Inputs {
             tree_root,
             dist,
             dkms_conf,
-            deb_scripts,
-            rpm_scripts,
-            arch_scripts: Scripts {
-                arch_install: Some(arch_install),
-                ..Scripts::default()
-            },
+            scripts,
             pkgbuild,
             recipe,
         })
@@ -116,6 +109,13 @@ impl Inputs {
             .join(format!("{}.spec", self.meta.name))
     }
 
+    /// The maintainer scripts of `format`'s package.
+    pub fn scripts_of(&self, format: Format) -> Result<&Scripts> {
+        self.scripts
+            .get(&format)
+            .with_context(|| format!("no maintainer scripts for {}", format.as_str()))
+    }
+
     /// Our package of `format` in `dist/<recipe>/`, as build-dkms named it.
     pub fn published(&self, format: Format) -> PathBuf {
         let name = names::file_name(format, &self.meta, Architecture::Any);
@@ -126,17 +126,12 @@ impl Inputs {
     /// build-dkms makes, with its inputs.
     pub fn write_ours(&self, format: Format, out: &Path) -> Result<package::Artifact> {
         let tree = self.dkms_tree()?;
-        let none = Scripts::default();
+        let scripts = self.scripts_of(format)?;
         let pkg = Package {
             meta: &self.meta,
             machine: Architecture::Any,
             tree: &tree,
-            scripts: match format {
-                Format::Deb => &self.deb_scripts,
-                Format::Rpm => &self.rpm_scripts,
-                Format::Arch => &self.arch_scripts,
-                Format::Tar => &none,
-            },
+            scripts,
             pkgbuild: Some(&self.pkgbuild),
             epoch: EPOCH,
         };

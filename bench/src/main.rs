@@ -7,6 +7,7 @@
 
 mod apply;
 mod floor;
+mod formats;
 mod inputs;
 mod kernels;
 mod maintainer;
@@ -163,8 +164,8 @@ struct PackageArgs {
     /// Repetitions per packager (the loop runs once)
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
-    /// Formats to compare, comma-separated [default: all four]
-    #[arg(long, value_delimiter = ',', value_parser = xtask::commands::parse_format, value_name = "deb,rpm,arch,tar")]
+    /// Formats to compare, comma-separated [default: all]
+    #[arg(long, value_delimiter = ',', value_parser = |text: &str| xtask::commands::parse_format(text, None), value_name = xtask::commands::formats_value_name(None))]
     formats: Vec<Format>,
 }
 
@@ -173,7 +174,7 @@ struct PackageOneArgs {
     /// The scratch project build-dkms built
     project: PathBuf,
     recipe: String,
-    #[arg(value_parser = xtask::commands::parse_format)]
+    #[arg(value_parser = |text: &str| xtask::commands::parse_format(text, None))]
     format: Format,
     /// Where the package goes
     out: PathBuf,

@@ -31,12 +31,7 @@ pub fn find(settings: &Settings) -> Option<PathBuf> {
 
 /// nfpm's packager for `format`; none for the plain DKMS tarball.
 pub fn packager(format: Format) -> Option<&'static str> {
-    match format {
-        Format::Deb => Some("deb"),
-        Format::Rpm => Some("rpm"),
-        Format::Arch => Some("archlinux"),
-        Format::Tar => None,
-    }
+    crate::formats::of(format).nfpm
 }
 
 /// Writes `<dir>/nfpm.yaml` (and the tree and scripts it names) for the
@@ -88,10 +83,14 @@ fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
         Ok(Some(path.display().to_string()))
     };
-    let deb_post = script("deb-postinst", &inputs.deb_scripts.post_install)?;
-    let deb_pre = script("deb-prerm", &inputs.deb_scripts.pre_remove)?;
-    let rpm_post = script("rpm-post", &inputs.rpm_scripts.post_install)?;
-    let rpm_pre = script("rpm-preun", &inputs.rpm_scripts.pre_remove)?;
+    let (deb, rpm) = (
+        inputs.scripts_of(Format::Deb)?,
+        inputs.scripts_of(Format::Rpm)?,
+    );
+    let deb_post = script("deb-postinst", &deb.post_install)?;
+    let deb_pre = script("deb-prerm", &deb.pre_remove)?;
+    let rpm_post = script("rpm-post", &rpm.post_install)?;
+    let rpm_pre = script("rpm-preun", &rpm.pre_remove)?;
     let mut contents = vec![json!({
         "src": tree.display().to_string(),
         "dst": format!("/{}", inputs.prefix),

@@ -16,9 +16,9 @@ use anyhow::{bail, Context, Result};
 use crate::inputs::Inputs;
 use crate::maintainer::Scratch;
 use crate::measure::{fresh_dir, load_average, measure_ok, Measured};
-use crate::reference::{self, Job, Setting};
+use crate::reference::{Job, Setting};
 use crate::report::{self, Goals, Report, Row, Side};
-use crate::{floor, nfpm};
+use crate::{floor, formats, nfpm};
 use xtask::package::Format;
 use xtask::workspace::Workspace;
 
@@ -128,12 +128,12 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
 /// The formats asked for (all by default), their reference tools checked.
 fn formats(ws: &Workspace, opts: &Options) -> Result<Vec<Format>> {
     let formats: Vec<Format> = if opts.formats.is_empty() {
-        Format::ALL.iter().map(|(_, f)| *f).collect()
+        Format::ALL.to_vec()
     } else {
         opts.formats.clone()
     };
     for format in &formats {
-        reference::check_tools(*format, &ws.settings.env)?;
+        formats::check_tools(*format, &ws.settings.env)?;
     }
     Ok(formats)
 }
@@ -284,7 +284,7 @@ impl Lane {
         stage: &Path,
         out: &Path,
     ) -> Result<Lane> {
-        let theirs = reference::stage(format, inputs, &stage.join(format.as_str()), out)?
+        let theirs = formats::stage(format, inputs, &stage.join(format.as_str()), out)?
             .into_iter()
             .map(|(setting, job)| (setting, job, Runs::default()))
             .collect();
@@ -316,14 +316,14 @@ impl Lane {
             let (path, m) = run_job(job)?;
             runs.push(m, &path)?;
             if check {
-                reference::same_entries(self.format, &ours, &path)?;
+                formats::same_entries(self.format, &ours, &path)?;
             }
         }
         if let Some((job, runs)) = &mut self.nfpm {
             let (path, m) = run_job(job)?;
             runs.push(m, &path)?;
             if check {
-                reference::same_entries(self.format, &ours, &path)?;
+                formats::same_entries(self.format, &ours, &path)?;
             }
         }
         // The last run's package goes first: no timed run replaces a file.

@@ -14,8 +14,6 @@ use anyhow::{bail, Context, Result};
 use crate::inputs::{Inputs, EPOCH};
 use crate::measure::{link_copy, run_ok};
 use xtask::package::Compression;
-use xtask::package::Format;
-use xtask::settings::Environment;
 
 /// The two settings every reference tool runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,55 +104,25 @@ impl Job {
     }
 }
 
-/// Fails unless the tools of `format`'s reference build are installed,
-/// saying what to install.
-pub fn check_tools(format: Format, env: &Environment) -> Result<()> {
-    let (tools, packages): (&[&str], &str) = match format {
-        Format::Deb => (&["dpkg-deb", "cp"], "dpkg"),
-        Format::Rpm => (&["rpmbuild", "cp"], "rpm"),
-        Format::Arch => (&["bsdtar", "zstd", "bash", "cp"], "libarchive-tools zstd"),
-        Format::Tar => (&["tar", "gzip", "bash", "cp"], "tar gzip"),
-    };
-    for tool in tools {
-        if env.which(tool).is_none() {
-            bail!(
-                "`{tool}` is missing for the {} reference: apt-get install {packages}",
-                format.as_str()
-            );
-        }
-    }
-    Ok(())
+/// What a format's reference builds start from.
+pub struct Stage<'a> {
+    pub inputs: &'a Inputs,
+    /// Our package of the format, as build-dkms published it.
+    pub ours: &'a Path,
+    /// `<dir>/pkg`: the tree the tool packs.
+    pub pkg: &'a Path,
+    /// The format's staging folder.
+    pub dir: &'a Path,
+    /// Where the job of each setting leaves its package.
+    pub out_dir: &'a dyn Fn(Setting) -> PathBuf,
 }
 
-/// Prepares `dir` for `format`'s reference builds from what build-dkms
-/// published in `inputs` and returns the jobs at each setting; one job when
-/// the tool's default is our compressor and level.
-pub fn stage(
-    format: Format,
-    inputs: &Inputs,
-    dir: &Path,
-    out: &Path,
-) -> Result<Vec<(Setting, Job)>> {
-    let _ = std::fs::remove_dir_all(dir);
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-    let pkg = dir.join("pkg");
-    let ours = inputs.published(format);
-    let out_dir = |s: Setting| out.join(format!("ref-{}-{}", format.as_str(), s.name()));
-    match format {
-        Format::Deb => deb_jobs(&ours, &pkg, dir, &out_dir),
-        Format::Rpm => rpm_jobs(inputs, dir, &out_dir),
-        Format::Arch => arch_jobs(&ours, &pkg, &out_dir),
-        Format::Tar => tar_jobs(inputs, &pkg, &out_dir),
-    }
-}
+/// The reference builds of one format, at each setting.
+pub type Jobs = fn(&Stage) -> Result<Vec<(Setting, Job)>>;
 
 /// The dpkg-deb builds of our .deb's files and control members.
-fn deb_jobs(
-    ours: &Path,
-    pkg: &Path,
-    dir: &Path,
-    out_dir: &dyn Fn(Setting) -> PathBuf,
-) -> Result<Vec<(Setting, Job)>> {
+pub fn deb_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+    let (ours, pkg, dir, out_dir) = (s.ours, s.pkg, s.dir, s.out_dir);
     let mut jobs = Vec::new();
     // Our .deb's files and control members (control, md5sums, the
     // scripts), as dpkg-deb --build takes them.
@@ -183,11 +151,8 @@ fn deb_jobs(
 }
 
 /// The rpmbuild builds of the rendered spec.
-fn rpm_jobs(
-    inputs: &Inputs,
-    dir: &Path,
-    out_dir: &dyn Fn(Setting) -> PathBuf,
-) -> Result<Vec<(Setting, Job)>> {
+pub fn rpm_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+    let (inputs, dir, out_dir) = (s.inputs, s.dir, s.out_dir);
     let mut jobs = Vec::new();
     // The rendered spec with --noprep: the patched tree stands where
     // its %prep would unpack it (%{_builddir}/<name>-<version>), and
@@ -242,11 +207,8 @@ fn rpm_jobs(
 }
 
 /// makepkg's steps on our Arch package's files.
-fn arch_jobs(
-    ours: &Path,
-    pkg: &Path,
-    out_dir: &dyn Fn(Setting) -> PathBuf,
-) -> Result<Vec<(Setting, Job)>> {
+pub fn arch_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+    let (ours, pkg, out_dir) = (s.ours, s.pkg, s.out_dir);
     let mut jobs = Vec::new();
     // Our package's files and .PKGINFO, .BUILDINFO, .INSTALL; makepkg's
     // create_package from there (root may not run makepkg itself).
@@ -299,11 +261,8 @@ fn arch_jobs(
 }
 
 /// tar | gzip of the DKMS source tarball's tree.
-fn tar_jobs(
-    inputs: &Inputs,
-    pkg: &Path,
-    out_dir: &dyn Fn(Setting) -> PathBuf,
-) -> Result<Vec<(Setting, Job)>> {
+pub fn tar_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+    let (inputs, pkg, out_dir) = (s.inputs, s.pkg, s.out_dir);
     let mut jobs = Vec::new();
     link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
     let source = pkg.join("dkms_source_tree");
@@ -347,46 +306,6 @@ impl Setting {
             Setting::Ours => "ours",
         }
     }
-}
-
-/// Fails unless our package and the reference tool's hold the same
-/// paths (the generated metadata files of each format aside).
-pub fn same_entries(format: Format, ours: &Path, reference: &Path) -> Result<()> {
-    let (a, b) = (entries(format, ours)?, entries(format, reference)?);
-    if a != b {
-        let only_ours: Vec<_> = a.difference(&b).take(5).collect();
-        let only_ref: Vec<_> = b.difference(&a).take(5).collect();
-        bail!(
-            "the {} packages differ: only ours has {only_ours:?}, only the reference has {only_ref:?}",
-            format.as_str()
-        );
-    }
-    Ok(())
-}
-
-fn entries(format: Format, package: &Path) -> Result<std::collections::BTreeSet<String>> {
-    let list = match format {
-        Format::Deb => "dpkg-deb --fsys-tarfile \"$1\" | tar -t",
-        Format::Rpm => "rpm -qpl --nosignature \"$1\"",
-        Format::Arch | Format::Tar => "bsdtar -tf \"$1\"",
-    };
-    let out = Command::new("bash")
-        .args(["-o", "pipefail", "-c", list, "bash"])
-        .arg(package)
-        .output()
-        .with_context(|| format!("listing {}", package.display()))?;
-    if !out.status.success() {
-        bail!(
-            "listing {} failed: {}",
-            package.display(),
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-    }
-    Ok(String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| l.trim_start_matches("./").trim_matches('/').to_string())
-        .filter(|l| !l.is_empty() && !l.starts_with('.'))
-        .collect())
 }
 
 fn shell_job(tool: &str, script: String, dest: PathBuf, cwd: &Path, out_dir: PathBuf) -> Job {

@@ -12,7 +12,7 @@ use anyhow::{Context, Result};
 use super::exec::Cx;
 use super::{identity, Assembled, BuildKind, Options};
 use crate::diag::UsageError;
-use crate::package::{self, names, FileTree, Format, PackageMeta, Scripts};
+use crate::package::{self, names, FileTree, Format, PackageMeta};
 use crate::recipe::{Dkms, Recipe};
 use crate::render::{Rendered, Renderer};
 use crate::workspace::Workspace;
@@ -147,26 +147,10 @@ impl super::Part for Part<'_> {
         let dkms_conf = rendered["dkms.conf"].clone().into_bytes();
         tree.add_bytes(&format!("{prefix}/dkms.conf"), dkms_conf, false)?;
         super::source_packages::write_all(&self.formats, cx, &meta)?;
-        let scripts = |post: &str, pre: &str| Scripts {
-            post_install: Some(rendered[post].clone()),
-            pre_remove: Some(rendered[pre].clone()),
-            arch_install: None,
-        };
-        let arch = Scripts {
-            arch_install: Some(rendered["scripts/arch-install"].clone()),
-            ..Scripts::default()
-        };
         Ok(Assembled {
             machine: identity::machine(cx.recipe.kind.name()),
             tree,
-            scripts: BTreeMap::from([
-                (Format::Deb, scripts("scripts/postinst", "scripts/prerm")),
-                (
-                    Format::Rpm,
-                    scripts("scripts/rpm-post", "scripts/rpm-preun"),
-                ),
-                (Format::Arch, arch),
-            ]),
+            scripts: packaging::dkms::scripts(rendered)?,
             pkgbuild: Some(rendered["arch/PKGBUILD"].clone().into_bytes()),
             params: BTreeMap::new(),
             meta,

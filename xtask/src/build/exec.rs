@@ -226,23 +226,34 @@ impl Cx<'_> {
     fn package(&self, format: package::Format, file: &str) -> Result<()> {
         let a = self.assembled()?;
         let none = Scripts::default();
+        let scripts = match a.scripts.get(&format) {
+            Some(scripts) => scripts,
+            // A kind whose packages run no scripts gives none for any format.
+            None if a.scripts.is_empty() => &none,
+            None => bail!(
+                "the assemble step of {} gave no maintainer scripts for {}: \
+                 its packages would install without them",
+                self.recipe.name,
+                format.as_str()
+            ),
+        };
         let pkg = Package {
             meta: &a.meta,
             machine: a.machine,
             tree: &a.tree,
-            scripts: a.scripts.get(&format).unwrap_or(&none),
+            scripts,
             pkgbuild: a.pkgbuild.as_deref(),
             epoch: self.epoch_u()?,
         };
         let dir = self.dir()?;
         let task = self.ws.reporter.task(format!("writing {file}"));
         let before = self.chunk_count();
-        let written = match (&a.carried, format) {
-            (Some(carried), package::Format::Deb) => {
-                package::deb_carried::write(&pkg, carried, dir, &self.packing)
-            }
-            (Some(_), _) => bail!("a rewrite builds only a .deb"),
-            (None, _) => package::write(format, &pkg, dir, &self.packing),
+        let written = match &a.carried {
+            Some(_) if !format.get().carries_upstream() => bail!("a rewrite builds only a .deb"),
+            Some(carried) => format
+                .get()
+                .write_carried(&pkg, carried, dir, &self.packing),
+            None => package::write(format, &pkg, dir, &self.packing),
         };
         let artifact = written.with_context(|| {
             format!(

@@ -48,7 +48,7 @@ pub struct Args {
     #[arg(long, value_name = "RELEASE")]
     pub kernel: Option<String>,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
-    #[arg(long, value_delimiter = ',', value_parser = super::parse_format, value_name = "deb,rpm,arch,tar")]
+    #[arg(long, value_delimiter = ',', value_parser = |text: &str| super::parse_format(text, None), value_name = super::formats_value_name(None))]
     pub formats: Option<Vec<Format>>,
     /// hipblaslt: the ROCm prefix [default: $ROCM_PATH, else /opt/rocm]
     #[arg(long, value_name = "PATH")]

@@ -39,17 +39,10 @@ pub struct Args {
     #[arg(default_value = DEFAULT_RECIPE)]
     pub recipe: String,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
-    #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "deb,rpm,arch")]
+    #[arg(long, value_delimiter = ',', value_parser = |text: &str| super::parse_format(text, Some(KindName::Config)), value_name = super::formats_value_name(Some(KindName::Config)))]
     pub formats: Option<Vec<Format>>,
     #[command(flatten)]
     pub publish: super::PublishArgs,
-}
-
-fn parse_format(text: &str) -> Result<Format, String> {
-    match super::parse_format(text) {
-        Ok(Format::Tar) | Err(_) => Err(format!("`{text}` is not one of deb, rpm, arch")),
-        Ok(format) => Ok(format),
-    }
 }
 
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {

@@ -42,7 +42,7 @@ pub struct Args {
     #[arg(long, value_name = "RELEASE")]
     pub kernel: Option<String>,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
-    #[arg(long, value_delimiter = ',', value_parser = super::parse_format, value_name = "deb,rpm,arch,tar")]
+    #[arg(long, value_delimiter = ',', value_parser = |text: &str| super::parse_format(text, Some(KindName::Dkms)), value_name = super::formats_value_name(Some(KindName::Dkms)))]
     pub formats: Option<Vec<Format>>,
     #[command(flatten)]
     pub publish: super::PublishArgs,

@@ -15,6 +15,9 @@ pub mod publish_repo;
 pub mod rewrite_hipblaslt;
 pub mod verify;
 
+use crate::package::Format;
+use crate::recipe::KindName;
+
 /// The flags of every command that applies or checks a recipe's series:
 /// where the inputs may come from, and how far a hunk may stray.
 #[derive(Debug, clap::Args)]
@@ -87,17 +90,28 @@ impl PublishArgs {
     }
 }
 
-/// `--formats deb,rpm`: one of `deb`, `rpm`, `arch`, `tar`.
-pub fn parse_format(text: &str) -> Result<crate::package::Format, String> {
-    crate::package::Format::ALL
-        .iter()
-        .find(|(name, _)| *name == text)
-        .map(|(_, f)| *f)
+/// `--formats deb,rpm`: one of the formats `kind` makes (any, without a
+/// kind), as `Format::ALL` lists them.
+pub fn parse_format(text: &str, kind: Option<KindName>) -> Result<Format, String> {
+    let made = formats_made(kind);
+    Format::from_name(text)
+        .filter(|f| made.contains(f))
         .ok_or_else(|| {
-            let known: Vec<_> = crate::package::Format::ALL
-                .iter()
-                .map(|(n, _)| *n)
-                .collect();
+            let known: Vec<_> = made.iter().map(|f| f.as_str()).collect();
             format!("`{text}` is not one of {}", known.join(", "))
         })
+}
+
+/// The `--formats` value name: `deb,rpm,arch,tar`, the formats `kind` makes.
+pub fn formats_value_name(kind: Option<KindName>) -> String {
+    let made: Vec<_> = formats_made(kind).iter().map(|f| f.as_str()).collect();
+    made.join(",")
+}
+
+fn formats_made(kind: Option<KindName>) -> Vec<Format> {
+    Format::ALL
+        .iter()
+        .copied()
+        .filter(|f| kind.is_none_or(|kind| kind.makes(*f)))
+        .collect()
 }

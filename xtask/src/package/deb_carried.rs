@@ -11,18 +11,10 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use super::deb::{control_members_tar, Data};
+pub use super::format::Carried;
 use super::packing::Packing;
 use super::tree::FileTree;
 use super::{names, Artifact, Format, Package};
-
-/// The control members of the upstream package, other than `md5sums`.
-#[derive(Debug, Clone)]
-pub struct Carried {
-    /// `control`, as the upstream package has it.
-    pub control: String,
-    /// `shlibs`, `triggers`, maintainer scripts...: (name, mode, bytes).
-    pub members: Vec<(String, u32, Vec<u8>)>,
-}
 
 /// Writes `<out_dir>/<name>_<version>_<arch>.deb`.
 pub fn write(

@@ -5,6 +5,16 @@
 use super::Format;
 use anyhow::{bail, Result};
 
+/// The rules a format's package names and releases follow, as a test and
+/// its words for a message.
+#[derive(Debug)]
+pub struct Grammar {
+    pub name_rule: &'static str,
+    pub name_ok: fn(&str) -> bool,
+    pub release_rule: &'static str,
+    pub release_ok: fn(&str) -> bool,
+}
+
 /// What a package is, in the words every format needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PackageMeta {
@@ -162,19 +172,19 @@ impl PackageMeta {
     fn name_problems(&self, format: Format, check: &mut dyn FnMut(bool, String)) {
         let fmt = format.label();
         check(
-            name_ok(&self.name, format),
+            (format.grammar().name_ok)(&self.name),
             format!(
                 "package name {:?} breaks the {fmt} rules ({})",
                 self.name,
-                name_rule(format)
+                format.grammar().name_rule
             ),
         );
         if let Some(source) = &self.source {
             check(
-                name_ok(source, format),
+                (format.grammar().name_ok)(source),
                 format!(
                     "source package name {source:?} breaks the {fmt} rules ({})",
-                    name_rule(format)
+                    format.grammar().name_rule
                 ),
             );
         }
@@ -186,10 +196,10 @@ impl PackageMeta {
             .chain(&self.relations.replaces);
         for dep in self.depends.iter().chain(relations) {
             check(
-                name_ok(dep, format),
+                (format.grammar().name_ok)(dep),
                 format!(
                     "dependency {dep:?} breaks the {fmt} package-name rules ({})",
-                    name_rule(format)
+                    format.grammar().name_rule
                 ),
             );
         }
@@ -206,11 +216,11 @@ impl PackageMeta {
             ),
         );
         check(
-            release_ok(&self.about.release, format),
+            (format.grammar().release_ok)(&self.about.release),
             format!(
                 "release {:?} breaks the {fmt} rules ({})",
                 self.about.release,
-                release_rule(format)
+                format.grammar().release_rule
             ),
         );
     }
@@ -301,80 +311,10 @@ fn has_control(s: &str) -> bool {
     s.chars().any(|c| c.is_control() && c != '\n')
 }
 
-fn name_rule(format: Format) -> &'static str {
-    match format {
-        Format::Deb => {
-            "lower-case letters, digits and `+-.`, at least 2 characters, starting alphanumeric"
-        }
-        Format::Rpm | Format::Tar => "letters, digits and `._+-`, not starting with `-`",
-        Format::Arch => "lower-case letters, digits and `@._+-`, not starting with `-` or `.`",
-    }
-}
-
-fn name_ok(name: &str, format: Format) -> bool {
-    let mut chars = name.chars();
-    let Some(first) = chars.next() else {
-        return false;
-    };
-    match format {
-        Format::Deb => {
-            name.len() >= 2
-                && (first.is_ascii_lowercase() || first.is_ascii_digit())
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c))
-        }
-        Format::Rpm | Format::Tar => {
-            first != '-'
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._+-".contains(c))
-        }
-        Format::Arch => {
-            first != '-'
-                && first != '.'
-                && name
-                    .chars()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "@._+-".contains(c))
-        }
-    }
-}
-
 fn version_ok(v: &str) -> bool {
     v.starts_with(|c: char| c.is_ascii_digit())
         && v.chars()
             .all(|c| c.is_ascii_alphanumeric() || ".+~".contains(c))
-}
-
-fn release_rule(format: Format) -> &'static str {
-    match format {
-        Format::Deb => "letters, digits and `.+~`, starting with a digit",
-        Format::Rpm | Format::Tar => "letters, digits and `._+~`, starting with a digit",
-        Format::Arch => "digits, optionally `.digits` (pkgrel)",
-    }
-}
-
-fn release_ok(r: &str, format: Format) -> bool {
-    let starts = r.starts_with(|c: char| c.is_ascii_digit());
-    match format {
-        Format::Deb => {
-            starts
-                && r.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || ".+~".contains(c))
-        }
-        Format::Rpm | Format::Tar => {
-            starts
-                && r.chars()
-                    .all(|c| c.is_ascii_alphanumeric() || "._+~".contains(c))
-        }
-        Format::Arch => {
-            let mut parts = r.split('.');
-            let digits = |p: Option<&str>| {
-                p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
-            };
-            digits(parts.next()) && parts.clone().count() <= 1 && parts.all(|p| digits(Some(p)))
-        }
-    }
 }
 
 fn maintainer_ok(m: &str) -> bool {
@@ -427,7 +367,7 @@ pub(crate) mod tests {
 
     #[test]
     fn sample_is_valid_everywhere() {
-        for f in [Format::Deb, Format::Rpm, Format::Arch] {
+        for f in Format::ALL.iter().copied() {
             sample().validate(f).unwrap();
         }
     }

@@ -8,6 +8,9 @@
 //! stream through the compressors to files in the output directory, and
 //! formats whose headers need digests of what follows (deb md5sums, rpm,
 //! Arch .MTREE) stream the payload to a temporary file there first.
+//!
+//! Each format is one [`PackageFormat`] implementation in its own
+//! `format_<name>.rs`; [`Format::get`] is the one `match` over formats.
 
 pub mod ar;
 pub mod arch;
@@ -20,6 +23,13 @@ pub mod deb_carried;
 pub mod dsc;
 pub mod encoder;
 pub mod entry_write;
+pub mod format;
+mod format_arch;
+mod format_deb;
+#[cfg(test)]
+mod format_plain;
+mod format_rpm;
+mod format_tar;
 pub mod meta;
 pub mod names;
 pub mod packing;
@@ -42,52 +52,77 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use crate::hash::memo::Want;
 pub use chunk_cache::ChunkCache;
 pub use compress::Compression;
-pub use meta::{About, Architecture, PackageMeta, Relations};
+pub use format::{Carried, PackageFormat, ScriptTemplates, Sources};
+pub use meta::{About, Architecture, Grammar, PackageMeta, Relations};
 pub use packing::Packing;
 pub use scripts::Scripts;
 pub use tree::FileTree;
 
 /// A package format: what a recipe's `target.formats` names, what
-/// `--formats` takes, and which writer [`write`] runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
+/// `--formats` takes; its [`PackageFormat`] implementation, in its writer's
+/// file, says everything else. Adding a format is that file, a variant and
+/// its arm in [`Format::get`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Format {
     Deb,
     Rpm,
     Arch,
     /// The plain DKMS source tarball (`dkms ldtarball`).
     Tar,
+    /// A format that exists only in unit tests, to show what adding one takes.
+    #[cfg(test)]
+    Plain,
 }
 
 impl Format {
-    pub const ALL: [(&'static str, Format); 4] = [
-        ("deb", Format::Deb),
-        ("rpm", Format::Rpm),
-        ("arch", Format::Arch),
-        ("tar", Format::Tar),
+    /// Every format, in the order formats are listed and built.
+    pub const ALL: &'static [Format] = &[
+        Format::Deb,
+        Format::Rpm,
+        Format::Arch,
+        Format::Tar,
+        #[cfg(test)]
+        Format::Plain,
     ];
+
+    /// The format's implementation: the one `match` over formats.
+    pub fn get(self) -> &'static dyn PackageFormat {
+        match self {
+            Format::Deb => &format_deb::Deb,
+            Format::Rpm => &format_rpm::Rpm,
+            Format::Arch => &format_arch::Arch,
+            Format::Tar => &format_tar::DkmsTarball,
+            #[cfg(test)]
+            Format::Plain => &format_plain::Plain,
+        }
+    }
+
+    /// The format a recipe or the command line names `name`.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.iter().copied().find(|f| f.as_str() == name)
+    }
 
     /// `deb`, `rpm`, `arch`, `tar`: the recipe's and the command line's word.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Format::Deb => "deb",
-            Format::Rpm => "rpm",
-            Format::Arch => "arch",
-            Format::Tar => "tar",
-        }
+        self.get().name()
     }
 
     /// The name of the format's rules in messages.
     pub fn label(self) -> &'static str {
-        match self {
-            Format::Deb => "Debian",
-            Format::Rpm => "rpm",
-            Format::Arch => "Arch",
-            Format::Tar => "DKMS tarball",
-        }
+        self.get().label()
+    }
+
+    /// What a package name and release must look like in this format.
+    pub fn grammar(self) -> &'static Grammar {
+        self.get().grammar()
+    }
+}
+
+impl serde::Serialize for Format {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
     }
 }
 
@@ -111,43 +146,16 @@ pub struct Package<'a> {
 impl Package<'_> {
     /// The name the writer of `format` gives this package.
     pub fn file_name(&self, format: Format) -> String {
-        names::file_name(format, self.meta, self.machine)
+        format.get().file_name(self.meta, self.machine)
     }
 }
 
 /// Writes `pkg` as `format` into `out_dir`, named [`Package::file_name`],
 /// with the compression, chunk cache and digest memo of `packing`.
-/// For [`Format::Tar`] the tree must hold the DKMS source at
-/// `usr/src/<module>-<version>` with its `dkms.conf`.
 pub fn write(format: Format, pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
-    // The file digests the format lists, taken on all cores before the
-    // writer streams the files on one.
-    let listed = match format {
-        Format::Deb => Want::MD5,
-        Format::Rpm => Want::SHA256,
-        Format::Arch => Want::BOTH,
-        Format::Tar => Want::default(),
-    };
-    pkg.tree.take_digests(listed, &packing.digests)?;
-    match format {
-        Format::Deb => deb::write(pkg, out_dir, packing),
-        Format::Rpm => rpm::write(pkg, out_dir, packing),
-        Format::Arch => arch::write(pkg, out_dir, packing),
-        Format::Tar => {
-            let module = names::source_name(pkg.meta);
-            let source = pkg
-                .tree
-                .subtree(&names::dkms_source_dir(module, &pkg.meta.about.version))?;
-            tarball::write_dkms(
-                &source,
-                module,
-                &pkg.meta.about.version,
-                pkg.epoch,
-                out_dir,
-                packing,
-            )
-        }
-    }
+    let format = format.get();
+    pkg.tree.take_digests(format.digests(), &packing.digests)?;
+    format.write(pkg, out_dir, packing)
 }
 
 /// A written package file.

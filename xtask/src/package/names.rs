@@ -3,25 +3,13 @@
 
 use super::{Architecture, Format, PackageMeta};
 
-/// The binary package of `format`: `<name>_<version>-<release>_<arch>.deb`,
+/// The binary package of `format`, as its [`super::PackageFormat`] names it:
+/// `<name>_<version>-<release>_<arch>.deb`,
 /// `<name>-<version>-<release>.<arch>.rpm`,
 /// `<name>-<version>-<release>-<arch>.pkg.tar.zst`, or the DKMS tarball
-/// `<module>-<version>-source-only.dkms.tar.gz` (the name
-/// `dkms mktarball --source-only` gives; the module is the meta's source).
+/// `<module>-<version>-source-only.dkms.tar.gz`.
 pub fn file_name(format: Format, meta: &PackageMeta, machine: Architecture) -> String {
-    let full = meta.full_version();
-    match format {
-        Format::Deb => format!("{}_{full}_{}.deb", meta.name, machine.deb()),
-        Format::Rpm => format!(
-            "{}-{}-{}.{}.rpm",
-            meta.name,
-            meta.about.version,
-            meta.about.release,
-            machine.rpm()
-        ),
-        Format::Arch => format!("{}-{full}-{}.pkg.tar.zst", meta.name, machine.arch()),
-        Format::Tar => dkms_tarball(source_name(meta), &meta.about.version),
-    }
+    format.get().file_name(meta, machine)
 }
 
 /// The source packages published beside a binary package of `format`, as
@@ -29,16 +17,7 @@ pub fn file_name(format: Format, meta: &PackageMeta, machine: Architecture) -> S
 /// `.debian.tar.xz`, `<name>-<version>-<release>.src.rpm`,
 /// `<name>-<version>-<release>.src.tar.gz` (what `makepkg --source` makes).
 pub fn source_packages(format: Format, meta: &PackageMeta) -> Vec<String> {
-    let (src, v, r) = (source_name(meta), &meta.about.version, &meta.about.release);
-    match format {
-        Format::Deb => vec![
-            format!("source/{}", dsc(src, v, r)),
-            format!("source/{}", debian_tar(src, v, r)),
-        ],
-        Format::Rpm => vec![srpm(meta)],
-        Format::Arch => vec![arch_source(meta)],
-        Format::Tar => Vec::new(),
-    }
+    format.get().source_packages(meta)
 }
 
 /// The upstream (source) name: the meta's `source`, else its name.

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
-use crate::package::{names, Scripts};
+use crate::package::{names, Format, Scripts};
 use crate::plan::Plan;
 use crate::recipe::Recipe;
 use crate::render::{Rendered, Renderer};
@@ -96,15 +96,8 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
         sources.push(json!({ "file": names::DKMS_CONF, "sha256": sha256 }));
     }
     out.insert(names::DKMS_CONF.to_owned(), dkms_conf);
-    for name in [
-        "scripts/initramfs",
-        "scripts/postinst",
-        "scripts/prerm",
-        "scripts/rpm-post",
-        "scripts/rpm-preun",
-        "scripts/arch-install",
-    ] {
-        out.insert(name.to_owned(), renderer.render(name, &values)?);
+    for name in script_templates() {
+        out.insert(name.clone(), renderer.render(&name, &values)?);
     }
     out.insert(
         names::arch_install(&pkgname),
@@ -128,24 +121,45 @@ pub fn render(renderer: &Renderer, values: &Value) -> Result<Rendered> {
     Ok(out)
 }
 
-/// The maintainer scripts of DKMS package `name` `version`, as build-dkms
-/// renders them from `templates/scripts/`: (deb postinst/prerm, rpm
-/// %post/%preun).
+/// `scripts/initramfs` and the maintainer scripts every format names.
+fn script_templates() -> std::collections::BTreeSet<String> {
+    let mut names = std::collections::BTreeSet::from(["scripts/initramfs".to_owned()]);
+    for format in Format::ALL {
+        names.extend(
+            format
+                .get()
+                .dkms_scripts()
+                .names()
+                .map(|name| format!("scripts/{name}")),
+        );
+    }
+    names
+}
+
+/// The maintainer scripts of each format's DKMS package, from a rendering
+/// holding `scripts/`: every format has its entry (none for the tarball,
+/// which `dkms ldtarball` loads), since every format names its scripts.
+pub fn scripts(rendered: &Rendered) -> Result<BTreeMap<Format, Scripts>> {
+    Format::ALL
+        .iter()
+        .map(|format| Ok((*format, format.get().dkms_scripts().fill(rendered)?)))
+        .collect()
+}
+
+/// The maintainer scripts of DKMS package `name` `version` in each format,
+/// as build-dkms renders them from `templates/scripts/`.
 pub fn dkms_scripts(
     templates: &std::path::Path,
     name: &str,
     version: &str,
-) -> Result<(Scripts, Scripts)> {
+) -> Result<BTreeMap<Format, Scripts>> {
     let renderer = Renderer::new(templates)?;
     let values = json!({ "name": name, "pkgname": crate::package::names::dkms_package(name), "version": version });
-    let pair = |post: &str, pre: &str| -> Result<Scripts> {
-        Ok(Scripts {
-            post_install: Some(renderer.render(&format!("scripts/{post}"), &values)?),
-            pre_remove: Some(renderer.render(&format!("scripts/{pre}"), &values)?),
-            ..Scripts::default()
-        })
-    };
-    Ok((pair("postinst", "prerm")?, pair("rpm-post", "rpm-preun")?))
+    let mut rendered = Rendered::new();
+    for name in script_templates() {
+        rendered.insert(name.clone(), renderer.render(&name, &values)?);
+    }
+    scripts(&rendered)
 }
 
 /// `debian/install` lines: the DKMS tree's top-level entries, below the

@@ -116,31 +116,35 @@ impl KindName {
         }
     }
 
-    /// Whether a build of this kind writes a package in `format`:
-    /// `Format::Tar` is the DKMS source tarball, a DKMS output; a rewrite
-    /// writes only the `.deb` that takes the place of its source.
+    /// Whether a build of this kind writes a package in `format`: a format
+    /// that packages a DKMS source alone (`tar`) is a DKMS output; a
+    /// rewrite writes only the package that takes the place of its source
+    /// (the `.deb`).
     pub fn makes(self, format: Format) -> bool {
+        let format = format.get();
         match self {
             KindName::Dkms => true,
-            KindName::Config | KindName::Hipblaslt => format != Format::Tar,
-            KindName::Rewrite => format == Format::Deb,
+            KindName::Config | KindName::Hipblaslt => !format.dkms_only(),
+            KindName::Rewrite => format.carries_upstream(),
         }
     }
 
     /// Whether a recipe or a command line of this kind may ask for
-    /// `formats`: a config recipe never for `tar`, a rewrite for its `deb`
-    /// alone; hipBLASLt takes `tar` and makes nothing of it.
+    /// `formats`: a config recipe only for those it makes (never `tar`), a
+    /// rewrite for its `deb` alone; hipBLASLt takes `tar` and makes nothing
+    /// of it.
     pub fn accepts(self, formats: &[Format]) -> bool {
+        let all_made = formats.iter().all(|f| self.makes(*f));
         match self {
-            KindName::Config => !formats.contains(&Format::Tar),
-            KindName::Rewrite => formats == [Format::Deb],
+            KindName::Config => all_made,
+            KindName::Rewrite => formats.len() == 1 && all_made,
             KindName::Dkms | KindName::Hipblaslt => true,
         }
     }
 
     /// The formats of a recipe that names none.
     pub fn default_formats(self) -> Vec<Format> {
-        let all = Format::ALL.iter().map(|(_, f)| *f);
+        let all = Format::ALL.iter().copied();
         match self {
             KindName::Dkms | KindName::Hipblaslt => all.collect(),
             KindName::Config | KindName::Rewrite => all.filter(|f| self.makes(*f)).collect(),

@@ -390,14 +390,17 @@ fn kind_name(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> KindName {
 fn formats(c: &mut Checker, t: &raw::RawTarget, kind: KindName) -> Vec<Format> {
     let mut formats = Vec::new();
     for f in strings(&t.formats) {
-        match Format::ALL.iter().find(|(s, _)| s == f.get_ref()) {
-            Some((_, format)) if formats.contains(format) => c.err(
+        match Format::from_name(f.get_ref()) {
+            Some(format) if formats.contains(&format) => c.err(
                 f.span().start,
                 format!("`target.formats`: `{}` is listed twice", f.get_ref()),
             ),
-            Some((_, format)) => formats.push(*format),
+            Some(format) => formats.push(format),
             None => {
-                let known: Vec<_> = Format::ALL.iter().map(|(s, _)| format!("`{s}`")).collect();
+                let known: Vec<_> = Format::ALL
+                    .iter()
+                    .map(|f| format!("`{}`", f.as_str()))
+                    .collect();
                 c.err(
                     f.span().start,
                     format!(

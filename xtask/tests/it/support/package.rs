@@ -121,12 +121,8 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
         package::write(format, &pkg, out, &Default::default()).unwrap()
     };
     vec![
-        write(package::Format::Deb, &scripts("postinst", "prerm"), None),
-        write(
-            package::Format::Rpm,
-            &scripts("rpm-post", "rpm-preun"),
-            None,
-        ),
+        write(package::Format::Deb, &scripts(package::Format::Deb), None),
+        write(package::Format::Rpm, &scripts(package::Format::Rpm), None),
         write(
             package::Format::Arch,
             &package::Scripts::default(),
@@ -169,16 +165,12 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
 
 /// The maintainer scripts as build-dkms makes them: rendered from the
 /// repository's `templates/scripts/`.
-pub fn scripts(post: &str, _pre: &str) -> package::Scripts {
-    let (deb, rpm) = xtask::packaging::dkms::dkms_scripts(
+pub fn scripts(format: package::Format) -> package::Scripts {
+    let mut all = xtask::packaging::dkms::dkms_scripts(
         &crate::support::repo_root().join("templates"),
         MODULE,
         VERSION,
     )
     .unwrap();
-    if post == "postinst" {
-        deb
-    } else {
-        rpm
-    }
+    all.remove(&format).unwrap()
 }
