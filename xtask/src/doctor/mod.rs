@@ -3,6 +3,7 @@
 //! why, and the next command. Reads only; changes nothing on the system.
 
 pub mod access;
+mod advice;
 pub mod comgr;
 mod dkms;
 mod expert_sched;
@@ -17,6 +18,7 @@ pub mod machine;
 pub mod maps;
 pub mod module;
 mod module_scan;
+pub mod os_release;
 pub mod pid;
 pub mod probe;
 pub mod secure_boot;
@@ -159,9 +161,11 @@ impl Report {
         let mut value = serde_json::to_value(self)?;
         if let Some(faults) = value.get_mut("faults").and_then(|f| f.as_array_mut()) {
             for (json, fault) in faults.iter_mut().zip(&self.faults) {
-                let next = fault.verdict.next.iter();
-                let next = next.map(|s| serde_json::Value::String(s.render(inv)));
-                json["next"] = serde_json::Value::Array(next.collect());
+                let cx = advice::Context {
+                    inv,
+                    os: self.machine.os.as_ref(),
+                };
+                json["next"] = serde_json::to_value(advice::advise(&fault.verdict.next, cx))?;
             }
         }
         Ok(serde_json::to_string_pretty(&sorted(value))?)

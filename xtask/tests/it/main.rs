@@ -18,6 +18,7 @@ mod dist;
 mod dkms_install;
 mod doctor;
 mod doctor_access;
+mod doctor_advice;
 mod doctor_debian_modules;
 mod doctor_hipblaslt;
 mod doctor_hostile;
