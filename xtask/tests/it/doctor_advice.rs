@@ -83,7 +83,6 @@ fn plan_outputs(recipe: &str, plans: &mut BTreeMap<String, Vec<String>>) -> Vec<
 /// its plan; the distribution's tool is `tool`, and an install's
 /// `./dist/<recipe>/*<suffix>` matches one file the recipe's plan makes.
 fn check(
-    m: &FakeMachine,
     c: &[String],
     tool: &str,
     plans: &mut BTreeMap<String, Vec<String>>,
@@ -171,7 +170,7 @@ fn ubuntu_on_6_14_rewrites_first_names_the_fixed_series_and_every_command_runs()
     };
     for step in all_steps(&report) {
         for c in step["commands"].as_array().unwrap() {
-            check(&m, &words(c), "apt", &mut plans, &installed);
+            check(&words(c), "apt", &mut plans, &installed);
         }
     }
     let after = run(&m, nowhere.path(), &["doctor", "--root", &root, "--json"]);
@@ -198,7 +197,7 @@ fn checked_steps(m: &FakeMachine, tool: &str) -> serde_json::Value {
     };
     for step in all_steps(&report) {
         for c in step["commands"].as_array().unwrap() {
-            check(m, &words(c), tool, &mut plans, &xtask);
+            check(&words(c), tool, &mut plans, &xtask);
         }
     }
     report

@@ -24,6 +24,7 @@ mod doctor_hipblaslt;
 mod doctor_hostile;
 mod doctor_hostile_input;
 mod doctor_hostile_pid;
+mod doctor_json;
 mod doctor_kfd;
 mod doctor_knobs;
 mod doctor_layouts;
