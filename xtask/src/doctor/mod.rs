@@ -4,6 +4,7 @@
 
 pub mod access;
 mod advice;
+pub mod bug_report;
 pub mod comgr;
 mod dkms;
 mod expert_sched;

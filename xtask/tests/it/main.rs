@@ -31,6 +31,7 @@ mod doctor_layouts;
 mod doctor_log;
 mod doctor_module;
 mod doctor_pid;
+mod doctor_report;
 mod drift;
 mod farm_sbuild;
 mod fetch;
