@@ -69,9 +69,15 @@ pub struct Args {
     /// Read the machine below this folder instead of / (a copy or a fake tree)
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
-    /// Print the report as JSON (keys sorted)
-    #[arg(long)]
+    /// Print the report as JSON (keys sorted; docs/doctor-json.md)
+    #[arg(long, conflicts_with = "report")]
     pub json: bool,
+    /// Print the report as a Markdown block to paste into a bug report:
+    /// machine, kernel and module, libraries, knobs, verdicts, firmware,
+    /// the GPU faults of the logs; home folders shown as ~ and your user
+    /// name as <user>, no environment variable doctor does not know
+    #[arg(long)]
+    pub report: bool,
     /// Also look for PyTorch's hipBLASLt in this Python environment (a venv,
     /// conda env or site-packages folder; repeatable; taken below --root)
     #[arg(long, value_name = "DIR")]
@@ -101,6 +107,10 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
     let report = diagnose(ws, args)?;
     if args.json {
         report::out_json(&report.to_json(&ws.invocation)?);
+    } else if args.report {
+        let root = std::path::absolute(&args.root).unwrap_or_else(|_| args.root.clone());
+        let private = doctor::bug_report::Private::read(&root);
+        report::out(&report.to_markdown(&ws.invocation, &private));
     } else {
         report::out(&report.to_text(&ws.invocation));
     }

@@ -2,6 +2,7 @@
 //! with why and the next steps, the knobs set, what could not be read, and
 //! the closing line. Renders only; decides nothing.
 
+use super::advice::{self, Advice};
 use super::knob_verdicts::{self, KnobReport};
 use super::machine::Machine;
 use super::module::TrapHandler;
@@ -289,9 +290,12 @@ fn fault(out: &mut String, f: &FaultReport, m: &Machine, inv: &Invocation) {
         f.title
     ));
     out.push_str(&wrapped("why", &f.verdict.why));
-    for (i, step) in f.verdict.next.iter().enumerate() {
-        let key = if i == 0 { "next" } else { "" };
-        out.push_str(&format!("  {key:<6}{}\n", step.render(inv)));
+    let cx = advice::Context {
+        inv,
+        os: m.os.as_ref(),
+    };
+    for a in advice::advise(&f.verdict.next, cx) {
+        next_step(out, &a);
     }
     if matches!(f.verdict.status, Status::Affected | Status::Mitigated) {
         out.push_str(&wrapped("what", &f.summary));
@@ -306,6 +310,24 @@ fn fault(out: &mut String, f: &FaultReport, m: &Machine, inv: &Invocation) {
             let key = if i == 0 { "see" } else { "" };
             out.push_str(&format!("  {key:<6}{link}\n"));
         }
+    }
+}
+
+/// One next step: its role as the key (`next` for the one to do first),
+/// its text and cost, then each command on a line of its own.
+fn next_step(out: &mut String, a: &Advice) {
+    let key = match a.role {
+        "do" => "next",
+        "note" => "",
+        role => role,
+    };
+    let text = match &a.cost {
+        Some(cost) => format!("{} (cost: {cost})", a.text),
+        None => a.text.clone(),
+    };
+    out.push_str(&wrapped(key, &text));
+    for c in &a.commands {
+        out.push_str(&format!("          {}\n", c.shown()));
     }
 }
 

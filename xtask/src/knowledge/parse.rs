@@ -121,6 +121,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Knowledge> {
             path: path.to_owned(),
             faults,
             knobs: Default::default(),
+            revision: Default::default(),
         })
     } else {
         c.diags.sort_by_key(|d| (d.line, d.col));

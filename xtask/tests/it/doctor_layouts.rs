@@ -220,7 +220,8 @@ fn rocm_core_packages_are_found_through_the_alternatives_links() {
     let cwsr = fault(&report, "cwsr-expert-sched");
     assert_eq!(cwsr["status"], "affected", "{cwsr:#}");
     assert!(
-        next(cwsr).contains("xtask rewrite-hipblaslt /opt/rocm/lib (as root"),
+        next(cwsr).contains("xtask rewrite-hipblaslt /opt/rocm/lib\n")
+            && next(cwsr).contains("(as root: a package's files"),
         "{cwsr:#}"
     );
 }

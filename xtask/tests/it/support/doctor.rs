@@ -207,15 +207,25 @@ pub fn fault<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
         .unwrap_or_else(|| panic!("fault {id} in {report:#}"))
 }
 
-/// The `next` steps of a fault, joined by newlines.
+/// The `next` steps of a fault, joined by newlines: each step's command
+/// lines (program and arguments joined by spaces), then its text.
 pub fn next(fault: &serde_json::Value) -> String {
-    fault["next"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut lines = Vec::new();
+    for step in fault["next"].as_array().unwrap() {
+        for c in step["commands"].as_array().unwrap() {
+            let mut words = vec![c["command"].as_str().unwrap()];
+            words.extend(
+                c["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap()),
+            );
+            lines.push(words.join(" "));
+        }
+        lines.push(step["text"].as_str().unwrap().to_owned());
+    }
+    lines.join("\n")
 }
 
 /// The judged knob `name` of a `--json` report.
