@@ -149,7 +149,7 @@ fn unreadable_files_cannot_tell_and_are_named() {
         .success()
         .stdout_has("cannot tell   cwsr-expert-sched")
         .stdout_has("could not read\n")
-        .stdout_has("  /sys/class/kfd/kfd/topology/nodes/1/properties: ");
+        .stdout_has("  - /sys/class/kfd/kfd/topology/nodes/1/properties: ");
 
     // Content that is not KFD's, and no kernel release.
     let m = FakeMachine::new();

@@ -36,6 +36,7 @@ mod doctor_log;
 mod doctor_module;
 mod doctor_pid;
 mod doctor_report;
+mod doctor_text;
 mod drift;
 mod farm_sbuild;
 mod fetch;

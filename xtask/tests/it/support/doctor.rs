@@ -173,6 +173,8 @@ impl FakeMachine {
             .env_remove("LD_LIBRARY_PATH")
             .env_remove("VIRTUAL_ENV")
             .env_remove("CONDA_PREFIX")
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
             .env("HOME", "/home/user")
             .env("XDG_CACHE_HOME", self.cache_home());
         for (k, v) in &self.env {
