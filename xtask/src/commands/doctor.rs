@@ -60,6 +60,10 @@ use crate::workspace::Workspace;
 /// to. It checks that /dev/kfd and the render nodes are usable (for --user
 /// NAME, or for you), and lists the firmware versions amdgpu publishes.
 ///
+/// The text report is wrapped to COLUMNS, else the terminal's width, else
+/// 80 columns, and coloured on a terminal (--color, NO_COLOR); with -q it
+/// prints only the verdicts: one line per known fault and the closing line.
+///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
 /// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad

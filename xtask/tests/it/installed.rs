@@ -31,7 +31,8 @@ pub fn install(root: &Path) -> PathBuf {
 }
 
 /// `rocm-patchkit <args>` by its bare name, found on `PATH` in the venv's
-/// `bin/`, run from an empty folder with no checkout to read.
+/// `bin/`, run from an empty folder with no checkout to read; a text
+/// report's items each on one line (`doctor_text.rs` holds the layout).
 pub fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
     let path = format!(
         "{}:{}",
@@ -45,6 +46,8 @@ pub fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
         .env("PATCHKIT_ROOT", nowhere)
         .env("HOME", m.root().join("home/user"))
         .env("XDG_CACHE_HOME", m.cache_home())
+        .env("COLUMNS", "1000")
+        .env_remove("NO_COLOR")
         .env_remove("VIRTUAL_ENV")
         .env_remove("CONDA_PREFIX")
         .env_remove("LD_LIBRARY_PATH")

@@ -150,10 +150,13 @@ impl FakeMachine {
     }
 
     /// `cargo xtask doctor --root <tree> <args>` with the repository's
-    /// knowledge file and recipes.
+    /// knowledge file and recipes, each item of the text on one line
+    /// (`COLUMNS=1000`): what doctor says; `doctor_text.rs` holds how it
+    /// is laid out at 60, 80 and 200 columns.
     pub fn doctor(&self, args: &[&str]) -> Run {
         Run::of(
             self.doctor_command(args)
+                .env("COLUMNS", "1000")
                 .output()
                 .expect("running xtask doctor"),
         )
