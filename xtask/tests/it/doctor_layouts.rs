@@ -126,7 +126,7 @@ fn a_therock_wheel_in_a_venv_is_found_judged_on_and_named_for_its_release() {
     let text = m.doctor(&["--python", "/home/user/venv"]).stdout;
     assert!(
         text.contains(&format!(
-            "/{WHEEL_LIB}/libhipblaslt.so.1 (rocm-sdk wheel, 1, ROCm 7.10.0)"
+            "library    [1] rocm-sdk wheel, 1, ROCm 7.10.0\n               /{WHEEL_LIB}/libhipblaslt.so.1\n"
         )),
         "{text}"
     );

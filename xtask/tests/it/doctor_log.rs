@@ -285,13 +285,13 @@ fn logs_doctor_may_not_read_are_listed_under_could_not_read() {
     assert_eq!(why(&missing), "does not exist");
     assert!(report["logs"]["read"].as_array().unwrap().is_empty());
     let mut cmd = m.doctor_command(&[]);
-    cmd.arg("--log").arg(&fifo);
+    cmd.arg("--log").arg(&fifo).env("COLUMNS", "1000");
     let text = bounded::run(&cmd, 1 << 30, 30);
     text.ended_with(&[3]);
     assert!(
         text.run
             .stdout
-            .contains(&format!("  {}: is a FIFO, not a file", fifo.display())),
+            .contains(&format!("  - {}: is a FIFO, not a file", fifo.display())),
         "{}",
         text.run.stdout
     );
