@@ -153,7 +153,7 @@ fn colour_only_when_asked_or_on_a_terminal_and_never_from_the_machine() {
         let cmd = m.doctor_command(&["--python", "/home/user/venv"]);
         let mut line = format!("stty cols 70; {}", shell_words(&cmd));
         if no_color {
-            line = format!("NO_COLOR=1 {line}");
+            line = format!("export NO_COLOR=1; {line}");
         }
         let mut script = Command::new("script");
         script.args(["-qec", &line, "/dev/null"]);
