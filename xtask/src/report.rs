@@ -331,6 +331,35 @@ macro_rules! outln {
     };
 }
 
+/// Text for the terminal built piece by piece: every piece goes through
+/// [`safe`], and only then gets its colour (an SGR code of ours), so text
+/// from outside never carries an escape of its own.
+#[derive(Debug, Default)]
+pub struct Styled(String);
+
+impl Styled {
+    /// Appends `text`, escaped, coloured with `sgr` (`"1;31"`) when given.
+    pub fn push(&mut self, text: &str, sgr: Option<&str>) {
+        match sgr {
+            Some(code) if !text.is_empty() => self
+                .0
+                .push_str(&format!("\x1b[{code}m{}\x1b[0m", safe(text))),
+            _ => self.0.push_str(&safe(text)),
+        }
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Prints [`Styled`] text on stdout as it is (it was escaped piece by piece).
+pub fn out_styled(text: &Styled) {
+    use std::io::Write;
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.0.as_bytes());
+}
+
 /// A size as people read it, the one spelling every message uses: `512 B`,
 /// `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
 pub fn human_size(bytes: u64) -> String {

@@ -60,6 +60,10 @@ use crate::workspace::Workspace;
 /// to. It checks that /dev/kfd and the render nodes are usable (for --user
 /// NAME, or for you), and lists the firmware versions amdgpu publishes.
 ///
+/// The text report is wrapped to COLUMNS, else the terminal's width, else
+/// 80 columns, and coloured on a terminal (--color, NO_COLOR); with -q it
+/// prints only the verdicts: one line per known fault and the closing line.
+///
 /// Exit status: 0 when no known fault affects the machine unmitigated
 /// (including "cannot tell" and informational findings), 3 when at least one
 /// does, 1 when doctor itself failed (e.g. no knowledge file), 2 for bad
@@ -69,9 +73,15 @@ pub struct Args {
     /// Read the machine below this folder instead of / (a copy or a fake tree)
     #[arg(long, value_name = "DIR", default_value = "/")]
     pub root: PathBuf,
-    /// Print the report as JSON (keys sorted)
-    #[arg(long)]
+    /// Print the report as JSON (keys sorted; docs/doctor-json.md)
+    #[arg(long, conflicts_with = "report")]
     pub json: bool,
+    /// Print the report as a Markdown block to paste into a bug report:
+    /// machine, kernel and module, libraries, knobs, verdicts, firmware,
+    /// the GPU faults of the logs; home folders shown as ~ and your user
+    /// name as <user>, no environment variable doctor does not know
+    #[arg(long)]
+    pub report: bool,
     /// Also look for PyTorch's hipBLASLt in this Python environment (a venv,
     /// conda env or site-packages folder; repeatable; taken below --root)
     #[arg(long, value_name = "DIR")]
@@ -93,6 +103,18 @@ pub struct Args {
     /// kernel log; repeatable (host paths, not taken below --root)
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub log: Vec<PathBuf>,
+    /// Colour the text report: auto (on a terminal, unless NO_COLOR is
+    /// set), always or never
+    #[arg(long, value_name = "WHEN", default_value = "auto")]
+    pub color: Color,
+}
+
+/// When the text report is coloured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    Auto,
+    Always,
+    Never,
 }
 
 /// Prints the report; a known fault affecting the machine unmitigated ends
@@ -101,14 +123,55 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
     let report = diagnose(ws, args)?;
     if args.json {
         report::out_json(&report.to_json(&ws.invocation)?);
+    } else if args.report {
+        let root = std::path::absolute(&args.root).unwrap_or_else(|_| args.root.clone());
+        let private = doctor::bug_report::Private::read(&root);
+        report::out(&report.to_markdown(&ws.invocation, &private));
+    } else if ws.reporter.mode() == report::Mode::Quiet {
+        report::out_styled(&report.to_quiet_text(layout(args.color)));
     } else {
-        report::out(&report.to_text(&ws.invocation));
+        report::out_styled(&report.to_text(&ws.invocation, layout(args.color)));
     }
     if !report.affected().is_empty() {
         std::io::stdout().flush().context("writing the report")?;
         return Err(Error::FaultsAffect);
     }
     Ok(())
+}
+
+/// The text report's width and colour: `COLUMNS` when set to a number,
+/// else the terminal's width when stdout is one, else
+/// [`doctor::Layout::DEFAULT_WIDTH`]; colour with `--color always`, or
+/// `auto` when stdout is a terminal, `NO_COLOR` is unset or empty and
+/// `TERM` is not `dumb`.
+fn layout(color: Color) -> doctor::Layout {
+    use std::io::IsTerminal;
+    let tty = std::io::stdout().is_terminal();
+    let columns = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse().ok());
+    let width = columns
+        .or_else(|| tty.then(terminal_width).flatten())
+        .unwrap_or(doctor::Layout::DEFAULT_WIDTH);
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let colour = match color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => tty && !no_color && !dumb,
+    };
+    doctor::Layout {
+        colour,
+        ..doctor::Layout::plain(width)
+    }
+}
+
+/// The width of the terminal on stdout (`TIOCGWINSZ`), when it tells one.
+fn terminal_width() -> Option<usize> {
+    let mut size: libc::winsize = unsafe { std::mem::zeroed() };
+    // SAFETY: TIOCGWINSZ writes one winsize into the struct we own.
+    let rc = unsafe { libc::ioctl(libc::STDOUT_FILENO, libc::TIOCGWINSZ, &mut size) };
+    (rc == 0 && size.ws_col > 0).then_some(usize::from(size.ws_col))
 }
 
 /// Reads the machine below `--root` (or the process of `--pid`) and judges

@@ -16,6 +16,8 @@ pub struct Machine {
     pub root: PathBuf,
     /// AMD GPUs of the KFD topology (CPU nodes left out).
     pub gpus: Option<Vec<Gpu>>,
+    /// The distribution (`/etc/os-release`), for the commands it runs.
+    pub os: Option<super::os_release::OsRelease>,
     /// The running kernel release (`6.14.0-36-generic`).
     pub kernel_release: Option<String>,
     pub cmdline: Option<String>,

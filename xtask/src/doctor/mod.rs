@@ -3,6 +3,8 @@
 //! why, and the next command. Reads only; changes nothing on the system.
 
 pub mod access;
+mod advice;
+pub mod bug_report;
 pub mod comgr;
 mod dkms;
 mod expert_sched;
@@ -18,6 +20,8 @@ pub mod machine;
 pub mod maps;
 pub mod module;
 mod module_scan;
+pub mod os_release;
+pub mod page;
 mod per_library;
 pub mod pid;
 pub mod probe;
@@ -25,6 +29,7 @@ pub mod secure_boot;
 pub mod steps;
 pub mod tensile;
 mod text;
+mod text_machine;
 pub mod verdict;
 
 use std::collections::BTreeSet;
@@ -37,6 +42,7 @@ use crate::invocation::Invocation;
 use crate::knowledge::{Knowledge, Severity};
 use crate::settings::Environment;
 pub use machine::Machine;
+pub use page::Layout;
 pub use probe::Probe;
 pub use steps::Step;
 pub use verdict::{assess, Status, Verdict};
@@ -50,6 +56,33 @@ pub struct Report {
     pub knobs: Vec<knob_verdicts::KnobReport>,
     /// The logs read and the GPU faults in them, judged ([`log::judge`]).
     pub logs: log::LogReport,
+    /// The knowledge files the verdicts come from.
+    pub knowledge: crate::knowledge::Revision,
+}
+
+/// The version of the `--json` layout (docs/doctor-json.md): a change
+/// that removes or renames a key, or changes a value's meaning, raises it.
+pub const JSON_SCHEMA: u32 = 1;
+
+/// This binary: its version and the commit it was built from (`build.rs`).
+#[derive(Debug, Clone, Serialize)]
+pub struct Tool {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub commit: &'static str,
+    /// What the user ran: `rocm-patchkit`, `cargo xtask` or a path.
+    pub command: String,
+}
+
+impl Tool {
+    pub fn of(inv: &Invocation) -> Tool {
+        Tool {
+            name: crate::invocation::INSTALLED,
+            version: env!("CARGO_PKG_VERSION"),
+            commit: option_env!("PATCHKIT_COMMIT").unwrap_or("unknown"),
+            command: inv.program.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -151,6 +184,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         faults,
         knobs,
         logs: log::LogReport::default(),
+        knowledge: knowledge.revision.clone(),
     }
 }
 
@@ -163,15 +197,24 @@ impl Report {
             .collect()
     }
 
-    /// Stable JSON: keys sorted, lists in probe and file order; each
-    /// fault's `next` its lines of the report, rendered for `inv`.
+    /// Stable JSON (docs/doctor-json.md): keys sorted, lists in probe and
+    /// file order; `schema`, the `tool`; each fault's `status` (`info` for
+    /// an informational finding that applies) and its `next` steps as data,
+    /// rendered for `inv` and the machine's distribution.
     pub fn to_json(&self, inv: &Invocation) -> Result<String> {
         let mut value = serde_json::to_value(self)?;
+        value["schema"] = JSON_SCHEMA.into();
+        value["tool"] = serde_json::to_value(Tool::of(inv))?;
         if let Some(faults) = value.get_mut("faults").and_then(|f| f.as_array_mut()) {
             for (json, fault) in faults.iter_mut().zip(&self.faults) {
-                let next = fault.verdict.next.iter();
-                let next = next.map(|s| serde_json::Value::String(s.render(inv)));
-                json["next"] = serde_json::Value::Array(next.collect());
+                let cx = advice::Context {
+                    inv,
+                    os: self.machine.os.as_ref(),
+                };
+                json["next"] = serde_json::to_value(advice::advise(&fault.verdict.next, cx))?;
+                if fault.severity == Severity::Info && fault.verdict.status == Status::Affected {
+                    json["status"] = "info".into();
+                }
             }
         }
         Ok(serde_json::to_string_pretty(&sorted(value))?)

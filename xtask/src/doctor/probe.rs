@@ -36,6 +36,7 @@ impl Probe<'_> {
             ..Machine::default()
         };
         m.gpus = self.gpus(&mut m.unread);
+        m.os = super::os_release::read(self.root, &mut m.unread);
         m.kernel_release = self
             .text("proc/sys/kernel/osrelease", fsread::LINE, &mut m.unread)
             .map(|s| s.trim().to_owned());

@@ -1,14 +1,14 @@
-//! A verdict's next steps as values: the commands to run (which, for which
-//! recipe or folder) and what to keep or know, each rendered to its one line
-//! of the report here, with the program the user ran ([`Invocation`]).
-//! Which steps a fault offers on a machine is decided here too, from the
-//! fixes of the knowledge file.
-
-use std::fmt;
+//! A verdict's next steps as values: what to run or do (which recipe or
+//! folder, which kernel to move to) and what to keep or know, in the order
+//! a person should try them: the cheapest that works first (a kernel
+//! upgrade within the series, the no-reboot rewrite, a package of the fix),
+//! then the alternatives with their cost. `advice.rs` renders each for the
+//! program the user ran and the machine's distribution. Which steps a fault
+//! offers on a machine is decided here, from the fixes of the knowledge
+//! file.
 
 use super::machine::Machine;
-use crate::invocation::Invocation;
-use crate::kernel::KernelVersion;
+use crate::kernel::{KernelRange, KernelVersion};
 use crate::knowledge::{Build, Fault, Version};
 
 /// The environment variable that points programs at a patched hipBLASLt.
@@ -17,12 +17,15 @@ pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
 /// One line of a verdict's next steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
-    /// `cargo xtask build-dkms|build-hipblaslt <recipe>`; `or` when another
-    /// fix comes before it.
-    Build {
-        build: Build,
-        recipe: String,
-        or: bool,
+    /// `cargo xtask build-dkms|build-hipblaslt <recipe>`.
+    Build { build: Build, recipe: String },
+    /// Upgrade the kernel to `to` or later: within its series when
+    /// `in_series` (the distribution's own upgrade brings it), else a move
+    /// to another series; `lts` for Arch's `linux-lts`.
+    UpgradeKernel {
+        to: KernelVersion,
+        in_series: bool,
+        lts: bool,
     },
     /// Installing what [`Step::Build`] of `recipe` made.
     Install { build: Build, recipe: String },
@@ -30,8 +33,8 @@ pub enum Step {
     FixNote(String),
     /// The stop-gap: `cargo xtask build-config <recipe>` and installing it.
     Stopgap { recipe: String },
-    /// The fault's workaround, alone or (`or`) after the stop-gap.
-    Workaround { text: String, or: bool },
+    /// The fault's workaround (its text says its cost).
+    Workaround { text: String },
     /// No recipe of ours fixes this kernel, and why.
     Retired { why: String },
     /// `cargo xtask rewrite-hipblaslt <dir>`: the first (`first`) or another
@@ -68,112 +71,71 @@ impl Step {
     }
 }
 
-impl Step {
-    /// The step's line of the report, its commands starting with the
-    /// program `inv` says the user ran (as root: `sudo` and the binary's
-    /// absolute path).
-    pub fn render(&self, inv: &Invocation) -> String {
-        let mut out = String::new();
-        self.write(&mut out, inv).expect("writing to a String");
-        out
-    }
-
-    fn write(&self, f: &mut impl fmt::Write, inv: &Invocation) -> fmt::Result {
-        let build = |command: &str, recipe: &str| build_command(inv, command, recipe);
-        match self {
-            Step::Build {
-                build: b,
-                recipe,
-                or,
-            } => {
-                let or = if *or { "or: " } else { "" };
-                write!(f, "{or}{}", build(b.build_command(), recipe))
-            }
-            Step::Install { build, recipe } => write!(
-                f,
-                "  then install the package for your distro from dist/{recipe}/{}",
-                build.install_advice().unwrap_or_default()
-            ),
-            Step::FixNote(note) => write!(f, "  ({note})"),
-            Step::Stopgap { recipe } => write!(
-                f,
-                "stop-gap now: {}, then install it from dist/{recipe}/",
-                build("build-config", recipe)
-            ),
-            Step::Workaround { text, or: true } => write!(f, "  or {text}"),
-            Step::Workaround { text, or: false } => write!(f, "workaround: {text}"),
-            Step::Retired { why } => write!(f, "no package of ours for this kernel: {why}"),
-            Step::Rewrite { dir, first, system } => {
-                f.write_str(&rewrite_command(inv, dir, *first, *system))
-            }
-            Step::ExportLibraryPath { prefix } => write!(
-                f,
-                "export {LIBRARY_PATH}={prefix}/lib${{{LIBRARY_PATH}:+:${LIBRARY_PATH}}}"
-            ),
-            Step::KeepLibraryPath { prefix } => write!(
-                f,
-                "keep {LIBRARY_PATH}={prefix}/lib for every program that uses hipBLASLt"
-            ),
-            Step::KeepVariables => {
-                f.write_str("keep these variables set for every program that uses it")
-            }
-            Step::KeepHipblaslt { rewritten: true } => f.write_str(
-                "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (docs/rewrite-hipblaslt.md); for the kernel fix itself:",
-            ),
-            Step::KeepHipblaslt { rewritten: false } => f.write_str(
-                "keep PyTorch loading our patched hipBLASLt (docs/build-hipblaslt.md, \"Using the patched hipBLASLt with PyTorch\"); for the kernel fix itself:",
-            ),
-            Step::ForTheFixItself => f.write_str("for the fix itself (compute preemption back):"),
-            Step::DropCwsrOff => f.write_str(
-                "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back",
-            ),
-            Step::NotInCheckout(recipes) => write!(
-                f,
-                "(not in this checkout yet: {}; update rocm-patchkit)",
-                recipes.join(", ")
-            ),
-        }
-    }
-}
-
-/// A build command of a checkout; the installed command sends the user to one.
-fn build_command(inv: &Invocation, command: &str, recipe: &str) -> String {
-    if inv.checkout {
-        format!("cargo xtask {command} {recipe}")
-    } else {
-        format!("in a rocm-patchkit checkout: cargo xtask {command} {recipe}")
-    }
-}
-
-/// The rewrite of one library folder, as root (`sudo` and the binary's
-/// path) when it holds a package's files.
-fn rewrite_command(inv: &Invocation, dir: &str, first: bool, system: bool) -> String {
-    let or = if first {
-        "or now, the hipBLASLt side without a reboot: "
-    } else {
-        "  and: "
-    };
-    if system {
-        format!(
-            "{or}{} rewrite-hipblaslt {dir} (as root: a package's files, which its next upgrade puts back)",
-            inv.as_root
-        )
-    } else {
-        format!("{or}{} rewrite-hipblaslt {dir}", inv.program)
-    }
-}
-
-/// A step as printed from a checkout whose binary's path is not known
-/// (`cargo xtask`, as root `sudo cargo xtask`): what tests and logs show;
-/// the report renders with the [`Invocation`] it is given.
-impl fmt::Display for Step {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.write(f, &Invocation::checkout(None))
-    }
-}
-
-/// The fixes of `fault` that apply to this machine.
+/// The fixes of `fault` that apply to this machine: a kernel upgrade
+/// within the series first, then the packages of the fix.
 pub fn fixes(fault: &Fault, m: &Machine) -> Vec<Step> {
+    let mut steps = Vec::new();
+    let upgrade = kernel_upgrade(fault, m);
+    let in_series = matches!(
+        upgrade,
+        Some(Step::UpgradeKernel {
+            in_series: true,
+            ..
+        })
+    );
+    steps.extend(upgrade.clone().filter(|_| in_series));
+    steps.extend(packages(fault, m, Build::Dkms, in_series));
+    steps.extend(upgrade.filter(|_| !in_series));
+    steps.extend(packages(fault, m, Build::Hipblaslt, in_series));
+    steps
+}
+
+/// The next steps of a fault that affects the machine, cheapest that works
+/// first: our patched hipBLASLt to point at (`lead`), a kernel upgrade
+/// within the series, the rewrite of the hipBLASLt found (`rewrites`: now,
+/// no reboot), a kernel of a fixed series where the distribution brings
+/// one, the package of the fix, the other packages; then the stop-gap and
+/// the workaround.
+pub fn affected(fault: &Fault, m: &Machine, lead: Vec<Step>, rewrites: Vec<Step>) -> Vec<Step> {
+    let mut next = lead;
+    next.extend(retired(fault, m));
+    let upgrade = kernel_upgrade(fault, m);
+    let in_series = matches!(
+        upgrade,
+        Some(Step::UpgradeKernel {
+            in_series: true,
+            ..
+        })
+    );
+    let distro_kernel = m.os.as_ref().is_some_and(|os| os.moves_series());
+    if in_series {
+        next.extend(upgrade.clone());
+    }
+    next.extend(rewrites);
+    if !in_series && distro_kernel {
+        next.extend(upgrade.clone());
+    }
+    next.extend(packages(fault, m, Build::Dkms, in_series));
+    if !in_series && !distro_kernel {
+        next.extend(upgrade);
+    }
+    next.extend(packages(fault, m, Build::Hipblaslt, in_series));
+    next.extend(stopgap_then_workaround(fault));
+    next
+}
+
+/// Fixes, then the stop-gap or the workaround.
+pub fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<Step> {
+    let mut next: Vec<Step> = retired(fault, m).into_iter().collect();
+    next.extend(fixes(fault, m));
+    next.extend(stopgap_then_workaround(fault));
+    next
+}
+
+/// The recipes of `fault` of this `build` that apply to the machine, each
+/// with its install step and note; a note that says to upgrade the kernel
+/// is left out when that step is there already (`upgrade_said`).
+fn packages(fault: &Fault, m: &Machine, build: Build, upgrade_said: bool) -> Vec<Step> {
     let kernel = m
         .kernel_release
         .as_deref()
@@ -181,7 +143,7 @@ pub fn fixes(fault: &Fault, m: &Machine) -> Vec<Step> {
     let rocm = m.rocm_version.as_deref().and_then(Version::parse_prefix);
     let release = m.kernel_release.as_deref().unwrap_or("");
     let mut steps = Vec::new();
-    for fix in &fault.fixes {
+    for fix in fault.fixes.iter().filter(|f| f.build == build) {
         let kernel_ok = match (&fix.kernel, kernel) {
             (None, _) => true,
             (Some(range), Some(kv)) => range.matches(kv),
@@ -202,38 +164,112 @@ pub fn fixes(fault: &Fault, m: &Machine) -> Vec<Step> {
         steps.push(Step::Build {
             build: fix.build,
             recipe: fix.recipe.clone(),
-            or: !steps.is_empty(),
         });
         steps.push(Step::Install {
             build: fix.build,
             recipe: fix.recipe.clone(),
         });
-        steps.extend(fix.note.clone().map(Step::FixNote));
+        let note = fix.note.clone();
+        let said = |n: &String| upgrade_said && n.contains("upgrade the kernel");
+        steps.extend(note.filter(|n| !said(n)).map(Step::FixNote));
     }
     steps
 }
 
-/// Fixes, then the stop-gap or the workaround.
-pub fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<Step> {
-    let mut next = fixes(fault, m);
-    let kernel = m
+/// The kernel a machine with an affected kernel moves to: the first
+/// release of its own series the fault's `fixed` range holds, else the
+/// first of a later series.
+pub fn kernel_upgrade(fault: &Fault, m: &Machine) -> Option<Step> {
+    let fixed = fault.kernel.as_ref()?.fixed.as_ref()?;
+    let release = m.kernel_release.as_deref()?;
+    let kv = KernelVersion::from_release(release)?;
+    if fixed.matches(kv) {
+        return None;
+    }
+    let lts = release.ends_with("-lts");
+    let to = first_fixed(fixed, kv.0, kv.1, kv.2 + 1).map(|to| (to, true));
+    let later = || {
+        let minors = (kv.1 + 1..40).map(|minor| (kv.0, minor));
+        let next_major = (0..40).map(|minor| (kv.0 + 1, minor));
+        minors
+            .chain(next_major)
+            .find_map(|(major, minor)| first_fixed(fixed, major, minor, 0))
+            .map(|to| (to, false))
+    };
+    let (to, in_series) = to.or_else(later)?;
+    Some(Step::UpgradeKernel { to, in_series, lts })
+}
+
+/// The first release `major.minor.patch` or later of that series in `fixed`.
+fn first_fixed(fixed: &KernelRange, major: u32, minor: u32, from: u32) -> Option<KernelVersion> {
+    (from..400)
+        .map(|patch| KernelVersion(major, minor, patch))
+        .find(|v| fixed.matches(*v))
+}
+
+/// A retired kernel's note: no recipe of ours for it, and why.
+fn retired(fault: &Fault, m: &Machine) -> Option<Step> {
+    let kv = m
         .kernel_release
         .as_deref()
-        .and_then(KernelVersion::from_release);
-    if let (Some(facts), Some(kv)) = (&fault.kernel, kernel) {
-        if facts.retired.as_ref().is_some_and(|r| r.matches(kv)) {
-            let why = facts.retired_why.clone().unwrap_or_default();
-            next.insert(0, Step::Retired { why });
-        }
-    }
-    let text = fault.workaround.clone();
+        .and_then(KernelVersion::from_release)?;
+    let facts = fault.kernel.as_ref()?;
+    let retired = facts.retired.as_ref()?.matches(kv);
+    retired.then(|| Step::Retired {
+        why: facts.retired_why.clone().unwrap_or_default(),
+    })
+}
+
+/// The stop-gap recipe and the workaround, or the workaround alone.
+fn stopgap_then_workaround(fault: &Fault) -> Vec<Step> {
+    let mut next = Vec::new();
     if let Some(stopgap) = &fault.stopgap {
         next.push(Step::Stopgap {
             recipe: stopgap.clone(),
         });
-        next.push(Step::Workaround { text, or: true });
-    } else {
-        next.push(Step::Workaround { text, or: false });
     }
+    next.push(Step::Workaround {
+        text: fault.workaround.clone(),
+    });
     next
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cwsr() -> Fault {
+        let text = include_str!("../../../knowledge/faults.toml");
+        let k = crate::knowledge::parse(std::path::Path::new("faults.toml"), text).unwrap();
+        k.faults
+            .into_iter()
+            .find(|f| f.id == "cwsr-expert-sched")
+            .unwrap()
+    }
+
+    fn upgrade(release: &str) -> Option<Step> {
+        let m = Machine {
+            kernel_release: Some(release.to_owned()),
+            ..Machine::default()
+        };
+        kernel_upgrade(&cwsr(), &m)
+    }
+
+    #[test]
+    fn the_kernel_to_move_to_is_the_first_fixed_release_of_the_series_or_a_later_one() {
+        let step = |major, minor, patch, in_series, lts| {
+            Some(Step::UpgradeKernel {
+                to: KernelVersion(major, minor, patch),
+                in_series,
+                lts,
+            })
+        };
+        assert_eq!(upgrade("6.12.48-1-lts"), step(6, 12, 64, true, true));
+        assert_eq!(upgrade("6.18.2-arch1-1"), step(6, 18, 4, true, false));
+        assert_eq!(upgrade("6.14.0-36-generic"), step(6, 18, 4, false, false));
+        assert_eq!(upgrade("6.17.13+deb13-amd64"), step(6, 18, 4, false, false));
+        assert_eq!(upgrade("6.11.11"), step(6, 12, 64, false, false));
+        assert_eq!(upgrade("6.12.64"), None);
+        assert_eq!(upgrade("7.0.1"), None);
+    }
 }

@@ -74,7 +74,6 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
             ),
             vec![Step::Workaround {
                 text: fault.workaround.clone(),
-                or: false,
             }],
         );
     }
@@ -101,11 +100,12 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
             )),
         }
     }
-    lead.extend(steps::fixes_then_workaround(fault, m));
-    if fault.trigger_expert_sched {
-        lead.extend(expert_sched::rewrite_steps(m));
-    }
-    with_gated_note(fault, m, verdict(Status::Affected, why.join("; "), lead))
+    let rewrites = match fault.trigger_expert_sched {
+        true => expert_sched::rewrite_steps(m),
+        false => Vec::new(),
+    };
+    let next = steps::affected(fault, m, lead, rewrites);
+    with_gated_note(fault, m, verdict(Status::Affected, why.join("; "), next))
 }
 
 /// A fault judged by the KFD ABI says what the hipBLASLt that gate expert

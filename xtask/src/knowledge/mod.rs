@@ -31,6 +31,21 @@ pub struct Knowledge {
     pub faults: Vec<Fault>,
     /// The knobs of `knowledge/knobs.toml` (empty when only faults were parsed).
     pub knobs: Knobs,
+    /// Which knowledge files these are (doctor's `--json` says it).
+    pub revision: Revision,
+}
+
+/// The knowledge files read: where from, and a hash of their bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Revision {
+    /// `built-in` (compiled into the binary), `checkout` (a checkout's
+    /// `knowledge/`) or `--knowledge` (a folder given).
+    pub source: &'static str,
+    /// The faults file and the knobs file as read.
+    pub files: Vec<String>,
+    /// sha256 of `faults.toml`, a NUL, `knobs.toml`: the same files give
+    /// the same revision wherever they were read.
+    pub sha256: String,
 }
 
 /// How much an affected verdict matters: `Fault` makes `doctor` exit 3.
@@ -62,7 +77,7 @@ impl Library {
 
 /// The kind of a fix recipe (`build = "dkms"`), which names the `cargo
 /// xtask build-*` command that builds it: the recipe's own kind word, one
-/// whose [`KindName::install_advice`] doctor can give.
+/// whose [`KindName::doctor_fix`] doctor can give.
 pub use crate::recipe::KindName as Build;
 
 /// One known fault, validated.
@@ -174,6 +189,14 @@ impl Knowledge {
             ),
             Source::Dir(dir) => Knowledge::load_dir(dir),
         }
+        .map(|mut k| {
+            k.revision.source = match source {
+                Source::Checkout(_) => "checkout",
+                Source::BuiltIn => "built-in",
+                Source::Dir(_) => "--knowledge",
+            };
+            k
+        })
     }
 
     /// Reads and validates `<root>/knowledge/faults.toml`.
@@ -241,6 +264,17 @@ impl Knowledge {
                 crate::diag::display_path(knobs_path).display()
             )
         })?;
+        let mut bytes = text.as_bytes().to_vec();
+        bytes.push(0);
+        bytes.extend_from_slice(knobs_text.as_bytes());
+        knowledge.revision = Revision {
+            source: "",
+            files: [path, knobs_path]
+                .iter()
+                .map(|p| crate::diag::display_path(p).display().to_string())
+                .collect(),
+            sha256: crate::hash::sha256_hex(&bytes),
+        };
         Ok(knowledge)
     }
 

@@ -121,6 +121,7 @@ pub fn parse(path: &Path, text: &str) -> Result<Knowledge> {
             path: path.to_owned(),
             faults,
             knobs: Default::default(),
+            revision: Default::default(),
         })
     } else {
         c.diags.sort_by_key(|d| (d.line, d.col));
@@ -295,7 +296,7 @@ fn fixes(c: &mut Checker, f: &RawFault) -> Vec<Fix> {
     let mut fixes = Vec::new();
     for raw in &f.fix {
         let fix = raw.get_ref();
-        if fix.build.install_advice().is_none() {
+        if fix.build.doctor_fix().is_none() {
             c.err(
                 raw.span().start,
                 format!(
@@ -376,7 +377,7 @@ rocm = ">=7.x"
 fn fix_kinds() -> String {
     let kinds: Vec<String> = Build::ALL
         .iter()
-        .filter(|(_, kind)| kind.install_advice().is_some())
+        .filter(|(_, kind)| kind.doctor_fix().is_some())
         .map(|(name, _)| format!("`{name}`"))
         .collect();
     kinds.join(", ")

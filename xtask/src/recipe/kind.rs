@@ -64,16 +64,22 @@ impl KindName {
         }
     }
 
-    /// What doctor says after the build command of a fix of this kind,
-    /// following `then install the package for your distro from
-    /// dist/<recipe>/`; none for a kind that is no fix of the knowledge
-    /// file (config is the stop-gap, a rewrite the in-place fix's package).
-    pub fn install_advice(self) -> Option<&'static str> {
+    /// What doctor says of a fix of this kind: what building it is, what
+    /// that costs, and what follows its install; none for a kind that is
+    /// no fix of the knowledge file (config is the stop-gap, a rewrite the
+    /// in-place fix's package).
+    pub fn doctor_fix(self) -> Option<DoctorFix> {
         match self {
-            KindName::Dkms => Some(" (.deb, .rpm or .pkg.tar.zst) and reboot"),
-            KindName::Hipblaslt => Some(
-                " and run programs with LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-<version>/lib",
-            ),
+            KindName::Dkms => Some(DoctorFix {
+                what: "build the DKMS package of the fix",
+                cost: "a rocm-patchkit checkout with Rust, the kernel's headers, a build of amdgpu, a reboot",
+                after_install: "then reboot",
+            }),
+            KindName::Hipblaslt => Some(DoctorFix {
+                what: "build our patched hipBLASLt",
+                cost: "a rocm-patchkit checkout, a ROCm toolchain and a long CMake build",
+                after_install: "then run programs with LD_LIBRARY_PATH=/opt/rocm-patchkit/hipblaslt-<version>/lib",
+            }),
             KindName::Config | KindName::Rewrite => None,
         }
     }
@@ -279,4 +285,15 @@ impl ExpertSched {
             ExpertSched::On => "on",
         }
     }
+}
+
+/// doctor's words for a fix of one kind ([`KindName::doctor_fix`]).
+#[derive(Debug, Clone, Copy)]
+pub struct DoctorFix {
+    /// The build step, e.g. "build the DKMS package of the fix".
+    pub what: &'static str,
+    /// What the build takes.
+    pub cost: &'static str,
+    /// What the user does once the package is installed.
+    pub after_install: &'static str,
 }

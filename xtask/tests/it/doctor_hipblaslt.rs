@@ -112,9 +112,19 @@ fn debian_7_1_1_switches_expert_scheduling_on_in_every_layout() {
                 .contains("switches expert scheduling on"),
             "{cwsr:#}"
         );
+        // the rewrite first (no reboot), then the package of the fix
+        let steps = next(cwsr);
         assert!(
-            next(cwsr).starts_with("cargo xtask build-dkms amdgpu-expert-sched-6.14\n"),
-            "{cwsr:#}"
+            steps.starts_with("sudo ") || steps.starts_with("cargo xtask rewrite-hipblaslt /"),
+            "{steps}"
+        );
+        assert!(
+            steps.contains(&format!("rewrite-hipblaslt /{libdir}\n")),
+            "{steps}"
+        );
+        assert!(
+            steps.contains("\ncargo xtask build-dkms amdgpu-expert-sched-6.14\n"),
+            "{steps}"
         );
         if libdir.ends_with("torch/lib") {
             assert_eq!(lib["kind"], "pytorch");

@@ -80,6 +80,7 @@ fn a_newline_in_a_mapped_path_is_read_as_the_kernel_escapes_it() {
     let holder = Holder::start(&mut Holder::python(&newline));
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["doctor", "--root", "/", "--pid", &holder.pid().to_string()])
+        .env("COLUMNS", "1000")
         .env("PATCHKIT_ROOT", repo_root())
         .env("XDG_CACHE_HOME", &cache)
         .output()

@@ -126,7 +126,7 @@ fn a_therock_wheel_in_a_venv_is_found_judged_on_and_named_for_its_release() {
     let text = m.doctor(&["--python", "/home/user/venv"]).stdout;
     assert!(
         text.contains(&format!(
-            "/{WHEEL_LIB}/libhipblaslt.so.1 (rocm-sdk wheel, 1, ROCm 7.10.0)"
+            "library    [1] rocm-sdk wheel, 1, ROCm 7.10.0\n               /{WHEEL_LIB}/libhipblaslt.so.1\n"
         )),
         "{text}"
     );
@@ -220,7 +220,8 @@ fn rocm_core_packages_are_found_through_the_alternatives_links() {
     let cwsr = fault(&report, "cwsr-expert-sched");
     assert_eq!(cwsr["status"], "affected", "{cwsr:#}");
     assert!(
-        next(cwsr).contains("xtask rewrite-hipblaslt /opt/rocm/lib (as root"),
+        next(cwsr).contains("xtask rewrite-hipblaslt /opt/rocm/lib\n")
+            && next(cwsr).contains("(as root: a package's files"),
         "{cwsr:#}"
     );
 }

@@ -134,7 +134,7 @@ Mar 02 21:14:07 box kernel: amdgpu 0000:0c:00.0: amdgpu: \t Faulty UTCL2 client 
     let (run, report) = report_with_logs(&m, &[&log]);
     run.success();
     let sdma = fault(&report, "sdma-page-fault-6.18");
-    assert_eq!(sdma["status"], "affected", "{sdma:#}");
+    assert_eq!(sdma["status"], "info", "{sdma:#}");
     assert_eq!(sdma["severity"], "info");
     let f = &faults_seen(&report)[0];
     assert_eq!(f["time"], "Mar 02 21:14:07");
@@ -285,13 +285,13 @@ fn logs_doctor_may_not_read_are_listed_under_could_not_read() {
     assert_eq!(why(&missing), "does not exist");
     assert!(report["logs"]["read"].as_array().unwrap().is_empty());
     let mut cmd = m.doctor_command(&[]);
-    cmd.arg("--log").arg(&fifo);
+    cmd.arg("--log").arg(&fifo).env("COLUMNS", "1000");
     let text = bounded::run(&cmd, 1 << 30, 30);
     text.ended_with(&[3]);
     assert!(
         text.run
             .stdout
-            .contains(&format!("  {}: is a FIFO, not a file", fifo.display())),
+            .contains(&format!("  - {}: is a FIFO, not a file", fifo.display())),
         "{}",
         text.run.stdout
     );
@@ -452,7 +452,7 @@ fn the_new_faults_are_judged_on_the_machine() {
         "not-affected"
     );
     // the SDMA regression: every kernel from 6.18 on, RDNA3 included
-    assert_eq!(fault(&report, "sdma-page-fault-6.18")["status"], "affected");
+    assert_eq!(fault(&report, "sdma-page-fault-6.18")["status"], "info");
     let old = FakeMachine::new();
     old.gpu(1, 110000, 29772)
         .kernel("6.12.48+deb13-amd64")

@@ -32,6 +32,7 @@ fn doctor(pid: u32, cache: &Path, args: &[&str]) -> Run {
     let out = Command::new(env!("CARGO_BIN_EXE_xtask"))
         .args(["doctor", "--root", "/", "--pid", &pid.to_string()])
         .args(args)
+        .env("COLUMNS", "1000")
         .env("PATCHKIT_ROOT", repo_root())
         .env("CI", "true")
         .env("XDG_CACHE_HOME", cache)
@@ -98,7 +99,9 @@ fn doctor_pid_judges_the_hipblaslt_a_running_program_mapped_and_its_knobs() {
     let text = doctor(pid, &cache, &[]);
     text.stdout_has(&format!("process    {pid} ("))
         .stdout_has(&format!("maps libhipblaslt: {mapped}"))
-        .stdout_has(&format!("library    {mapped} (in use, 1.1)"))
+        .stdout_has(&format!(
+            "library    [1] in use, 1.1\n               {mapped}\n"
+        ))
         .stdout_has("HSA_FOO=1 (environment): no known effect\n");
 }
 
@@ -144,6 +147,7 @@ fn doctor_pid_on_a_process_it_may_not_read_says_so() {
     };
     let out = cmd
         .args(["doctor", "--root", "/", "--pid", &pid.to_string()])
+        .env("COLUMNS", "1000")
         .env("PATCHKIT_ROOT", repo_root())
         .env("CI", "true")
         .env("HOME", dir.path())

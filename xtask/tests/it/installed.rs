@@ -12,12 +12,12 @@ use crate::support::doctor::{fault, next, FakeMachine};
 use crate::support::inplace::{debian, digests, kernel_digests, place};
 use crate::support::{repo_root, Run};
 
-const VENV: &str = "home/user/venv";
-const TORCH_LIB: &str = "home/user/venv/lib/python3.12/site-packages/torch/lib";
+pub const VENV: &str = "home/user/venv";
+pub const TORCH_LIB: &str = "home/user/venv/lib/python3.12/site-packages/torch/lib";
 
 /// The binary copied into `<root>/home/user/venv/bin/`, a venv as pip
 /// makes it (`pyvenv.cfg`); its path.
-fn install(root: &Path) -> PathBuf {
+pub fn install(root: &Path) -> PathBuf {
     let venv = root.join(VENV);
     std::fs::create_dir_all(venv.join("bin")).unwrap();
     std::fs::write(
@@ -31,8 +31,9 @@ fn install(root: &Path) -> PathBuf {
 }
 
 /// `rocm-patchkit <args>` by its bare name, found on `PATH` in the venv's
-/// `bin/`, run from an empty folder with no checkout to read.
-fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
+/// `bin/`, run from an empty folder with no checkout to read; a text
+/// report's items each on one line (`doctor_text.rs` holds the layout).
+pub fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
     let path = format!(
         "{}:{}",
         m.root().join(VENV).join("bin").display(),
@@ -45,6 +46,8 @@ fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
         .env("PATCHKIT_ROOT", nowhere)
         .env("HOME", m.root().join("home/user"))
         .env("XDG_CACHE_HOME", m.cache_home())
+        .env("COLUMNS", "1000")
+        .env_remove("NO_COLOR")
         .env_remove("VIRTUAL_ENV")
         .env_remove("CONDA_PREFIX")
         .env_remove("LD_LIBRARY_PATH")
@@ -77,12 +80,13 @@ fn the_installed_doctor_finds_its_venv_names_itself_and_the_rewrite_it_prints_wo
     // no --python: the venv holding the binary is searched first
     let text = run(&m, nowhere.path(), &["doctor", "--root", &root]);
     text.fails_with(3)
-        .stdout_has(&format!("rocm-patchkit rewrite-hipblaslt /{TORCH_LIB}\n"))
+        .stdout_has(&format!("  rocm-patchkit rewrite-hipblaslt /{TORCH_LIB}\n"))
         .stdout_has(&format!(
-            "sudo {} rewrite-hipblaslt /opt/rocm/lib (as root",
+            "  sudo {} rewrite-hipblaslt /opt/rocm/lib\n",
             exe.display()
         ))
-        .stdout_has("in a rocm-patchkit checkout: cargo xtask build-dkms amdgpu-expert-sched-6.14");
+        .stdout_has("(in a rocm-patchkit checkout: git clone it, then run this in it)")
+        .stdout_has("  cargo xtask build-dkms amdgpu-expert-sched-6.14\n");
     assert!(
         !text.stdout.contains("  cargo xtask rewrite"),
         "{}",
@@ -100,9 +104,9 @@ fn the_installed_doctor_finds_its_venv_names_itself_and_the_rewrite_it_prints_wo
     let checkout = m.doctor(&["--python", "/home/user/venv"]);
     checkout
         .fails_with(3)
-        .stdout_has(&format!("cargo xtask rewrite-hipblaslt /{TORCH_LIB}\n"))
+        .stdout_has(&format!("  cargo xtask rewrite-hipblaslt /{TORCH_LIB}\n"))
         .stdout_has(&format!(
-            "sudo {} rewrite-hipblaslt /opt/rocm/lib",
+            "  sudo {} rewrite-hipblaslt /opt/rocm/lib",
             env!("CARGO_BIN_EXE_xtask")
         ));
 

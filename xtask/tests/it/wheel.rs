@@ -161,6 +161,7 @@ fn rocm_patchkit(user: &Path, m: &FakeMachine, args: &[&str]) -> Run {
         .env("VIRTUAL_ENV", user)
         .env("HOME", m.root().join("home/user"))
         .env("XDG_CACHE_HOME", m.cache_home())
+        .env("COLUMNS", "1000")
         .env_remove("CONDA_PREFIX")
         .env_remove("LD_LIBRARY_PATH")
         .env_remove("AMD_COMGR_CACHE_DIR"))

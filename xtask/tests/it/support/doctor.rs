@@ -150,10 +150,13 @@ impl FakeMachine {
     }
 
     /// `cargo xtask doctor --root <tree> <args>` with the repository's
-    /// knowledge file and recipes.
+    /// knowledge file and recipes, each item of the text on one line
+    /// (`COLUMNS=1000`): what doctor says; `doctor_text.rs` holds how it
+    /// is laid out at 60, 80 and 200 columns.
     pub fn doctor(&self, args: &[&str]) -> Run {
         Run::of(
             self.doctor_command(args)
+                .env("COLUMNS", "1000")
                 .output()
                 .expect("running xtask doctor"),
         )
@@ -173,6 +176,8 @@ impl FakeMachine {
             .env_remove("LD_LIBRARY_PATH")
             .env_remove("VIRTUAL_ENV")
             .env_remove("CONDA_PREFIX")
+            .env_remove("COLUMNS")
+            .env_remove("NO_COLOR")
             .env("HOME", "/home/user")
             .env("XDG_CACHE_HOME", self.cache_home());
         for (k, v) in &self.env {
@@ -207,15 +212,25 @@ pub fn fault<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
         .unwrap_or_else(|| panic!("fault {id} in {report:#}"))
 }
 
-/// The `next` steps of a fault, joined by newlines.
+/// The `next` steps of a fault, joined by newlines: each step's command
+/// lines (program and arguments joined by spaces), then its text.
 pub fn next(fault: &serde_json::Value) -> String {
-    fault["next"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s.as_str().unwrap())
-        .collect::<Vec<_>>()
-        .join("\n")
+    let mut lines = Vec::new();
+    for step in fault["next"].as_array().unwrap() {
+        for c in step["commands"].as_array().unwrap() {
+            let mut words = vec![c["command"].as_str().unwrap()];
+            words.extend(
+                c["args"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| a.as_str().unwrap()),
+            );
+            lines.push(words.join(" "));
+        }
+        lines.push(step["text"].as_str().unwrap().to_owned());
+    }
+    lines.join("\n")
 }
 
 /// The judged knob `name` of a `--json` report.

@@ -38,8 +38,12 @@ complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l p
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l pid -d 'Judge this running program instead of what could be loaded: the hipBLASLt, HIP, comgr and rocBLAS it mapped (/proc/PID/maps), its environment (/proc/PID/environ) and its GPU nodes (below --root)' -r
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l user -d 'Judge access to /dev/kfd and the render nodes for this user of the machine (its /etc/passwd and /etc/group) instead of for you' -r
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l log -d 'Read the GPU faults of these saved logs (dmesg, journalctl -k, a job\'s stderr, an AMD_LOG_LEVEL=3 HIP log) instead of this boot\'s kernel log; repeatable (host paths, not taken below --root)' -r -F
+complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l color -d 'Colour the text report: auto (on a terminal, unless NO_COLOR is set), always or never' -r -f -a "auto\t''
+always\t''
+never\t''"
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l knowledge -d 'Read the knowledge files (faults.toml, knobs.toml) from this folder (or its knowledge/) instead of the ones built in: newer facts without a new binary' -r -F
-complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l json -d 'Print the report as JSON (keys sorted)'
+complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l json -d 'Print the report as JSON (keys sorted; docs/doctor-json.md)'
+complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l report -d 'Print the report as a Markdown block to paste into a bug report: machine, kernel and module, libraries, knobs, verdicts, firmware, the GPU faults of the logs; home folders shown as ~ and your user name as <user>, no environment variable doctor does not know'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -l no-cache -d 'Read every kernel file again instead of trusting cached "off" verdicts'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -s q -l quiet -d 'Print warnings and errors only'
 complete -c rocm-patchkit -n "__fish_rocm_patchkit_using_subcommand doctor" -s h -l help -d 'Print help (see more with \'--help\')'
