@@ -163,7 +163,7 @@ mod tests {
     fn one_grammar_of_alternatives_and_sets() {
         let r = Range::<Two>::parse(" >=1.2, <2 || =5 ").unwrap();
         assert_eq!(r.as_str(), ">=1.2, <2 || =5");
-        assert!(r.matches(Two(1, 2)) && r.matches(&Two(1, 9)) && r.matches(Two(5, 0)));
+        assert!(r.matches(Two(1, 2)) && r.matches(Two(1, 9)) && r.matches(Two(5, 0)));
         assert!(!r.matches(Two(1, 1)) && !r.matches(Two(2, 0)) && !r.matches(Two(5, 1)));
         let (lower, upper) = (Op::Gt.bounds_below(), Op::Gt.bounds_above());
         assert!(lower && !upper);

@@ -340,6 +340,16 @@ fn check_env_names(c: &mut Checker, f: &RawFault, at: usize) {
     }
 }
 
+/// The kinds a fix can be, as `fix.build` names them: `dkms`, `hipblaslt`.
+fn fix_kinds() -> String {
+    let kinds: Vec<String> = Build::ALL
+        .iter()
+        .filter(|(_, kind)| kind.doctor_fix().is_some())
+        .map(|(name, _)| format!("`{name}`"))
+        .collect();
+    kinds.join(", ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -371,14 +381,4 @@ rocm = ">=7.x"
         let err = parse(Path::new("k.toml"), text).unwrap_err().to_string();
         assert!(err.contains("unknown field `colour`"), "{err}");
     }
-}
-
-/// The kinds a fix can be, as `fix.build` names them: `dkms`, `hipblaslt`.
-fn fix_kinds() -> String {
-    let kinds: Vec<String> = Build::ALL
-        .iter()
-        .filter(|(_, kind)| kind.doctor_fix().is_some())
-        .map(|(name, _)| format!("`{name}`"))
-        .collect();
-    kinds.join(", ")
 }

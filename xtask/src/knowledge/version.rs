@@ -120,12 +120,12 @@ mod tests {
     #[test]
     fn ranges_match_rocm_and_hipblaslt_versions() {
         let r = VersionRange::parse(">=7.2, <7.3").unwrap();
-        assert!(r.matches(&v("7.2.1")));
-        assert!(r.matches(&v("7.2")));
-        assert!(!r.matches(&v("7.3.0")));
-        assert!(!r.matches(&v("7.10.0")));
+        assert!(r.matches(v("7.2.1")));
+        assert!(r.matches(v("7.2")));
+        assert!(!r.matches(v("7.3.0")));
+        assert!(!r.matches(v("7.10.0")));
         let r = VersionRange::parse("<1.5 || =2.0").unwrap();
-        assert!(r.matches(&v("1.4.9")) && r.matches(&v("2")) && !r.matches(&v("1.5.0")));
+        assert!(r.matches(v("1.4.9")) && r.matches(v("2")) && !r.matches(v("1.5.0")));
         assert!(VersionRange::parse("7.1")
             .unwrap_err()
             .contains("not a comparator"));
