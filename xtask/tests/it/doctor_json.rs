@@ -105,16 +105,20 @@ fn the_knowledge_revision_names_its_source_and_follows_the_bytes() {
         std::fs::copy(repo.join(name), dir.path().join(name)).unwrap();
     }
     let given = dir.path().display().to_string();
-    let run = crate::support::Run::of(
-        std::process::Command::new(env!("CARGO_BIN_EXE_rocm-patchkit"))
-            .args(["--knowledge", &given, "doctor", "--json", "--root"])
-            .arg(m.root())
-            .env("HOME", "/home/user")
-            .env("XDG_CACHE_HOME", m.cache_home())
-            .output()
-            .unwrap(),
-    );
-    let report: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    // The installed command's report with the knowledge folder given.
+    let report_given = || -> serde_json::Value {
+        let run = crate::support::Run::of(
+            std::process::Command::new(env!("CARGO_BIN_EXE_rocm-patchkit"))
+                .args(["--knowledge", &given, "doctor", "--json", "--root"])
+                .arg(m.root())
+                .env("HOME", "/home/user")
+                .env("XDG_CACHE_HOME", m.cache_home())
+                .output()
+                .unwrap(),
+        );
+        serde_json::from_str(&run.stdout).unwrap()
+    };
+    let report = report_given();
     assert_eq!(report["knowledge"]["source"], "--knowledge");
     assert_eq!(
         report["knowledge"]["sha256"],
@@ -123,16 +127,7 @@ fn the_knowledge_revision_names_its_source_and_follows_the_bytes() {
     let mut faults = std::fs::read_to_string(dir.path().join("faults.toml")).unwrap();
     faults.push_str("\n# a newer file\n");
     std::fs::write(dir.path().join("faults.toml"), faults).unwrap();
-    let run = crate::support::Run::of(
-        std::process::Command::new(env!("CARGO_BIN_EXE_rocm-patchkit"))
-            .args(["--knowledge", &given, "doctor", "--json", "--root"])
-            .arg(m.root())
-            .env("HOME", "/home/user")
-            .env("XDG_CACHE_HOME", m.cache_home())
-            .output()
-            .unwrap(),
-    );
-    let newer: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    let newer = report_given();
     assert_ne!(
         newer["knowledge"]["sha256"],
         checkout["knowledge"]["sha256"]
