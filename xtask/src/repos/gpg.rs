@@ -31,6 +31,22 @@ pub struct Signer {
     env: Environment,
 }
 
+/// Returns once the clock is past `time`, when `time` is this second or
+/// the next two (further ahead is a date gpg freezes at without a wait).
+fn wait_past(time: i64) {
+    let now = || {
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap_or_default()
+    };
+    while (0..=2).contains(&(time - now().as_secs() as i64)) {
+        let into_second = now().subsec_nanos();
+        std::thread::sleep(std::time::Duration::from_nanos(
+            1_000_000_000 - u64::from(into_second),
+        ));
+    }
+}
+
 /// One key of `gpg --list-secret-keys --with-colons`.
 #[derive(Debug, Default)]
 struct Listed {
@@ -113,8 +129,14 @@ impl Signer {
 
     /// This signer with every signature made at `time`, or at the key's
     /// creation when `time` is older.
+    ///
+    /// gpg takes a faked time that equals the clock's current second as no
+    /// faked time at all and lets its clock run (gnupg's `gnupg_set_time`),
+    /// so a signature dated this very second (a key made just now) could
+    /// carry the next one: the publication waits for that second to pass.
     pub fn at(mut self, time: i64) -> Signer {
         self.time = time.max(self.created);
+        wait_past(self.time);
         self
     }
 

@@ -11,7 +11,7 @@ use std::process::Command;
 
 use crate::support::repos::{built, one_file, publish, TestKey};
 use crate::support::tools::{run, stdout};
-use crate::support::{have_tools, snapshot};
+use crate::support::{have_tools, snapshot, snapshot_diff};
 
 const URL: &str = "https://packages.example.invalid/rocm-patchkit";
 
@@ -28,9 +28,10 @@ fn publishing_twice_gives_the_same_bytes_and_leaves_dist_alone() {
     first.success().stdout_has(&key.fingerprint);
     first.stdout_has("sudo apt-get install -y /tmp/rocm-patchkit-archive-keyring.deb");
     publish(&p, &dists, &b, URL, &key).success();
+    let differ = snapshot_diff(&snapshot(&a), &snapshot(&b));
     assert!(
-        snapshot(&a) == snapshot(&b),
-        "two publications of the same inputs differ"
+        differ.is_empty(),
+        "two publications of the same inputs differ in {differ:?}"
     );
     let after: Vec<_> = dists.iter().map(|d| snapshot(d)).collect();
     assert!(before == after, "publish-repo changed a dist folder");
@@ -58,7 +59,11 @@ fn publishing_twice_gives_the_same_bytes_and_leaves_dist_alone() {
         .stdout_has("exactly as published");
     // Published again in place: replaced, the same bytes.
     publish(&p, &dists, &a, URL, &key).success();
-    assert!(snapshot(&a) == snapshot(&b));
+    let differ = snapshot_diff(&snapshot(&a), &snapshot(&b));
+    assert!(
+        differ.is_empty(),
+        "published again in place, {differ:?} differ"
+    );
 }
 
 #[test]

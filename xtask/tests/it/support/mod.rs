@@ -285,6 +285,23 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// The files (relative names) whose bytes differ between two snapshots or
+/// that only one holds: what an assertion of "the same bytes" names.
+pub fn snapshot_diff(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) -> Vec<String> {
+    let (a, b): (
+        std::collections::BTreeMap<_, _>,
+        std::collections::BTreeMap<_, _>,
+    ) = (
+        a.iter().map(|(k, v)| (k, v)).collect(),
+        b.iter().map(|(k, v)| (k, v)).collect(),
+    );
+    let mut names: Vec<String> = a.keys().chain(b.keys()).map(|k| k.to_string()).collect();
+    names.sort();
+    names.dedup();
+    names.retain(|k| a.get(k) != b.get(k));
+    names
+}
+
 /// Whether a tool is on PATH. In CI (`CI=true`) a missing tool is a failure,
 /// never a skip.
 pub fn have_tool(tool: &str) -> bool {
