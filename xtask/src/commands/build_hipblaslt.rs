@@ -55,13 +55,17 @@ pub struct Args {
     pub allow_unpinned: bool,
 }
 
+/// This command, as a kind names the command that builds it: the recipes
+/// it builds are those whose kind names it.
+const COMMAND: &str = "build-hipblaslt";
+
 pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let name = match &args.recipe {
         Some(name) => name.clone(),
         None => default_recipe(ws, args)?,
     };
     let recipe = Recipe::load(&ws.root, &name)?;
-    if recipe.kind.name() != KindName::Hipblaslt {
+    if recipe.kind.name().build_command() != COMMAND {
         bail!(UsageError(format!(
             "recipe {} is of kind `{}`; build-hipblaslt builds `kind = \"hipblaslt\"` recipes \
              (use `cargo xtask {} {}`)",
@@ -130,7 +134,7 @@ fn default_recipe(ws: &Workspace, args: &Args) -> Result<String> {
     let mut candidates = Vec::new();
     for name in recipe::list(&ws.root)? {
         match Recipe::load(&ws.root, &name) {
-            Ok(r) if r.kind.name() == KindName::Hipblaslt => candidates.push(r),
+            Ok(r) if r.kind.name().build_command() == COMMAND => candidates.push(r),
             Ok(_) => {}
             // it may be the one meant: say why it is not a candidate
             Err(err) => ws.reporter.warn(format!(

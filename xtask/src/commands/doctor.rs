@@ -11,7 +11,7 @@ use crate::codeobj;
 use crate::doctor;
 use crate::error::Error;
 use crate::knowledge::Knowledge;
-use crate::recipe::{self, KindName, Recipe};
+use crate::recipe::{self, Recipe};
 use crate::report;
 use crate::workspace::Workspace;
 
@@ -303,7 +303,7 @@ fn checkout_recipes(ws: &Workspace) -> (BTreeSet<String>, BTreeSet<String>) {
     let mut ours = BTreeSet::new();
     for name in &names {
         match Recipe::load(&ws.root, name) {
-            Ok(r) if r.kind.name() == KindName::Dkms => {
+            Ok(r) if r.kind.name().is_kernel_module() => {
                 ours.insert(r.package.name.clone());
             }
             Ok(_) => {}

@@ -91,10 +91,16 @@ impl KindName {
         matches!(self, KindName::Hipblaslt)
     }
 
-    /// Whether the kind needs `target.kernel` (or `target.kernel_regex`);
-    /// every other kind refuses both.
-    pub fn needs_kernel(self) -> bool {
+    /// Whether the kind's package is a kernel module (built by DKMS), which
+    /// doctor finds in `dkms status` and judges from the module.
+    pub fn is_kernel_module(self) -> bool {
         matches!(self, KindName::Dkms)
+    }
+
+    /// Whether the kind needs `target.kernel` (or `target.kernel_regex`):
+    /// a kernel module's; every other kind refuses both.
+    pub fn needs_kernel(self) -> bool {
+        self.is_kernel_module()
     }
 
     /// The `target.expert_sched` a recipe of this kind must give (`off`

@@ -361,28 +361,33 @@ fn kind_name(c: &mut Checker, t: &raw::RawTarget, table_at: usize) -> KindName {
     let Some(k) = &t.kind else {
         c.err(
             table_at,
-            "missing key `target.kind` (`dkms`, `hipblaslt` or `config`)",
+            format!("missing key `target.kind` (one of {})", known_kinds()),
         );
         return KindName::Dkms;
     };
     match KindName::ALL.iter().find(|(s, _)| s == k.get_ref()) {
         Some((_, kind)) => *kind,
         None => {
-            let known: Vec<_> = KindName::ALL
-                .iter()
-                .map(|(s, _)| format!("`{s}`"))
-                .collect();
             c.err(
                 k.span().start,
                 format!(
                     "`target.kind`: `{}` is not one of {}",
                     k.get_ref(),
-                    known.join(", ")
+                    known_kinds()
                 ),
             );
             KindName::Dkms
         }
     }
+}
+
+/// The kinds' words, quoted, for an error that lists them.
+fn known_kinds() -> String {
+    let known: Vec<_> = KindName::ALL
+        .iter()
+        .map(|(s, _)| format!("`{s}`"))
+        .collect();
+    known.join(", ")
 }
 
 /// `target.formats`, each known and listed once; the kind's own when
