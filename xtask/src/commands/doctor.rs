@@ -237,9 +237,7 @@ fn diagnose(ws: &Workspace, args: &Args) -> Result<doctor::Report> {
     machine.access = doctor::access::read(&root, who, amd_gpu);
     let (scan, unread) = doctor::log::read(&log_settings(&root, args, &knowledge));
     machine.unread.extend(unread);
-    let mut report = doctor::diagnose(&knowledge, machine, &recipes);
-    report.logs = doctor::log::judge(scan, &knowledge, &report.faults);
-    Ok(report)
+    Ok(doctor::diagnose(&knowledge, machine, &recipes, scan))
 }
 
 /// The logs to read: `--log` files, else the machine's kernel log.

@@ -145,15 +145,22 @@ pub fn environment(env: &Environment) -> std::collections::BTreeMap<String, Stri
         .collect()
 }
 
-/// Judges every fault on `machine`. `recipes` are the recipes of this
-/// checkout: a next step naming one that is missing says so.
-pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<String>) -> Report {
+/// Judges every fault on `machine` and the faults in the logs of `scan`.
+/// `recipes` are the recipes of this checkout: a next step naming one that
+/// is missing says so.
+pub fn diagnose(
+    knowledge: &Knowledge,
+    machine: Machine,
+    recipes: &BTreeSet<String>,
+    scan: log::Scan,
+) -> Report {
+    let log_read = !scan.read.is_empty();
     let faults = knowledge
         .faults
         .iter()
         .map(|fault| {
             let mut verdict = match fault.judged_only_by_log() {
-                true => log::verdict_without_log(fault, &machine),
+                true => log::verdict_without_log(fault, &machine, log_read),
                 false => assess(fault, &machine),
             };
             let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
@@ -179,11 +186,12 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
         })
         .collect::<Vec<_>>();
     let knobs = knob_verdicts::judge(&knowledge.knobs, &machine, &faults);
+    let logs = log::judge(scan, knowledge, &faults);
     Report {
         machine,
         faults,
         knobs,
-        logs: log::LogReport::default(),
+        logs,
         knowledge: knowledge.revision.clone(),
     }
 }

@@ -110,6 +110,14 @@ fn a_tcp_fault_points_to_the_expert_scheduling_fault_of_this_machine() {
     assert_eq!(first["id"], "cwsr-expert-sched", "{f:#}");
     assert_eq!(first["here"], "affected", "{f:#}");
     assert!(f["unknown"].is_null());
+    // A fault known from logs only, with a log read: its verdict says what
+    // the log showed of it, never to run doctor with --log.
+    let rocr = fault(&report, "rocr-trap-sched-mode");
+    let why = rocr["why"].as_str().unwrap();
+    assert!(
+        why.contains("no fault in the logs read is its alone") && !why.contains("--log"),
+        "{rocr:#}"
+    );
     text_with_logs(&m, &[&log])
         .stdout_has("\nGPU faults in logs\n")
         .stdout_has(

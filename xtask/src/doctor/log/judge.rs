@@ -177,8 +177,9 @@ fn rank(status: Status) -> u8 {
 }
 
 /// The verdict on a fault known only by its signature in logs: the GPUs
-/// it is on, and that a log names it.
-pub fn verdict_without_log(fault: &Fault, m: &Machine) -> Verdict {
+/// it is on, and that a log names it (`log_read`: whether doctor read one,
+/// so the verdict asks for `--log` only when it read none).
+pub fn verdict_without_log(fault: &Fault, m: &Machine, log_read: bool) -> Verdict {
     let verdict = |status, why: String| Verdict {
         status,
         why,
@@ -214,12 +215,14 @@ pub fn verdict_without_log(fault: &Fault, m: &Machine) -> Verdict {
             .iter()
             .map(|k| format!("kernel {}", k.as_str())),
     );
-    verdict(
-        Status::CannotTell,
-        format!(
-            "{}: nothing on the machine tells whether it has it; doctor names it when a log shows its signature ({}): run doctor with --log",
-            hit.join(", "),
-            signature.join(", ")
+    let (hit, signature) = (hit.join(", "), signature.join(", "));
+    let why = match log_read {
+        true => format!(
+            "{hit}: nothing on the machine tells whether it has it, and no fault in the logs read is its alone (its signature: {signature}; see the GPU faults in logs)"
         ),
-    )
+        false => format!(
+            "{hit}: nothing on the machine tells whether it has it; doctor names it when a log shows its signature ({signature}): run doctor with --log"
+        ),
+    };
+    verdict(Status::CannotTell, why)
 }
