@@ -61,7 +61,7 @@ fn amdgpu_through_dkms(whole: bool) {
         "patches/amdgpu-debian-6.12",
         "templates",
     ]);
-    let run = Run::of(
+    let built = Run::of(
         p.command(&[
             "build-dkms",
             "amdgpu-debian-6.12",
@@ -74,7 +74,7 @@ fn amdgpu_through_dkms(whole: bool) {
         .output()
         .unwrap(),
     );
-    run.success();
+    built.success();
     let deb = p
         .root()
         .join("dist/amdgpu-debian-6.12/amdgpu-debian-dkms_6.12.0.1-1_all.deb");
@@ -85,8 +85,30 @@ fn amdgpu_through_dkms(whole: bool) {
         have_tool("lsinitramfs") && Path::new(&format!("/boot/initrd.img-{kernel}")).is_file();
     let _modules =
         initramfs.then(|| crate::support::initramfs::ListedForInitramfs::add("amdgpu", &kernel));
-    let install = Run::of(Command::new("dpkg").arg("-i").arg(&deb).output().unwrap());
+    let older = older_release(&p, &kernel);
+    let older = older.as_deref();
+    // For CI's sample the postinst must not build the older release whole:
+    // it builds for every kernel with headers when the running one is not
+    // installed (a CI machine's case), so that kernel's folder is hidden
+    // from it (see `install`).
+    let install = install(&deb, older.filter(|_| !whole));
     install.success();
+    if let (Some(older), false) = (older, whole) {
+        let status = run(Command::new("dkms").args([
+            "status",
+            "-m",
+            "amdgpu-debian",
+            "-v",
+            "6.12.0.1",
+            "-k",
+            older,
+        ]))
+        .stdout;
+        assert!(
+            !status.contains("installed"),
+            "the postinst built for {older}, whose folder was hidden: {status}"
+        );
+    }
     let status = install_for("amdgpu-debian", "6.12.0.1", &kernel);
     assert!(
         status.contains(&format!("amdgpu-debian/6.12.0.1, {kernel}"))
@@ -154,23 +176,6 @@ fn amdgpu_through_dkms(whole: bool) {
     // installs the oldest 6.12 headers at or above the range's lower bound).
     // DKMS builds it against those headers, the module's vermagic naming that
     // kernel (the ignored test); CI compiles the sample.
-    let recipe = xtask::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
-    let range = recipe
-        .target
-        .kernel
-        .expect("amdgpu-debian-6.12 has a kernel range");
-    let older = debian_612_releases().into_iter().find(|r| {
-        *r != kernel
-            && xtask::kernel::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
-    });
-    let older = older.as_ref();
-    if crate::support::ci() {
-        assert!(
-            older.is_some(),
-            "CI must install an older 6.12 point release's headers inside `{}` (.ci/setup does)",
-            range.as_str()
-        );
-    }
     let mut older_module = None;
     match older {
         Some(older) if whole => older_module = Some(dkms_builds_for(older)),
@@ -196,6 +201,47 @@ fn amdgpu_through_dkms(whole: bool) {
             "after purge the initramfs of {kernel} should hold {own}, not {ours}"
         );
     }
+}
+
+/// The oldest 6.12 release with headers here, other than `kernel`, inside
+/// the recipe's kernel range (CI must have one: .ci/setup installs it).
+fn older_release(p: &Project, kernel: &str) -> Option<String> {
+    let recipe = xtask::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
+    let range = recipe
+        .target
+        .kernel
+        .expect("amdgpu-debian-6.12 has a kernel range");
+    let older = debian_612_releases().into_iter().find(|r| {
+        *r != kernel
+            && xtask::kernel::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
+    });
+    if crate::support::ci() {
+        assert!(
+            older.is_some(),
+            "CI must install an older 6.12 point release's headers inside `{}` (.ci/setup does)",
+            range.as_str()
+        );
+    }
+    older
+}
+
+/// `dpkg -i deb`; with `hide`, in a mount namespace of its own where an
+/// empty tmpfs covers `/lib/modules/<hide>`: Debian's DKMS postinst then
+/// finds no headers for that kernel and skips it, as on a machine where
+/// they are not installed. Nothing outside the namespace sees the mount.
+fn install(deb: &Path, hide: Option<&str>) -> Run {
+    let mut cmd = match hide {
+        None => Command::new("dpkg"),
+        Some(kernel) => {
+            let mut cmd = Command::new("unshare");
+            cmd.args(["--mount", "--propagation", "private", "sh", "-c"])
+                .arg(r#"mount -t tmpfs patchkit-hidden "$1" && exec dpkg "$2" "$3""#)
+                .arg("sh")
+                .arg(Path::new("/lib/modules").join(kernel));
+            cmd
+        }
+    };
+    Run::of(cmd.arg("-i").arg(deb).output().unwrap())
 }
 
 /// The package's whole DKMS build for `older`: installed, its vermagic
