@@ -53,6 +53,38 @@ fn every_module_opens_with_a_doc_line() {
     );
 }
 
+/// The library's doctests are off (`doctest = false` in xtask/Cargo.toml):
+/// a code block in a doc comment is marked as something other than Rust,
+/// so no example is left untested.
+#[test]
+fn no_doc_comment_holds_an_untested_rust_example() {
+    let mut found = Vec::new();
+    for path in rust_files(&repo_root().join("xtask/src")) {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let mut open = false;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim_start();
+            let Some(doc) = line
+                .strip_prefix("//!")
+                .or_else(|| line.strip_prefix("///"))
+            else {
+                continue;
+            };
+            let Some(info) = doc.trim_start().strip_prefix("```") else {
+                continue;
+            };
+            if !open && ["", "rust", "no_run", "should_panic"].contains(&info.trim()) {
+                found.push(format!("{}:{}", path.display(), n + 1));
+            }
+            open = !open;
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "Rust examples in doc comments, which no doctest runs: {found:?} (mark them ```text)"
+    );
+}
+
 /// The sources of the workspace's crates: the product, and the bench.
 const CRATE_SOURCES: [&str; 2] = ["xtask/src", "bench/src"];
 
