@@ -26,6 +26,14 @@ What it does, in order:
 It refuses a dirty tree, a module it has no place for, a destination that
 exists, a path it cannot rewrite; on a tree already grouped it says so and
 changes nothing. It commits nothing: review with `git status`/`git diff -M`.
+
+What it leaves by hand: a new top-level module (add it to MOVES, in a group
+whose imports point one way); a use tree nested under a renamed module
+(`crate::{packaging::{dkms, x}}`, refused); a renamed type reached through
+a glob import or a re-export it is not told of (RENAMES' last field), which
+the compiler names; prose naming modules without their `xtask/src/` path
+(ARCHITECTURE.md, `//!` headers); an import between groups that points up
+(`repo::no_import_cycles` names it with its file:line).
 """
 
 import os
