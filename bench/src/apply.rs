@@ -9,10 +9,10 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::measure::{measure_ok, median, run_ok};
-use xtask::extract::{self, Selection};
-use xtask::patch::tree::Tree;
-use xtask::patch::{apply, PatchInput, Tolerance};
-use xtask::workspace::Workspace;
+use xtask::apply::extract::{self, Selection};
+use xtask::apply::patch::tree::Tree;
+use xtask::apply::patch::{apply, PatchInput, Tolerance};
+use xtask::input::workspace::Workspace;
 
 /// What `bench apply` runs on.
 #[derive(Debug, Clone)]

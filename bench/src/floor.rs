@@ -13,9 +13,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::formats;
-use xtask::hash::memo::{copy_hashed, Want};
-use xtask::package::Format;
-use xtask::package::{Artifact, Compression, FileTree, Output};
+use xtask::formats::Format;
+use xtask::formats::{Artifact, Compression, FileTree, Output};
+use xtask::shared::hash::memo::{copy_hashed, Want};
 
 /// The compressor and level of our `fmt` writer.
 pub fn compression(fmt: Format) -> Compression {
@@ -69,7 +69,7 @@ pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact>
     let mut out = Output::create(out_dir, &name)?;
     {
         // No chunk cache: the compressor alone, as a cold build runs it.
-        let mut enc = xtask::package::Packing::default().encoder(compression(fmt), out.writer())?;
+        let mut enc = xtask::formats::Packing::default().encoder(compression(fmt), out.writer())?;
         // 256 KiB reads straight into the compressor: never the whole payload.
         copy_hashed(&mut input, &mut enc, Want::default())
             .with_context(|| format!("compressing {} into {name}", payload.display()))?;

@@ -13,10 +13,10 @@ use anyhow::{bail, Context, Result};
 
 use crate::inputs::{Inputs, EPOCH};
 use crate::reference::{self, Job, Jobs, Setting, Stage};
-use xtask::hash::memo::Memo;
-use xtask::package::tar::{write_tree, Names};
-use xtask::package::{rpm, FileTree, Format};
-use xtask::settings::Environment;
+use xtask::formats::tar::{write_tree, Names};
+use xtask::formats::{rpm, FileTree, Format};
+use xtask::shared::hash::memo::Memo;
+use xtask::shared::settings::Environment;
 
 /// The uncompressed payload our writer streams through its compressor,
 /// written to `w` from the DKMS tree below its prefix.

@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use xtask::package::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
-use xtask::recipe::Recipe;
-use xtask::{packaging, state};
+use xtask::formats::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
+use xtask::input::recipe::Recipe;
+use xtask::{apply::state, release::packaging};
 
 /// SOURCE_DATE_EPOCH of every build and package of the benchmark.
 pub const EPOCH: u64 = 1_735_787_045;
@@ -46,10 +46,10 @@ impl Inputs {
             .kind
             .dkms()
             .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
-        let plan = xtask::build::plan::plan(&recipe)?;
-        let meta = xtask::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
+        let plan = xtask::line::plan::plan(&recipe)?;
+        let meta = xtask::line::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
         let p = &recipe.package;
-        let prefix = package::names::dkms_source_dir(&p.name, &p.about.version);
+        let prefix = formats::names::dkms_source_dir(&p.name, &p.about.version);
         let patched = root
             .join("target/patchkit/work")
             .join(&recipe.name)
@@ -73,8 +73,11 @@ impl Inputs {
         };
         let dkms_conf = String::from_utf8(read("dkms.conf")?).context("dkms.conf is not UTF-8")?;
         let pkgbuild = read("arch/PKGBUILD")?;
-        let scripts =
-            packaging::dkms::dkms_scripts(&root.join("templates"), &p.name, &p.about.version)?;
+        let scripts = packaging::dkms_files::dkms_scripts(
+            &root.join("templates"),
+            &p.name,
+            &p.about.version,
+        )?;
         Ok(Inputs {
             root: root.to_path_buf(),
             meta,
@@ -124,7 +127,7 @@ impl Inputs {
 
     /// Our writer of `format`, in this process, into `out`: the calls
     /// build-dkms makes, with its inputs.
-    pub fn write_ours(&self, format: Format, out: &Path) -> Result<package::Artifact> {
+    pub fn write_ours(&self, format: Format, out: &Path) -> Result<formats::Artifact> {
         let tree = self.dkms_tree()?;
         let scripts = self.scripts_of(format)?;
         let pkg = Package {
@@ -136,6 +139,6 @@ impl Inputs {
             epoch: EPOCH,
         };
         // As a cold build writes it: no chunk cache, the .deb's default.
-        package::write(format, &pkg, out, &package::Packing::default())
+        formats::write(format, &pkg, out, &formats::Packing::default())
     }
 }

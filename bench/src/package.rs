@@ -19,8 +19,8 @@ use crate::measure::{fresh_dir, load_average, measure_ok, Measured};
 use crate::reference::{Job, Setting};
 use crate::report::{self, Goals, Report, Row, Side};
 use crate::{floor, formats, nfpm};
-use xtask::package::Format;
-use xtask::workspace::Workspace;
+use xtask::formats::Format;
+use xtask::input::workspace::Workspace;
 
 /// The recipe benchmarked by default: small, offline, seconds.
 pub const DEMO_RECIPE: &str = "demo-hello";
@@ -222,7 +222,7 @@ fn assemble(
     };
     Report {
         profile: crate::measure::profile(),
-        cpus: xtask::par::cores(),
+        cpus: xtask::shared::par::cores(),
         load_average_before: load_before,
         load_average_after: load_after,
         reps: opts.reps,
@@ -279,7 +279,7 @@ impl Lane {
     fn stage(
         format: Format,
         inputs: &Inputs,
-        tree: &xtask::package::FileTree,
+        tree: &xtask::formats::FileTree,
         nfpm_bin: Option<&Path>,
         stage: &Path,
         out: &Path,

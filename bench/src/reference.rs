@@ -13,7 +13,7 @@ use anyhow::{bail, Context, Result};
 
 use crate::inputs::{Inputs, EPOCH};
 use crate::measure::{link_copy, run_ok};
-use xtask::package::Compression;
+use xtask::formats::Compression;
 
 /// The two settings every reference tool runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -165,7 +165,7 @@ pub fn rpm_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
         .join("build")
         .join(format!("{}-{}", p.name, p.about.version));
     link_copy(&inputs.patched, &build)?;
-    let _ = std::fs::remove_dir_all(build.join(xtask::state::DIR));
+    let _ = std::fs::remove_dir_all(build.join(xtask::apply::state::DIR));
     let sources = dir.join("sources");
     std::fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
     std::fs::write(sources.join("dkms.conf"), &inputs.dkms_conf)
@@ -266,7 +266,7 @@ pub fn tar_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
     let mut jobs = Vec::new();
     link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
     let source = pkg.join("dkms_source_tree");
-    let _ = std::fs::remove_dir_all(source.join(xtask::state::DIR));
+    let _ = std::fs::remove_dir_all(source.join(xtask::apply::state::DIR));
     let _ = std::fs::remove_file(source.join("dkms.conf"));
     std::fs::write(source.join("dkms.conf"), &inputs.dkms_conf)
         .with_context(|| format!("writing {}/dkms.conf", source.display()))?;

@@ -13,11 +13,11 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use xtask::codeobj::bundle::ZSTD_LEVEL;
-use xtask::codeobj::bundle::{self, Scratch};
-use xtask::codeobj::llvm;
-use xtask::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
-use xtask::settings::Environment;
+use xtask::gpu::codeobj::bundle::ZSTD_LEVEL;
+use xtask::gpu::codeobj::bundle::{self, Scratch};
+use xtask::gpu::codeobj::llvm;
+use xtask::gpu::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
+use xtask::shared::settings::Environment;
 
 /// What `bench rewrite` reads and how.
 #[derive(Debug, Clone)]
@@ -110,12 +110,12 @@ fn parallel<T: Sync>(
     threads: usize,
     each: impl Fn(&T) -> Result<()> + Sync,
 ) -> Result<()> {
-    xtask::par::try_map(items, threads, each).map(|_| ())
+    xtask::shared::par::try_map(items, threads, each).map(|_| ())
 }
 
 /// Runs the benchmark and prints its figures.
 pub fn run(args: &Options) -> Result<()> {
-    let threads = xtask::par::threads(args.threads);
+    let threads = xtask::shared::par::threads(args.threads);
     let files = gfx12_files(&args.dir)?;
     ensure!(
         !files.is_empty(),

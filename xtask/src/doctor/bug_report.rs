@@ -12,8 +12,8 @@ use std::path::Path;
 
 use super::fsread::{self, Root};
 use super::{Report, Status};
-use crate::invocation::Invocation;
-use crate::knowledge::Severity;
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::Severity;
 
 /// The user names a report must not show: the name of this process's uid
 /// in the machine's `/etc/passwd`, and `$USER`/`$LOGNAME`.

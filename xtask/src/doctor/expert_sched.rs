@@ -8,8 +8,8 @@
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
 use super::machine::Machine;
-use super::steps::Step;
-use crate::codeobj::Judgement;
+use super::steps::NextStep;
+use crate::gpu::codeobj::Judgement;
 
 /// How the hipBLASLt found settle the fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,7 +132,7 @@ pub fn fast_path(m: &Machine) -> String {
 }
 
 fn kernel_major_minor(m: &Machine) -> Option<(u32, u32)> {
-    let v = crate::kernel::KernelVersion::from_release(m.kernel_release.as_deref()?)?;
+    let v = crate::input::kernel::KernelVersion::from_release(m.kernel_release.as_deref()?)?;
     Some((v.0, v.1))
 }
 
@@ -158,15 +158,15 @@ pub fn gated_note(m: &Machine) -> Option<String> {
 }
 
 /// What keeps a mitigation by our hipBLASLt in place.
-pub fn mitigated_next(m: &Machine) -> Step {
-    Step::KeepHipblaslt {
+pub fn mitigated_next(m: &Machine) -> NextStep {
+    NextStep::KeepHipblaslt {
         rewritten: m.hipblaslt_libraries.iter().any(|l| l.rewritten.is_some()),
     }
 }
 
 /// The rewrite of every hipBLASLt found that switches expert scheduling on,
 /// as commands: the hipBLASLt side fixed now, without a reboot.
-pub fn rewrite_steps(m: &Machine) -> Vec<Step> {
+pub fn rewrite_steps(m: &Machine) -> Vec<NextStep> {
     let mut dirs: Vec<(String, bool)> = Vec::new();
     for lib in &m.hipblaslt_libraries {
         if !matches!(lib.judgement, Judgement::On { .. }) {
@@ -182,7 +182,7 @@ pub fn rewrite_steps(m: &Machine) -> Vec<Step> {
     }
     dirs.into_iter()
         .enumerate()
-        .map(|(i, (dir, system))| Step::Rewrite {
+        .map(|(i, (dir, system))| NextStep::Rewrite {
             dir,
             first: i == 0,
             system,

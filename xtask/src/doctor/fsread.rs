@@ -36,7 +36,7 @@ pub const LIST: u64 = 64 << 20;
 /// stream, so the bound is one of time, not memory.
 pub const MODULE: u64 = 1 << 30;
 /// A GPU kernel file of a hipBLASLt kernel library.
-pub const KERNEL_FILE: u64 = crate::codeobj::MAX_FILE;
+pub const KERNEL_FILE: u64 = crate::gpu::codeobj::MAX_FILE;
 /// Entries of one folder listed at most.
 pub const DIR_ENTRIES: usize = 100_000;
 /// Entries one walk looks at in all.
@@ -374,7 +374,7 @@ impl Root {
     }
 
     /// Why a reader that knows nothing of the root (it follows the host's
-    /// symlinks, as [`crate::codeobj`] reads a kernel library) would not read
+    /// symlinks, as [`crate::gpu::codeobj`] reads a kernel library) would not read
     /// below `dir` what the machine holds there: a symlink that leads
     /// elsewhere on the host than inside the root, a loop, a folder not
     /// listed, or an entry whose name `want`s it read that is not a regular
@@ -507,14 +507,14 @@ fn push_parts(pending: &mut Vec<OsString>, path: &Path) {
 
 fn too_large(path: &Path, limit: u64, len: Option<u64>) -> Unread {
     let size = match len {
-        Some(n) => format!(" ({})", crate::report::human_size(n)),
+        Some(n) => format!(" ({})", crate::shared::report::human_size(n)),
         None => String::new(),
     };
     unread(
         path,
         format!(
             "is larger than doctor expects here{size}, over {}: not read",
-            crate::report::human_size(limit)
+            crate::shared::report::human_size(limit)
         ),
     )
 }

@@ -4,7 +4,7 @@
 //! environments doctor can see the copies PyTorch wheels bring
 //! (`site-packages/torch/lib`) and TheRock's wheels
 //! (`site-packages/_rocm_sdk_libraries*/lib`). Each is judged by its gfx12
-//! kernels ([`crate::codeobj`]), not by its version. Reads only, below the
+//! kernels ([`crate::gpu::codeobj`]), not by its version. Reads only, below the
 //! root.
 
 use std::collections::BTreeSet;
@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use super::fsread::{self, Root, Unread};
 pub use super::layouts::{python_libs, LibraryKind, Places, RocmRelease};
-use crate::codeobj::{self, Cache, Judgement};
+use crate::gpu::codeobj::{self, Judgement, VerdictCache};
 
 /// One hipBLASLt library file and the verdict on its kernels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -178,7 +178,7 @@ fn torch_wheel(root: &Path, site: &Path) -> Option<(String, Option<RocmRelease>)
 }
 
 /// Every hipBLASLt below `root`, each judged by its kernels.
-pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
+pub fn find(root: &Path, places: &Places, cache: &mut VerdictCache) -> Vec<HipblasltLibrary> {
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();
     for place in super::layouts::library_dirs(root, places) {
@@ -249,7 +249,7 @@ fn version(lib: &Path, real: &Path, note: Option<&str>) -> Option<String> {
 pub(super) fn judge_kernels(
     root: &Path,
     kernels: &Path,
-    cache: &mut Cache,
+    cache: &mut VerdictCache,
     threads: usize,
 ) -> Judgement {
     let problems = kernel_library_problems(root, kernels);
@@ -306,7 +306,7 @@ fn rewritten(
     kind: LibraryKind,
     real: &Path,
 ) -> (Option<String>, Option<String>) {
-    use crate::inplace::record::{self, Status};
+    use crate::gpu::inplace::record::{self, Status};
     match record::status(&below(root, kernels)) {
         Status::Rewritten { files, sites } => (
             Some(format!(
@@ -333,7 +333,12 @@ fn rewritten(
 
 /// The kernel library of the hipBLASLt in `dir` (its `hipblaslt/library`,
 /// resolved inside the root) and its judgement.
-fn beside(root: &Path, dir: &Path, cache: &mut Cache, threads: usize) -> (PathBuf, Judgement) {
+fn beside(
+    root: &Path,
+    dir: &Path,
+    cache: &mut VerdictCache,
+    threads: usize,
+) -> (PathBuf, Judgement) {
     let kernels = resolve(root, &dir.join("hipblaslt/library"));
     let judgement = if Root::new(root).is_dir(&kernels) {
         judge_kernels(root, &kernels, cache, threads)
@@ -350,7 +355,12 @@ fn beside(root: &Path, dir: &Path, cache: &mut Cache, threads: usize) -> (PathBu
 
 /// The hipBLASLt library a running program mapped (`doctor --pid`), judged
 /// by the kernel folder beside it.
-pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> HipblasltLibrary {
+pub fn in_use(
+    root: &Path,
+    lib: &Path,
+    places: &Places,
+    cache: &mut VerdictCache,
+) -> HipblasltLibrary {
     let dir = lib.parent().unwrap_or(Path::new("/"));
     let (kernels, judgement) = beside(root, dir, cache, places.threads);
     let file = lib.file_name().unwrap_or_default().to_string_lossy();

@@ -9,7 +9,7 @@ use super::knobs::Setting;
 use super::machine::Machine;
 use super::verdict::Status;
 use super::FaultReport;
-use crate::knowledge::{Effect, Knob, Knobs};
+use crate::input::knowledge::{Effect, Knob, Knobs};
 
 /// What a set knob does on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -11,7 +11,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::fsread::Unread;
-use crate::knowledge::{KnobKind, Knobs};
+use crate::input::knowledge::{KnobKind, Knobs};
 
 /// One knob set on the machine, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -84,7 +84,7 @@ pub struct Places {
 impl Places {
     /// `--python` folders, then `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `$HOME`
     /// of `env`.
-    pub fn from_env(pythons: &[PathBuf], env: &crate::settings::Environment) -> Places {
+    pub fn from_env(pythons: &[PathBuf], env: &crate::shared::settings::Environment) -> Places {
         let mut all = pythons.to_vec();
         for name in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
             if let Some(dir) = env.path(name) {
@@ -94,7 +94,7 @@ impl Places {
         Places {
             pythons: all,
             home: env.get("HOME").map(PathBuf::from),
-            threads: crate::par::cores(),
+            threads: crate::shared::par::cores(),
         }
     }
 

@@ -38,13 +38,13 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::invocation::Invocation;
-use crate::knowledge::{Knowledge, Severity};
-use crate::settings::Environment;
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::{Knowledge, Severity};
+use crate::shared::settings::Environment;
 pub use machine::Machine;
 pub use page::Layout;
 pub use probe::Probe;
-pub use steps::Step;
+pub use steps::NextStep;
 pub use verdict::{assess, Status, Verdict};
 
 /// The machine and a verdict per known fault.
@@ -57,7 +57,7 @@ pub struct Report {
     /// The logs read and the GPU faults in them, judged ([`log::judge`]).
     pub logs: log::LogReport,
     /// The knowledge files the verdicts come from.
-    pub knowledge: crate::knowledge::Revision,
+    pub knowledge: crate::input::knowledge::Revision,
 }
 
 /// The version of the `--json` layout (docs/doctor-json.md): a change
@@ -77,7 +77,7 @@ pub struct Tool {
 impl Tool {
     pub fn of(inv: &Invocation) -> Tool {
         Tool {
-            name: crate::invocation::INSTALLED,
+            name: crate::input::invocation::INSTALLED,
             version: env!("CARGO_PKG_VERSION"),
             commit: option_env!("PATCHKIT_COMMIT").unwrap_or("unknown"),
             command: inv.program.clone(),
@@ -156,7 +156,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
                 true => log::verdict_without_log(fault, &machine),
                 false => assess(fault, &machine),
             };
-            let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
+            let named: BTreeSet<&str> = verdict.next.iter().filter_map(NextStep::recipe).collect();
             let missing: Vec<String> = fault
                 .fixes
                 .iter()
@@ -166,7 +166,7 @@ pub fn diagnose(knowledge: &Knowledge, machine: Machine, recipes: &BTreeSet<Stri
                 .cloned()
                 .collect();
             if !missing.is_empty() {
-                verdict.next.push(Step::NotInCheckout(missing));
+                verdict.next.push(NextStep::NotInCheckout(missing));
             }
             FaultReport {
                 id: fault.id.clone(),

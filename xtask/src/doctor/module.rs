@@ -150,7 +150,7 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
         1 << 16,
         Hashing {
             inner: file.take(fsread::MODULE),
-            hasher: crate::hash::Hasher::new(),
+            hasher: crate::shared::hash::Hasher::new(),
         },
     );
     let scanned = scan_from(&mut input, &path, MAX_SIZE);
@@ -179,7 +179,7 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
 /// A reader that hashes what passes through it.
 struct Hashing<R> {
     inner: R,
-    hasher: crate::hash::Hasher,
+    hasher: crate::shared::hash::Hasher,
 }
 
 impl<R: Read> Read for Hashing<R> {
@@ -284,7 +284,7 @@ fn scan_from(input: &mut impl std::io::BufRead, path: &str, cap: u64) -> Result<
     if scan.len > cap {
         return Err(format!(
             "{path} decompresses to more than {}, more than any kernel module: not read",
-            crate::report::human_size(cap)
+            crate::shared::report::human_size(cap)
         ));
     }
     Ok(scan)
@@ -321,8 +321,8 @@ fn judge_scan(scan: &Scan) -> (TrapHandler, String) {
         (false, false) => {
             let before_gfx12 = release
                 .as_deref()
-                .and_then(crate::kernel::KernelVersion::from_release)
-                .is_some_and(|kv| kv < crate::kernel::KernelVersion(6, 11, 0));
+                .and_then(crate::input::kernel::KernelVersion::from_release)
+                .is_some_and(|kv| kv < crate::input::kernel::KernelVersion(6, 11, 0));
             match (before_gfx12, &release) {
                 (true, Some(r)) => (
                     TrapHandler::NoGfx12,

@@ -5,7 +5,7 @@
 //! through `report::safe`, so text from outside never carries an escape.
 //! Lays out only; decides nothing.
 
-use crate::report::Styled;
+use crate::shared::report::Styled;
 
 /// How the text report is laid out: the command decides (`COLUMNS`, the
 /// terminal, `NO_COLOR`, `--color`) and passes it.
@@ -207,7 +207,7 @@ fn split_lead(line: &str) -> (&str, &str) {
 /// longer than the room stands alone. A command's lines end in ` \`
 /// and its continuation is indented two more columns.
 fn wrap(lead: &str, text: &str, width: usize, command: bool) -> Vec<String> {
-    let text = crate::report::safe(text);
+    let text = crate::shared::report::safe(text);
     let hang = lead.chars().count() + if command { 2 } else { 0 };
     let cut = if command { 2 } else { 0 };
     let mut lines: Vec<String> = Vec::new();

@@ -7,7 +7,7 @@
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
 use super::machine::Machine;
-use crate::knowledge::{Fault, Version};
+use crate::input::knowledge::{Fault, Version};
 
 /// How the libraries found settle a library-side fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

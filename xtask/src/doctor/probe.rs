@@ -15,7 +15,7 @@ use super::hipblaslt::{self, HipblasltLibrary, Places};
 use super::machine::{AmdgpuModule, Gpu, Machine};
 use super::maps::Mapped;
 use super::pid::Process;
-use crate::codeobj::Cache;
+use crate::gpu::codeobj::VerdictCache;
 
 /// Where the machine is read from, and which DKMS packages are ours.
 pub struct Probe<'a> {
@@ -24,7 +24,7 @@ pub struct Probe<'a> {
     /// Environment variables whose values matter (workarounds).
     pub env_names: &'a BTreeSet<String>,
     /// doctor's own environment, read once by `main`.
-    pub env: &'a crate::settings::Environment,
+    pub env: &'a crate::shared::settings::Environment,
 }
 
 const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
@@ -375,7 +375,7 @@ pub fn apply_process(
     names: &std::collections::BTreeSet<String>,
     m: &mut Machine,
     places: &Places,
-    cache: &mut Cache,
+    cache: &mut VerdictCache,
 ) {
     let hipblaslt = process.libraries.get("libhipblaslt");
     m.hipblaslt_libraries = hipblaslt
@@ -443,7 +443,7 @@ fn not_judged(lib: &Mapped, why: String) -> HipblasltLibrary {
         ours: None,
         rewritten: None,
         record_refused: None,
-        judgement: crate::codeobj::Judgement::CannotTell { why },
+        judgement: crate::gpu::codeobj::Judgement::CannotTell { why },
     }
 }
 

@@ -10,9 +10,9 @@ use super::machine::Machine;
 use super::page::{Layout, Page, Paint};
 use super::text_machine::{self, Shown};
 use super::{FaultReport, Report, Status};
-use crate::invocation::Invocation;
-use crate::knowledge::Severity;
-use crate::report::Styled;
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::Severity;
+use crate::shared::report::Styled;
 
 impl Report {
     /// The report, its commands starting with the program `inv` names.

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
-use crate::cache::Cache;
-use crate::report::Reporter;
+use crate::fetch::cache::Cache;
+use crate::shared::report::Reporter;
 
 /// A mirror in the cache that holds a pinned commit.
 #[derive(Debug)]
@@ -184,8 +184,8 @@ fn fetch_every_ref(
                  commit/{commit}.patch\"]`, or cgit's `.../patch/?id={commit}`), or run `cargo \
                  xtask fetch <recipe> --allow-full-fetch` to fetch the whole repository \
                  (PATCHKIT_GIT_MAX_BYTES moves the cap)",
-                crate::report::human_size(*cap),
-                crate::report::human_size(*received)
+                crate::shared::report::human_size(*cap),
+                crate::shared::report::human_size(*received)
             );
         }
         return Err(err).with_context(|| {

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::cache::Cache;
-use crate::report::Reporter;
+use crate::fetch::cache::Cache;
+use crate::shared::report::Reporter;
 
-pub use crate::settings::HttpConfig;
+pub use crate::shared::settings::HttpConfig;
 
 /// A verified download in the cache.
 #[derive(Debug, Clone)]
@@ -194,11 +194,11 @@ impl Http {
         &self,
         response: &mut reqwest::Response,
         tmp: &mut tempfile::NamedTempFile,
-        progress: &mut crate::report::Progress,
+        progress: &mut crate::shared::report::Progress,
         received: &Cell<u64>,
     ) -> Result<(u64, String), Failure> {
         let (read_timeout, max) = (self.config.read_timeout, self.config.max_bytes);
-        let mut hasher = crate::hash::Hasher::new();
+        let mut hasher = crate::shared::hash::Hasher::new();
         let mut total = 0u64;
         let mut rate = Rate::new(self.config.min_rate, read_timeout);
         loop {

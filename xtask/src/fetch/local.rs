@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::hash::{sha256_file, sha256_hex};
+use crate::shared::hash::{sha256_file, sha256_hex};
 
 /// The deterministic hash of a folder, which a `local` folder source's
 /// `sha256` pins.
@@ -25,7 +25,7 @@ pub fn tree_sha256(dir: &Path) -> Result<String> {
     let mut entries = Vec::new();
     walk(dir, dir, &mut entries)?;
     entries.sort();
-    let mut hasher = crate::hash::Hasher::new();
+    let mut hasher = crate::shared::hash::Hasher::new();
     for (path, line) in entries {
         hasher.update(format!("{line} {path}\n").as_bytes());
     }
@@ -144,7 +144,7 @@ fn sha256_file_remembered(path: &Path, memo_dir: &Path) -> Result<(String, bool)
         meta.ctime(),
         meta.ctime_nsec()
     );
-    let memo = memo_dir.join(crate::hash::sha256_hex(
+    let memo = memo_dir.join(crate::shared::hash::sha256_hex(
         path.display().to_string().as_bytes(),
     ));
     if let Ok(text) = std::fs::read_to_string(&memo) {

@@ -9,9 +9,12 @@ pub(crate) mod inputs;
 
 pub mod deb;
 
+pub mod cache;
+pub mod diff;
 pub mod git;
 pub mod http;
 pub mod local;
+pub mod lock;
 pub(crate) mod net;
 pub mod patch_url;
 mod tally;
@@ -20,8 +23,8 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::recipe::Recipe;
-use crate::workspace::Workspace;
+use crate::input::recipe::Recipe;
+use crate::input::workspace::Workspace;
 
 #[derive(Debug, Clone, Default)]
 pub struct FetchOptions {

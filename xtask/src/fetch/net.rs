@@ -5,9 +5,9 @@ use anyhow::Result;
 
 use super::git::{self, GitFetched};
 use super::http::Http;
-use crate::cache::Cache;
-use crate::report::Reporter;
-use crate::settings::Settings;
+use crate::fetch::cache::Cache;
+use crate::shared::report::Reporter;
+use crate::shared::settings::Settings;
 
 /// The network, brought up on first use so that a run that finds everything
 /// in the cache (and every `--offline` run) opens no socket.

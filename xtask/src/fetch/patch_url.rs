@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::http::Http;
-use crate::cache::Cache;
-use crate::diff::{self, FilePatch};
-use crate::hash::sha256_hex;
-use crate::placement::Placement;
-use crate::recipe::PatchPin;
-use crate::report::Reporter;
+use crate::fetch::cache::Cache;
+use crate::fetch::diff::{self, FilePatch};
+use crate::input::placement::Placement;
+use crate::input::recipe::PatchPin;
+use crate::shared::hash::sha256_hex;
+use crate::shared::report::Reporter;
 
 /// The diff with everything a server renders its own way taken out: mail
 /// headers, message, diffstat, `index` lines, hunk section headings and

@@ -135,14 +135,15 @@ fn amdgpu_from_debian_source_installs_and_dkms_builds_it() {
     // installs the oldest 6.12 headers at or above the range's lower bound).
     // DKMS builds it against those headers; the module's vermagic names that
     // kernel.
-    let recipe = xtask::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
+    let recipe = xtask::input::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
     let range = recipe
         .target
         .kernel
         .expect("amdgpu-debian-6.12 has a kernel range");
     let older = debian_612_releases().into_iter().find(|r| {
         *r != kernel
-            && xtask::kernel::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
+            && xtask::input::kernel::KernelVersion::from_release(r)
+                .is_some_and(|v| range.matches(v))
     });
     let older = older.as_ref();
     if crate::support::ci() {

@@ -214,12 +214,12 @@ fn the_installed_doctor_reads_its_built_in_knowledge_or_a_newer_folder() {
 #[test]
 fn the_installed_command_knows_every_dkms_package_our_recipes_build() {
     let mut built: Vec<String> =
-        crate::support::repo_recipes_of_kind(xtask::recipe::KindName::Dkms)
+        crate::support::repo_recipes_of_kind(xtask::input::recipe::KindName::Dkms)
             .iter()
             // the demo recipe's package is the tests' hello module, not amdgpu
             .filter(|name| !name.starts_with("demo-"))
             .map(|name| {
-                xtask::recipe::Recipe::load(&repo_root(), name)
+                xtask::input::recipe::Recipe::load(&repo_root(), name)
                     .unwrap()
                     .package
                     .name
@@ -227,5 +227,5 @@ fn the_installed_command_knows_every_dkms_package_our_recipes_build() {
             .collect();
     built.sort();
     built.dedup();
-    assert_eq!(built, xtask::commands::doctor::DKMS_PACKAGES);
+    assert_eq!(built, xtask::cli::commands::doctor::DKMS_PACKAGES);
 }

@@ -9,13 +9,13 @@ use crate::support::rust_text::{blank_comments_and_literals, functions, rust_fil
 #[test]
 fn every_recipe_parses_and_plans() {
     let root = repo_root();
-    let names = xtask::recipe::list(&root).unwrap();
+    let names = xtask::input::recipe::list(&root).unwrap();
     assert!(names.contains(&"demo-hello".to_owned()), "{names:?}");
     for name in names {
-        let recipe = xtask::recipe::Recipe::load(&root, &name)
+        let recipe = xtask::input::recipe::Recipe::load(&root, &name)
             .unwrap_or_else(|e| panic!("recipe {name}: {e:#}"));
         let plan =
-            xtask::build::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
+            xtask::line::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
         assert_eq!(plan.patches.len(), recipe.patches.len());
     }
 }
@@ -23,7 +23,7 @@ fn every_recipe_parses_and_plans() {
 #[test]
 fn every_patch_folder_belongs_to_a_recipe() {
     let root = repo_root();
-    let names = xtask::recipe::list(&root).unwrap();
+    let names = xtask::input::recipe::list(&root).unwrap();
     for entry in std::fs::read_dir(root.join("patches")).unwrap() {
         let entry = entry.unwrap();
         let folder = entry.file_name().into_string().unwrap();
@@ -114,8 +114,8 @@ fn functions_stay_short() {
 #[test]
 fn the_demo_plan_is_stable() {
     let root = repo_root();
-    let recipe = xtask::recipe::Recipe::load(&root, "demo-hello").unwrap();
-    let json = xtask::plan::to_json(&xtask::build::plan::plan(&recipe).unwrap()).unwrap();
+    let recipe = xtask::input::recipe::Recipe::load(&root, "demo-hello").unwrap();
+    let json = xtask::input::plan::to_json(&xtask::line::plan::plan(&recipe).unwrap()).unwrap();
     insta::assert_snapshot!("plan_demo_hello_json", json);
 }
 

@@ -10,7 +10,7 @@ use super::{client, Event, EventKind, LogRead, Scan};
 use crate::doctor::machine::Machine;
 use crate::doctor::verdict::{Status, Verdict};
 use crate::doctor::FaultReport;
-use crate::knowledge::{Fault, Knowledge};
+use crate::input::knowledge::{Fault, Knowledge};
 
 /// The logs read and the GPU faults in them, judged.
 #[derive(Debug, Clone, Default, Serialize)]
@@ -155,7 +155,7 @@ fn seen(event: Event, knowledge: &Knowledge, verdicts: &[FaultReport]) -> Seen {
 /// (info)`, `not affected here`.
 fn here_label(v: &FaultReport) -> &'static str {
     match (v.verdict.status, v.severity) {
-        (Status::Affected, crate::knowledge::Severity::Info) => "affected here (info)",
+        (Status::Affected, crate::input::knowledge::Severity::Info) => "affected here (info)",
         (Status::Affected, _) => "AFFECTED here",
         (Status::NotAffected, _) => "not affected here",
         (Status::Mitigated, _) => "mitigated here",

@@ -66,7 +66,7 @@ pub fn each_line(
         if out.bytes > window {
             out.cut = Some(format!(
                 "read its first {} only",
-                crate::report::human_size(window)
+                crate::shared::report::human_size(window)
             ));
             break;
         }

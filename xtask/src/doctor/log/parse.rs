@@ -10,7 +10,7 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Event, EventKind};
-use crate::knowledge::Glob;
+use crate::input::knowledge::Glob;
 
 /// Events kept per scan (the last ones); older ones are counted.
 pub const MAX_EVENTS: usize = 64;

@@ -17,7 +17,7 @@ use super::lines::{each_line, Outcome, WINDOW};
 use super::parse::Parser;
 use super::{LogRead, Scan};
 use crate::doctor::fsread::{Root, Unread};
-use crate::knowledge::Glob;
+use crate::input::knowledge::Glob;
 
 /// All logs of one run are read within this.
 pub const TIME: Duration = Duration::from_secs(6);
@@ -107,8 +107,8 @@ fn read_file(tail: Tail, shown: &str, s: &Settings, scan: &mut Scan, deadline: I
     if cut_start {
         out.cut = Some(format!(
             "read its last {} of {}",
-            crate::report::human_size(WINDOW),
-            crate::report::human_size(tail.len)
+            crate::shared::report::human_size(WINDOW),
+            crate::shared::report::human_size(tail.len)
         ));
     }
     scan.read.push(log_read(shown, out));
@@ -186,7 +186,7 @@ fn kmsg(patterns: &[Glob], scan: &mut Scan, deadline: Instant) -> Result<(), Str
         if out.bytes > WINDOW {
             out.cut = Some(format!(
                 "read its first {} only",
-                crate::report::human_size(WINDOW)
+                crate::shared::report::human_size(WINDOW)
             ));
             break;
         }

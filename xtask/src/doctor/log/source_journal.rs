@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::lines::{each_line, WINDOW};
 use super::parse::Parser;
 use super::{LogRead, Scan};
-use crate::knowledge::Glob;
+use crate::input::knowledge::Glob;
 
 /// The kernel-log lines asked of journalctl (its last ones).
 const LINES: &str = "200000";
@@ -91,7 +91,7 @@ pub fn run(program: &OsStr, patterns: &[Glob], scan: &mut Scan, deadline: Instan
     if !status.is_ok_and(|s| s.success()) && out.cut.is_none() {
         out.error = Some(format!(
             "journalctl failed: {}",
-            crate::report::safe(errors.lines().next().unwrap_or("no message"))
+            crate::shared::report::safe(errors.lines().next().unwrap_or("no message"))
         ));
     }
     scan.read.push(LogRead {

@@ -44,7 +44,7 @@ pub fn dsc_fields(text: &str) -> Vec<(String, String)> {
 /// manifest's outputs with its real size and sha256.
 pub fn assert_listed(dist: &Path, name: &str) {
     let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
-    let (sha256, size) = xtask::hash::sha256_file_sized(&dist.join(name)).unwrap();
+    let (sha256, size) = xtask::shared::hash::sha256_file_sized(&dist.join(name)).unwrap();
     assert!(
         sums.contains(&format!("{sha256}  {name}\n")),
         "SHA256SUMS lists {name}:\n{sums}"

@@ -70,7 +70,7 @@ pub fn place(debian: &Path, lib_dir: &Path, lib_name: &str) {
 pub fn digests(dir: &Path) -> BTreeMap<String, String> {
     crate::support::snapshot(dir)
         .into_iter()
-        .map(|(rel, bytes)| (rel, xtask::hash::sha256_hex(&bytes)))
+        .map(|(rel, bytes)| (rel, xtask::shared::hash::sha256_hex(&bytes)))
         .collect()
 }
 
@@ -161,7 +161,7 @@ pub fn regular_digests(dir: &Path) -> BTreeMap<String, String> {
             } else if meta.len() > 64 << 20 {
                 format!("{} bytes", meta.len())
             } else {
-                xtask::hash::sha256_hex(&std::fs::read(&path).unwrap())
+                xtask::shared::hash::sha256_hex(&std::fs::read(&path).unwrap())
             };
             out.insert(rel, value);
         }

@@ -235,12 +235,13 @@ pub fn repo_root() -> PathBuf {
 
 /// The names of this repository's recipes of one kind, sorted (those that
 /// do not load are left out: `recipes.rs` checks that every one loads).
-pub fn repo_recipes_of_kind(kind: xtask::recipe::KindName) -> Vec<String> {
-    xtask::recipe::list(&repo_root())
+pub fn repo_recipes_of_kind(kind: xtask::input::recipe::KindName) -> Vec<String> {
+    xtask::input::recipe::list(&repo_root())
         .unwrap()
         .into_iter()
         .filter(|name| {
-            xtask::recipe::Recipe::load(&repo_root(), name).is_ok_and(|r| r.kind.name() == kind)
+            xtask::input::recipe::Recipe::load(&repo_root(), name)
+                .is_ok_and(|r| r.kind.name() == kind)
         })
         .collect()
 }

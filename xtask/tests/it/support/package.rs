@@ -4,7 +4,7 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use xtask::package::{self, names, tar::Names, Artifact, FileTree, PackageMeta};
+use xtask::formats::{self, names, tar::Names, Artifact, FileTree, PackageMeta};
 
 pub const MODULE: &str = "patchkit-pkgtest";
 pub const VERSION: &str = "0.1.0";
@@ -83,7 +83,7 @@ pub fn meta() -> PackageMeta {
     PackageMeta {
         name: names::dkms_package(MODULE),
         source: None,
-        about: xtask::package::About {
+        about: xtask::formats::About {
             version: VERSION.into(),
             release: "1".into(),
             summary: "Patchkit test module for DKMS".into(),
@@ -109,28 +109,28 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
     let src_dir = names::dkms_source_dir(MODULE, VERSION);
     let tree = FileTree::from_dir(staging, &src_dir).unwrap();
     let source = FileTree::from_dir(staging, "").unwrap();
-    let write = |format, scripts: &package::Scripts, pkgbuild: Option<&[u8]>| {
-        let pkg = package::Package {
+    let write = |format, scripts: &formats::Scripts, pkgbuild: Option<&[u8]>| {
+        let pkg = formats::Package {
             meta: &meta,
-            machine: package::Architecture::Any,
+            machine: formats::Architecture::Any,
             tree: &tree,
             scripts,
             pkgbuild,
             epoch: EPOCH,
         };
-        package::write(format, &pkg, out, &Default::default()).unwrap()
+        formats::write(format, &pkg, out, &Default::default()).unwrap()
     };
     vec![
-        write(package::Format::Deb, &scripts(package::Format::Deb), None),
-        write(package::Format::Rpm, &scripts(package::Format::Rpm), None),
+        write(formats::Format::Deb, &scripts(formats::Format::Deb), None),
+        write(formats::Format::Rpm, &scripts(formats::Format::Rpm), None),
         write(
-            package::Format::Arch,
-            &package::Scripts::default(),
+            formats::Format::Arch,
+            &formats::Scripts::default(),
             Some(b"pkgname=x\n"),
         ),
-        package::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out, &Default::default())
+        formats::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out, &Default::default())
             .unwrap(),
-        package::tarball::write_tar_gz(
+        formats::tarball::write_tar_gz(
             &source.nested(&format!("{MODULE}-{VERSION}")).unwrap(),
             Names::Plain,
             EPOCH,
@@ -165,8 +165,8 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
 
 /// The maintainer scripts as build-dkms makes them: rendered from the
 /// repository's `templates/scripts/`.
-pub fn scripts(format: package::Format) -> package::Scripts {
-    let mut all = xtask::packaging::dkms::dkms_scripts(
+pub fn scripts(format: formats::Format) -> formats::Scripts {
+    let mut all = xtask::release::packaging::dkms_files::dkms_scripts(
         &crate::support::repo_root().join("templates"),
         MODULE,
         VERSION,

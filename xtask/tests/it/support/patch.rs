@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use xtask::apply::patch::tree::Tree;
+use xtask::apply::patch::{stage, PatchInput, Tolerance};
 use xtask::fetch::{Fetched, FetchedPatch, FetchedSource};
-use xtask::patch::tree::Tree;
-use xtask::patch::{stage, PatchInput, Tolerance};
-use xtask::recipe::Recipe;
-use xtask::report::Reporter;
+use xtask::input::recipe::Recipe;
+use xtask::shared::report::Reporter;
 
 use crate::support::upstream::Upstream;
 use crate::support::Project;
@@ -146,11 +146,11 @@ pub fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
         .collect()
 }
 
-/// The error of a strict [`series`](xtask::patch::apply::series) that must
+/// The error of a strict [`series`](xtask::apply::patch::apply::series) that must
 /// fail, as text.
 #[track_caller]
 pub fn strict_refusal(tree: &mut Tree, patches: &[PatchInput]) -> String {
-    xtask::patch::apply::series(tree, patches, Tolerance::strict())
+    xtask::apply::patch::apply::series(tree, patches, Tolerance::strict())
         .unwrap_err()
         .to_string()
 }
@@ -166,7 +166,7 @@ pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<Fetched
             FetchedPatch {
                 name: name.clone(),
                 path,
-                sha256: xtask::hash::sha256_hex(bytes),
+                sha256: xtask::shared::hash::sha256_hex(bytes),
             }
         })
         .collect()
@@ -187,7 +187,7 @@ pub fn apply_strict(
         recipe,
         fetched,
         dest,
-        xtask::extract::Limits::DEFAULT,
+        xtask::apply::extract::Limits::DEFAULT,
         Tolerance::strict(),
         &Reporter::quiet(),
     )
