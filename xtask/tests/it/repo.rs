@@ -304,10 +304,11 @@ mod tests {
         assert_eq!(cycles[0].len(), 4, "{cycles:?}");
     }
 
-    /// Both levels, a file brought in by `#[path]` counted as its
-    /// declaring module's, and paths through a parent's imports followed.
+    /// Every level (the top, a folder's files, a folder's folder), a file
+    /// brought in by `#[path]` counted as its declaring module's, and paths
+    /// through a parent's imports followed.
     #[test]
-    fn a_crate_on_disk_gives_both_levels() {
+    fn a_crate_on_disk_gives_every_level() {
         let dir = tempfile::tempdir().unwrap();
         let files = [
             (
@@ -316,8 +317,11 @@ mod tests {
             ),
             (
                 "a/mod.rs",
-                "//! a\nmod x;\nmod y;\nuse crate::b::B;\npub use y::Y;\n",
+                "//! a\nmod x;\nmod y;\nuse crate::b::B;\npub use y::Y;\nmod z;\n",
             ),
+            ("a/z/mod.rs", "//! z\nmod p;\nmod q;\npub use q::Q;\n"),
+            ("a/z/p.rs", "//! p\nuse super::Q;\n"),
+            ("a/z/q.rs", "//! q\nfn f() { crate::a::z::p::g() }\n"),
             (
                 "a/x.rs",
                 "//! x\nuse super::Y;\nfn f() -> crate::C { crate::C }\n",
@@ -350,6 +354,14 @@ mod tests {
                 "cycle in a/: x, y",
                 "    x -> y  (src/a/x.rs:2)",
                 "    y -> x  (src/a/y_tests.rs:2)"
+            ]
+        );
+        assert_eq!(
+            graphs.siblings["a/z"].describe_cycles("in a/z/"),
+            [
+                "cycle in a/z/: p, q",
+                "    p -> q  (src/a/z/p.rs:2)",
+                "    q -> p  (src/a/z/q.rs:2)"
             ]
         );
     }
