@@ -14,33 +14,33 @@ use xtask::input::recipe::Recipe;
 use xtask::{apply::state, release::packaging};
 
 /// SOURCE_DATE_EPOCH of every build and package of the benchmark.
-pub const EPOCH: u64 = 1_735_787_045;
+pub(crate) const EPOCH: u64 = 1_735_787_045;
 
 /// One DKMS recipe as build-dkms published it in a project.
 #[derive(Debug)]
-pub struct Inputs {
-    pub root: PathBuf,
-    pub recipe: Recipe,
-    pub meta: PackageMeta,
+pub(crate) struct Inputs {
+    pub(crate) root: PathBuf,
+    pub(crate) recipe: Recipe,
+    pub(crate) meta: PackageMeta,
     /// `<name>-<version>`: the folder below `/usr/src`.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// The patched source tree of the work folder (its top).
-    pub patched: PathBuf,
+    pub(crate) patched: PathBuf,
     /// The DKMS tree inside it (`dkms.tree`).
-    pub tree_root: PathBuf,
+    pub(crate) tree_root: PathBuf,
     /// `dist/<recipe>/`: the packages and `packaging/` build-dkms wrote.
-    pub dist: PathBuf,
-    pub dkms_conf: String,
+    pub(crate) dist: PathBuf,
+    pub(crate) dkms_conf: String,
     /// The maintainer scripts of each format (deb postinst/prerm, rpm
     /// %post/%preun, Arch install, none for the DKMS tarball).
-    pub scripts: BTreeMap<Format, Scripts>,
-    pub pkgbuild: Vec<u8>,
+    pub(crate) scripts: BTreeMap<Format, Scripts>,
+    pub(crate) pkgbuild: Vec<u8>,
 }
 
 impl Inputs {
     /// Reads recipe `name` of the project at `root` and what build-dkms
     /// published for it; fails, naming the file, when a build is missing.
-    pub fn read(root: &Path, name: &str) -> Result<Inputs> {
+    pub(crate) fn read(root: &Path, name: &str) -> Result<Inputs> {
         let recipe = Recipe::load(root, name)?;
         let dkms = recipe
             .kind
@@ -94,7 +94,7 @@ impl Inputs {
 
     /// The DKMS tree as build-dkms packages it: `<prefix>/...` without the
     /// applied-patch record, with the rendered `dkms.conf`.
-    pub fn dkms_tree(&self) -> Result<FileTree> {
+    pub(crate) fn dkms_tree(&self) -> Result<FileTree> {
         let mut tree = FileTree::from_dir(&self.tree_root, &self.prefix)?;
         tree.remove(&format!("{}/{}", self.prefix, state::DIR));
         tree.add_bytes(
@@ -106,28 +106,28 @@ impl Inputs {
     }
 
     /// The rendered spec build-dkms published (`packaging/rpm/<pkg>.spec`).
-    pub fn spec(&self) -> PathBuf {
+    pub(crate) fn spec(&self) -> PathBuf {
         self.dist
             .join("packaging/rpm")
             .join(format!("{}.spec", self.meta.name))
     }
 
     /// The maintainer scripts of `format`'s package.
-    pub fn scripts_of(&self, format: Format) -> Result<&Scripts> {
+    pub(crate) fn scripts_of(&self, format: Format) -> Result<&Scripts> {
         self.scripts
             .get(&format)
             .with_context(|| format!("no maintainer scripts for {}", format.as_str()))
     }
 
     /// Our package of `format` in `dist/<recipe>/`, as build-dkms named it.
-    pub fn published(&self, format: Format) -> PathBuf {
+    pub(crate) fn published(&self, format: Format) -> PathBuf {
         let name = names::file_name(format, &self.meta, Architecture::Any);
         self.dist.join(name)
     }
 
     /// Our writer of `format`, in this process, into `out`: the calls
     /// build-dkms makes, with its inputs.
-    pub fn write_ours(&self, format: Format, out: &Path) -> Result<formats::Artifact> {
+    pub(crate) fn write_ours(&self, format: Format, out: &Path) -> Result<formats::Artifact> {
         let tree = self.dkms_tree()?;
         let scripts = self.scripts_of(format)?;
         let pkg = Package {

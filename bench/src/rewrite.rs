@@ -21,17 +21,17 @@ use xtask::shared::settings::Environment;
 
 /// What `bench rewrite` reads and how.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The kernel library folder (`.../hipblaslt/library`)
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Threads for ours (default: the machine's cores)
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Skip the reference pipeline
-    pub no_reference: bool,
+    pub(crate) no_reference: bool,
     /// Disassemble every code object before and after with llvm-objdump
-    pub disasm_all: bool,
+    pub(crate) disasm_all: bool,
     /// The machine's environment (the reference's tools on its `PATH`)
-    pub env: Environment,
+    pub(crate) env: Environment,
 }
 
 /// The uncompressed bytes the threads may hold at once (a file larger than
@@ -114,7 +114,7 @@ fn parallel<T: Sync>(
 }
 
 /// Runs the benchmark and prints its figures.
-pub fn run(args: &Options) -> Result<()> {
+pub(crate) fn run(args: &Options) -> Result<()> {
     let threads = xtask::shared::par::threads(args.threads);
     let files = gfx12_files(&args.dir)?;
     ensure!(

@@ -15,7 +15,7 @@ use crate::shared::report::Reporter;
 
 /// What a series is checked against.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Against {
+pub(crate) enum Against {
     /// A commit of a local git repository (bare or not).
     Git { repo: PathBuf, commit: String },
     /// A tar, tar.gz, tar.xz or tar.zst archive; the recipe's `strip` and
@@ -28,7 +28,7 @@ pub enum Against {
 impl Against {
     /// `git:<repo>#<commit>`, `<repo>@<commit>` (when `<repo>` is a git
     /// repository), an archive path or a folder.
-    pub fn parse(spec: &str) -> Result<Against> {
+    pub(crate) fn parse(spec: &str) -> Result<Against> {
         if let Some(rest) = spec.strip_prefix("git:") {
             let (repo, commit) = rest
                 .rsplit_once('#')
@@ -64,15 +64,15 @@ impl Against {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct DriftReport {
-    pub recipe: String,
-    pub against: String,
-    pub checks: Vec<Check>,
+pub(crate) struct DriftReport {
+    pub(crate) recipe: String,
+    pub(crate) against: String,
+    pub(crate) checks: Vec<Check>,
 }
 
 impl DriftReport {
     /// Whether the series applies to the upstream as it is.
-    pub fn applies(&self) -> bool {
+    pub(crate) fn applies(&self) -> bool {
         self.checks
             .iter()
             .all(|c| c.verdict == PatchState::NotApplied)
@@ -81,7 +81,7 @@ impl DriftReport {
 
 /// Checks the series of `recipe` against `against`, with a commit resolved
 /// in a git repository (a full id, a tag or a branch).
-pub fn drift(
+pub(crate) fn drift(
     recipe: &Recipe,
     series: &[PatchInput],
     against: &Against,
@@ -152,7 +152,7 @@ fn describe(against: &Against) -> String {
 }
 
 /// Text lines for a list of checks: one verdict per patch, then its failing hunks.
-pub fn checks_to_text(checks: &[Check]) -> String {
+pub(crate) fn checks_to_text(checks: &[Check]) -> String {
     let mut out = String::new();
     for check in checks {
         out.push_str(&format!("{:<12} {}\n", check.verdict.as_str(), check.patch));

@@ -2,8 +2,8 @@
 //! engine, the state record, verdicts on trees and on newer upstreams.
 //! See `ARCHITECTURE.md` here.
 
-pub mod drift;
+pub(crate) mod drift;
 pub mod extract;
 pub mod patch;
 pub mod state;
-pub mod verify;
+pub(crate) mod verify;

@@ -12,10 +12,10 @@ use serde::{Deserialize, Serialize};
 
 /// The folder inside a tree that holds the record; never part of hash checks.
 pub const DIR: &str = ".patchkit";
-pub const STATE_FILE: &str = "state.json";
-pub const MANIFEST_FILE: &str = "manifest";
+pub(crate) const STATE_FILE: &str = "state.json";
+pub(crate) const MANIFEST_FILE: &str = "manifest";
 /// Version of the record's layout.
-pub const FORMAT: u32 = 2;
+pub(crate) const FORMAT: u32 = 2;
 
 use crate::shared::hash::sha256_hex;
 
@@ -23,23 +23,23 @@ use crate::shared::hash::sha256_hex;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "Wire", into = "Wire")]
 pub struct State {
-    pub format: u32,
+    pub(crate) format: u32,
     /// sha256 of `.patchkit/manifest`, the listing of every file of the tree.
-    pub manifest_sha256: String,
+    pub(crate) manifest_sha256: String,
     /// What the transform that made the tree did.
-    pub record: Record,
-    pub recipe: RecipeRef,
-    pub source: SourcePin,
+    pub(crate) record: Record,
+    pub(crate) recipe: RecipeRef,
+    pub(crate) source: SourcePin,
     /// The fuzz the series was applied with (0 unless asked; exact context
     /// at any offset is the rule). Per-hunk placement is in the record.
-    pub tolerance: ToleranceRecord,
-    pub tool: ToolRef,
+    pub(crate) tolerance: ToleranceRecord,
+    pub(crate) tool: ToolRef,
 }
 
 /// What a transform of the tree recorded: one variant per transform
 /// (`build::transform::Transform`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Record {
+pub(crate) enum Record {
     /// The recipe's patches, in series order, with where their hunks landed.
     Patches(Vec<PatchRecord>),
     /// Binary rewrites of the tree (a rewrite recipe's transform), each
@@ -57,7 +57,7 @@ impl State {
     }
 
     /// The binary rewrites the record holds; none for a patched tree.
-    pub fn rewrites(&self) -> &[RewriteRecord] {
+    pub(crate) fn rewrites(&self) -> &[RewriteRecord] {
         match &self.record {
             Record::Patches(_) => &[],
             Record::Rewrites(rewrites) => rewrites,
@@ -130,39 +130,39 @@ impl From<State> for Wire {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RecipeRef {
-    pub name: String,
-    pub version: String,
+pub(crate) struct RecipeRef {
+    pub(crate) name: String,
+    pub(crate) version: String,
 }
 
 /// Where the pristine tree came from and what pins it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct SourcePin {
+pub(crate) struct SourcePin {
     /// `archive`, `dir` or `git`.
-    pub kind: String,
+    pub(crate) kind: String,
     /// The sha256 of the archive, the commit id, or nothing for a local folder.
-    pub pin: Option<String>,
+    pub(crate) pin: Option<String>,
     /// The recipe's `include` globs or git `paths` that limited extraction.
-    pub selected: Vec<String>,
-    pub strip: u32,
+    pub(crate) selected: Vec<String>,
+    pub(crate) strip: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToleranceRecord {
-    pub fuzz: usize,
+pub(crate) struct ToleranceRecord {
+    pub(crate) fuzz: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ToolRef {
-    pub name: String,
-    pub version: String,
+pub(crate) struct ToolRef {
+    pub(crate) name: String,
+    pub(crate) version: String,
 }
 
 impl ToolRef {
-    pub fn current() -> ToolRef {
+    pub(crate) fn current() -> ToolRef {
         ToolRef {
             name: "rocm-patchkit".to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
@@ -178,8 +178,8 @@ pub struct PatchRecord {
     /// Hunks that did not land at their stated line: where they went, and
     /// with which fuzz.
     pub hunks: Vec<HunkRecord>,
-    pub name: String,
-    pub sha256: String,
+    pub(crate) name: String,
+    pub(crate) sha256: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -196,30 +196,30 @@ pub struct FileChange {
 /// changed, sorted by path. Files it read and left alone are not listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RewriteRecord {
-    pub files: Vec<RewrittenFile>,
-    pub transform: String,
+pub(crate) struct RewriteRecord {
+    pub(crate) files: Vec<RewrittenFile>,
+    pub(crate) transform: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RewrittenFile {
+pub(crate) struct RewrittenFile {
     /// sha256 of the file as rewritten.
-    pub after: String,
+    pub(crate) after: String,
     /// sha256 of the file as the source had it.
-    pub before: String,
-    pub path: String,
+    pub(crate) before: String,
+    pub(crate) path: String,
     /// How many sites were rewritten.
-    pub sites: usize,
-    pub size_after: u64,
+    pub(crate) sites: usize,
+    pub(crate) size_after: u64,
     /// Where each rewritten value lies in the uncompressed file (bundle).
-    pub value_offsets: Vec<u64>,
+    pub(crate) value_offsets: Vec<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HunkRecord {
-    pub file: String,
+    pub(crate) file: String,
     pub fuzz: usize,
     /// 1-based hunk number within its file.
     pub hunk: usize,
@@ -233,7 +233,7 @@ pub struct HunkRecord {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileId {
     pub mode: u32,
-    pub sha256: String,
+    pub(crate) sha256: String,
     pub size: u64,
 }
 
@@ -241,7 +241,7 @@ pub struct FileId {
 pub type TreeListing = BTreeMap<String, FileId>;
 
 /// `<mode> <sha256> <size> <path>` lines, sorted by path.
-pub fn manifest_to_text(manifest: &TreeListing) -> String {
+pub(crate) fn manifest_to_text(manifest: &TreeListing) -> String {
     let mut out = String::with_capacity(manifest.len() * 100);
     for (path, id) in manifest {
         out.push_str(&format!(
@@ -252,7 +252,7 @@ pub fn manifest_to_text(manifest: &TreeListing) -> String {
     out
 }
 
-pub fn manifest_from_text(text: &str) -> Result<TreeListing> {
+pub(crate) fn manifest_from_text(text: &str) -> Result<TreeListing> {
     let mut manifest = TreeListing::new();
     for (n, line) in text.lines().enumerate() {
         let mut parts = line.splitn(4, ' ');
@@ -271,12 +271,12 @@ pub fn manifest_from_text(text: &str) -> Result<TreeListing> {
     Ok(manifest)
 }
 
-pub fn state_path(tree: &Path) -> PathBuf {
+pub(crate) fn state_path(tree: &Path) -> PathBuf {
     tree.join(DIR).join(STATE_FILE)
 }
 
 /// Writes the record and the manifest into `tree/.patchkit/`.
-pub fn write(tree: &Path, state: &State, manifest: &TreeListing) -> Result<()> {
+pub(crate) fn write(tree: &Path, state: &State, manifest: &TreeListing) -> Result<()> {
     let dir = tree.join(DIR);
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let manifest_path = dir.join(MANIFEST_FILE);
@@ -289,7 +289,7 @@ pub fn write(tree: &Path, state: &State, manifest: &TreeListing) -> Result<()> {
 }
 
 /// Reads the record and the manifest of `tree`, `None` when it has no record.
-pub fn read(tree: &Path) -> Result<Option<(State, TreeListing)>> {
+pub(crate) fn read(tree: &Path) -> Result<Option<(State, TreeListing)>> {
     let path = state_path(tree);
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,

@@ -18,7 +18,7 @@ use crate::shared::report::Reporter;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum PatchStatus {
+pub(crate) enum PatchStatus {
     /// Every file the patch touched holds its recorded hash.
     Applied,
     /// Every file the patch touched is back to its hash before the patch.
@@ -28,7 +28,7 @@ pub enum PatchStatus {
 }
 
 impl PatchStatus {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PatchStatus::Applied => "applied",
             PatchStatus::NotApplied => "not applied",
@@ -38,16 +38,16 @@ impl PatchStatus {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PatchResult {
-    pub patch: String,
-    pub status: PatchStatus,
+pub(crate) struct PatchResult {
+    pub(crate) patch: String,
+    pub(crate) status: PatchStatus,
     /// Files that do not hold the hash the record gives for them.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Change {
+pub(crate) enum Change {
     Added,
     Removed,
     Modified,
@@ -55,25 +55,25 @@ pub enum Change {
 
 /// A file that differs from the record although no patch touched it.
 #[derive(Debug, Clone, Serialize)]
-pub struct ExtraChange {
-    pub path: String,
-    pub change: Change,
+pub(crate) struct ExtraChange {
+    pub(crate) path: String,
+    pub(crate) change: Change,
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct TreeReport {
-    pub tree: PathBuf,
-    pub recipe: state::RecipeRef,
-    pub source: state::SourcePin,
-    pub patches: Vec<PatchResult>,
-    pub extra: Vec<ExtraChange>,
+pub(crate) struct TreeReport {
+    pub(crate) tree: PathBuf,
+    pub(crate) recipe: state::RecipeRef,
+    pub(crate) source: state::SourcePin,
+    pub(crate) patches: Vec<PatchResult>,
+    pub(crate) extra: Vec<ExtraChange>,
     /// True only when the tree is exactly as recorded.
-    pub ok: bool,
+    pub(crate) ok: bool,
 }
 
 /// Checks `root` against its `.patchkit/` record, hashing every file once
 /// (the digests `memo` holds are not taken again).
-pub fn tree(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeReport> {
+pub(crate) fn tree(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeReport> {
     let Some((record, manifest)) = state::read(root)? else {
         bail!(
             "{} has no state record ({}); pass `--recipe <recipe>` to check which patches it carries",
@@ -145,7 +145,7 @@ pub fn tree(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeReport>
 
 /// For a tree without a record (a user's kernel source): whether it already
 /// carries each patch of `series`, would take it, or conflicts.
-pub fn tree_against_series(
+pub(crate) fn tree_against_series(
     root: &Path,
     series: &[PatchInput],
     tol: Tolerance,

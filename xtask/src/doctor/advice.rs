@@ -17,24 +17,24 @@ use crate::input::knowledge::Build;
 /// (`do`: the recommended one, `or`: an alternative, `then`/`and`: goes
 /// with the step before it, `keep`, `note`), `commands` run in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Advice {
-    pub action: &'static str,
-    pub role: &'static str,
-    pub text: String,
-    pub commands: Vec<Command>,
-    pub cost: Option<String>,
+pub(crate) struct Advice {
+    pub(crate) action: &'static str,
+    pub(crate) role: &'static str,
+    pub(crate) text: String,
+    pub(crate) commands: Vec<Command>,
+    pub(crate) cost: Option<String>,
 }
 
 /// What the rendering needs besides the step.
 #[derive(Clone, Copy)]
-pub struct Context<'a> {
-    pub inv: &'a Invocation,
-    pub os: Option<&'a OsRelease>,
+pub(crate) struct Context<'a> {
+    pub(crate) inv: &'a Invocation,
+    pub(crate) os: Option<&'a OsRelease>,
 }
 
 /// The steps of one verdict, each with its role: the first step to act on
 /// is `do`, the later ones `or`.
-pub fn advise(steps: &[NextStep], cx: Context<'_>) -> Vec<Advice> {
+pub(crate) fn advise(steps: &[NextStep], cx: Context<'_>) -> Vec<Advice> {
     let mut acted = false;
     steps
         .iter()
@@ -268,7 +268,7 @@ fn rewrite(cx: Context<'_>, dir: &str, first: bool, system: bool) -> Advice {
 
 impl Command {
     /// The line as typed: `export` keeps its shell expansion unquoted.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match self.command.as_str() {
             "export" => format!("export {}", self.args.join(" ")),
             _ => self.line(),

@@ -26,7 +26,7 @@ const BY_ROCM: &[((u32, u32), &str)] = &[
 
 impl HipblasltLibrary {
     /// The hipBLASLt version of this library, and where it was read.
-    pub fn hipblaslt_version(&self) -> Option<(Version, String)> {
+    pub(crate) fn hipblaslt_version(&self) -> Option<(Version, String)> {
         if let Some(v) = self.version.as_deref().and_then(own_version) {
             return Some((v, "its file name".to_owned()));
         }

@@ -12,11 +12,11 @@ use crate::input::kernel::{KernelRange, KernelVersion};
 use crate::input::knowledge::{Build, Fault, Version};
 
 /// The environment variable that points programs at a patched hipBLASLt.
-pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+pub(crate) const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
 
 /// One line of a verdict's next steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NextStep {
+pub(crate) enum NextStep {
     /// `cargo xtask build-dkms|build-hipblaslt <recipe>`.
     Build { build: Build, recipe: String },
     /// Upgrade the kernel to `to` or later: within its series when
@@ -63,7 +63,7 @@ pub enum NextStep {
 
 impl NextStep {
     /// The recipe this step tells to build, if any.
-    pub fn recipe(&self) -> Option<&str> {
+    pub(crate) fn recipe(&self) -> Option<&str> {
         match self {
             NextStep::Build { recipe, .. } | NextStep::Stopgap { recipe } => Some(recipe),
             _ => None,
@@ -73,7 +73,7 @@ impl NextStep {
 
 /// The fixes of `fault` that apply to this machine: a kernel upgrade
 /// within the series first, then the packages of the fix.
-pub fn fixes(fault: &Fault, m: &Machine) -> Vec<NextStep> {
+pub(crate) fn fixes(fault: &Fault, m: &Machine) -> Vec<NextStep> {
     let mut steps = Vec::new();
     let upgrade = kernel_upgrade(fault, m);
     let in_series = matches!(
@@ -96,7 +96,7 @@ pub fn fixes(fault: &Fault, m: &Machine) -> Vec<NextStep> {
 /// no reboot), a kernel of a fixed series where the distribution brings
 /// one, the package of the fix, the other packages; then the stop-gap and
 /// the workaround.
-pub fn affected(
+pub(crate) fn affected(
     fault: &Fault,
     m: &Machine,
     lead: Vec<NextStep>,
@@ -130,7 +130,7 @@ pub fn affected(
 }
 
 /// Fixes, then the stop-gap or the workaround.
-pub fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<NextStep> {
+pub(crate) fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<NextStep> {
     let mut next: Vec<NextStep> = retired(fault, m).into_iter().collect();
     next.extend(fixes(fault, m));
     next.extend(stopgap_then_workaround(fault));
@@ -184,7 +184,7 @@ fn packages(fault: &Fault, m: &Machine, build: Build, upgrade_said: bool) -> Vec
 /// The kernel a machine with an affected kernel moves to: the first
 /// release of its own series the fault's `fixed` range holds, else the
 /// first of a later series.
-pub fn kernel_upgrade(fault: &Fault, m: &Machine) -> Option<NextStep> {
+pub(crate) fn kernel_upgrade(fault: &Fault, m: &Machine) -> Option<NextStep> {
     let fixed = fault.kernel.as_ref()?.fixed.as_ref()?;
     let release = m.kernel_release.as_deref()?;
     let kv = KernelVersion::from_release(release)?;

@@ -95,7 +95,11 @@ fn judge_in(
 /// rocBLAS and hipSPARSELt with gfx12 kernels in every place a program
 /// loads them from below `root` (ROCm's, the distribution's, the Python
 /// environments'), each real file once.
-pub fn find(root: &Path, places: &Places, cache: &mut VerdictCache) -> Vec<HipblasltLibrary> {
+pub(crate) fn find(
+    root: &Path,
+    places: &Places,
+    cache: &mut VerdictCache,
+) -> Vec<HipblasltLibrary> {
     let fs = Root::new(root);
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();

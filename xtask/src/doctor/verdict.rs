@@ -15,7 +15,7 @@ use crate::input::knowledge::{Fault, Library, Severity, Version, VersionRange};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub(crate) enum Status {
     Affected,
     NotAffected,
     Mitigated,
@@ -25,7 +25,7 @@ pub enum Status {
 
 impl Status {
     /// The text report's label; an affected `info` finding reads `info`.
-    pub fn label(self, severity: Severity) -> &'static str {
+    pub(crate) fn label(self, severity: Severity) -> &'static str {
         if self == Status::Affected && severity == Severity::Info {
             return "info";
         }
@@ -40,14 +40,14 @@ impl Status {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
-    pub status: Status,
-    pub why: String,
+pub(crate) struct Verdict {
+    pub(crate) status: Status,
+    pub(crate) why: String,
     /// What to run or do next, one step a line; empty when nothing is needed.
     /// In JSON each is its line of the report, rendered by
     /// [`super::Report::to_json`] with the program the user ran.
     #[serde(skip)]
-    pub next: Vec<NextStep>,
+    pub(crate) next: Vec<NextStep>,
 }
 
 fn verdict(status: Status, why: impl Into<String>, next: Vec<NextStep>) -> Verdict {
@@ -59,7 +59,7 @@ fn verdict(status: Status, why: impl Into<String>, next: Vec<NextStep>) -> Verdi
 }
 
 /// Judges `fault` on `m`.
-pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
+pub(crate) fn assess(fault: &Fault, m: &Machine) -> Verdict {
     let hit = match gpus_hit(fault, m) {
         ControlFlow::Continue(hit) => hit,
         ControlFlow::Break(verdict) => return verdict,

@@ -25,30 +25,30 @@ use crate::shared::report::Reporter;
 
 /// The cache directory and what lives in it.
 #[derive(Debug, Clone)]
-pub struct Cache {
+pub(crate) struct Cache {
     root: PathBuf,
 }
 
 /// Held while the cache is being mutated; released when dropped.
-pub struct CacheLock {
+pub(crate) struct CacheLock {
     _file: File,
 }
 
 impl Cache {
     /// The cache at `root`; nothing is created until [`Cache::lock`].
-    pub fn new(root: &Path) -> Cache {
+    pub(crate) fn new(root: &Path) -> Cache {
         Cache {
             root: root.to_path_buf(),
         }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// Takes the exclusive cache lock, waiting (and saying so) while another
     /// process holds it, then removes what a killed run left in `tmp/`.
-    pub fn lock(&self, reporter: &Reporter) -> Result<CacheLock> {
+    pub(crate) fn lock(&self, reporter: &Reporter) -> Result<CacheLock> {
         for dir in ["sha256", "git", "tmp"] {
             let dir = self.root.join(dir);
             std::fs::create_dir_all(&dir)
@@ -95,17 +95,17 @@ impl Cache {
         Ok(())
     }
 
-    pub fn tmp_dir(&self) -> PathBuf {
+    pub(crate) fn tmp_dir(&self) -> PathBuf {
         self.root.join("tmp")
     }
 
     /// Where the verified blob with this sha256 lives (whether or not it does).
-    pub fn blob_path(&self, sha256: &str) -> PathBuf {
+    pub(crate) fn blob_path(&self, sha256: &str) -> PathBuf {
         self.root.join("sha256").join(sha256)
     }
 
     /// The verified blob with this sha256, if the cache holds it.
-    pub fn blob(&self, sha256: &str) -> Option<PathBuf> {
+    pub(crate) fn blob(&self, sha256: &str) -> Option<PathBuf> {
         let path = self.blob_path(sha256);
         path.is_file().then_some(path)
     }
@@ -114,7 +114,11 @@ impl Cache {
     /// whose bytes changed since it was admitted (a disk error, a hand edit)
     /// is moved to `corrupt/`, reported with its path, and treated as absent
     /// so that it is fetched again.
-    pub fn verified_blob(&self, sha256: &str, reporter: &Reporter) -> Result<Option<PathBuf>> {
+    pub(crate) fn verified_blob(
+        &self,
+        sha256: &str,
+        reporter: &Reporter,
+    ) -> Result<Option<PathBuf>> {
         let Some(path) = self.blob(sha256) else {
             return Ok(None);
         };
@@ -139,7 +143,7 @@ impl Cache {
     }
 
     /// A new temporary file in `tmp/` (same filesystem as `sha256/`).
-    pub fn tmp_file(&self) -> Result<tempfile::NamedTempFile> {
+    pub(crate) fn tmp_file(&self) -> Result<tempfile::NamedTempFile> {
         tempfile::Builder::new()
             .prefix("download-")
             .tempfile_in(self.tmp_dir())
@@ -149,7 +153,7 @@ impl Cache {
     /// Moves a temporary file whose content hashes to `sha256` into
     /// `sha256/<hex>`. The caller has hashed it; this is the only way a blob
     /// enters the cache.
-    pub fn admit(&self, tmp: tempfile::NamedTempFile, sha256: &str) -> Result<PathBuf> {
+    pub(crate) fn admit(&self, tmp: tempfile::NamedTempFile, sha256: &str) -> Result<PathBuf> {
         let dest = self.blob_path(sha256);
         tmp.as_file()
             .sync_all()
@@ -160,7 +164,7 @@ impl Cache {
     }
 
     /// Writes `bytes` (already hashed to `sha256`) into the cache.
-    pub fn admit_bytes(&self, bytes: &[u8], sha256: &str) -> Result<PathBuf> {
+    pub(crate) fn admit_bytes(&self, bytes: &[u8], sha256: &str) -> Result<PathBuf> {
         let mut tmp = self.tmp_file()?;
         tmp.write_all(bytes)
             .with_context(|| format!("writing {}", tmp.path().display()))?;
@@ -168,14 +172,14 @@ impl Cache {
     }
 
     /// The bare repository that mirrors `url`.
-    pub fn git_repo(&self, url: &str) -> PathBuf {
+    pub(crate) fn git_repo(&self, url: &str) -> PathBuf {
         self.root
             .join("git")
             .join(format!("{}.git", sha256_hex(url.as_bytes())))
     }
 
     /// The record of pins taken by `fetch --allow-unpinned` for a recipe.
-    pub fn taken_pins(&self, recipe: &str) -> PathBuf {
+    pub(crate) fn taken_pins(&self, recipe: &str) -> PathBuf {
         self.root.join("taken-pins").join(format!("{recipe}.toml"))
     }
 }

@@ -22,7 +22,7 @@ use crate::shared::report::{human_size, Reporter};
 
 /// The machine's apt sources the derived ones copy their archive from;
 /// `PATCHKIT_APT_SOURCES` names another file (deb822, as Debian 12 writes it).
-pub use crate::shared::settings::APT_SOURCES_ENV as SOURCES_ENV;
+pub(crate) use crate::shared::settings::APT_SOURCES_ENV as SOURCES_ENV;
 const MACHINE_SOURCES: &str = "/etc/apt/sources.list.d/debian.sources";
 /// The suites the derived sources add to the machine's own: where a version
 /// newer than the machine's release is published.
@@ -211,7 +211,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
 
 /// The machine's deb822 stanzas of binary packages, and one more with the
 /// first archive that is not a security archive, for [`EXTRA_SUITES`].
-pub fn derive_sources(machine: &str) -> Result<String> {
+pub(crate) fn derive_sources(machine: &str) -> Result<String> {
     let mut out = String::new();
     let mut extra: Option<(String, String)> = None;
     for stanza in machine

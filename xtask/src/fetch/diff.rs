@@ -7,39 +7,39 @@ use anyhow::{bail, Context, Result};
 
 /// One line of a hunk: `b' '` context, `b'-'` removed, `b'+'` added.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HunkLine {
-    pub kind: u8,
+pub(crate) struct HunkLine {
+    pub(crate) kind: u8,
     /// The line without its terminating `\n`.
-    pub text: Vec<u8>,
+    pub(crate) text: Vec<u8>,
     /// False when followed by `\ No newline at end of file`.
-    pub newline: bool,
+    pub(crate) newline: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Hunk {
+pub(crate) struct Hunk {
     /// 1-based start and length on the old and the new side, as in `@@ -a,b +c,d @@`.
-    pub old_start: usize,
-    pub old_len: usize,
-    pub new_start: usize,
-    pub new_len: usize,
+    pub(crate) old_start: usize,
+    pub(crate) old_len: usize,
+    pub(crate) new_start: usize,
+    pub(crate) new_len: usize,
     /// The `@@ ... @@` line, for messages.
-    pub header: String,
-    pub lines: Vec<HunkLine>,
+    pub(crate) header: String,
+    pub(crate) lines: Vec<HunkLine>,
 }
 
 impl Hunk {
     /// The lines the hunk expects (context and removed).
-    pub fn old_lines(&self) -> impl Iterator<Item = &HunkLine> {
+    pub(crate) fn old_lines(&self) -> impl Iterator<Item = &HunkLine> {
         self.lines.iter().filter(|l| l.kind != b'+')
     }
 
     /// The lines the hunk leaves (context and added).
-    pub fn new_lines(&self) -> impl Iterator<Item = &HunkLine> {
+    pub(crate) fn new_lines(&self) -> impl Iterator<Item = &HunkLine> {
         self.lines.iter().filter(|l| l.kind != b'-')
     }
 
     /// The same change undone.
-    pub fn reversed(&self) -> Hunk {
+    pub(crate) fn reversed(&self) -> Hunk {
         Hunk {
             old_start: self.new_start,
             old_len: self.new_len,
@@ -68,29 +68,29 @@ impl Hunk {
 
 /// The change to one file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FilePatch {
+pub(crate) struct FilePatch {
     /// Path before, relative to the tree; `None` when the file is created.
-    pub old: Option<String>,
+    pub(crate) old: Option<String>,
     /// Path after; `None` when the file is deleted.
-    pub new: Option<String>,
+    pub(crate) new: Option<String>,
     /// `old` is copied, not moved, to `new` (git `copy from`).
-    pub copy: bool,
-    pub old_mode: Option<u32>,
-    pub new_mode: Option<u32>,
+    pub(crate) copy: bool,
+    pub(crate) old_mode: Option<u32>,
+    pub(crate) new_mode: Option<u32>,
     /// The git blob ids (abbreviated, as in `index <pre>..<post>`) of the
     /// file the patch was written against and of the file it leaves.
-    pub index: Option<(String, String)>,
-    pub hunks: Vec<Hunk>,
+    pub(crate) index: Option<(String, String)>,
+    pub(crate) hunks: Vec<Hunk>,
 }
 
 impl FilePatch {
     /// The path this change is known by in messages.
-    pub fn display_path(&self) -> &str {
+    pub(crate) fn display_path(&self) -> &str {
         self.new.as_deref().or(self.old.as_deref()).unwrap_or("?")
     }
 
     /// The same change undone (for "is it already applied?" checks).
-    pub fn reversed(&self) -> FilePatch {
+    pub(crate) fn reversed(&self) -> FilePatch {
         FilePatch {
             old: self.new.clone(),
             new: self.old.clone(),
@@ -108,7 +108,7 @@ impl FilePatch {
 
 /// Parses every file change in `bytes`. Text around the diffs (mail headers,
 /// commit message, diffstat, signature) is skipped.
-pub fn parse(bytes: &[u8]) -> Result<Vec<FilePatch>> {
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<FilePatch>> {
     let lines: Vec<&[u8]> = split_lines(bytes);
     let mut files = Vec::new();
     let mut i = 0;

@@ -16,19 +16,19 @@ use anyhow::{Context, Result};
 use crate::fetch::cache::Cache;
 use crate::shared::report::Reporter;
 
-pub use crate::shared::settings::HttpConfig;
+pub(crate) use crate::shared::settings::HttpConfig;
 
 /// A verified download in the cache.
 #[derive(Debug, Clone)]
-pub struct Downloaded {
-    pub path: PathBuf,
-    pub sha256: String,
-    pub bytes: u64,
+pub(crate) struct Downloaded {
+    pub(crate) path: PathBuf,
+    pub(crate) sha256: String,
+    pub(crate) bytes: u64,
 }
 
 /// The HTTP client with its runtime. Building one is the first network
 /// action of a run, so `--offline` never builds one.
-pub struct Http {
+pub(crate) struct Http {
     runtime: tokio::runtime::Runtime,
     client: reqwest::Client,
     config: HttpConfig,
@@ -43,7 +43,7 @@ enum Failure {
 static CRYPTO: Once = Once::new();
 
 impl Http {
-    pub fn new(config: HttpConfig) -> Result<Http> {
+    pub(crate) fn new(config: HttpConfig) -> Result<Http> {
         CRYPTO.call_once(|| {
             let _ = rustls::crypto::ring::default_provider().install_default();
         });
@@ -83,7 +83,7 @@ impl Http {
     /// to it or nothing is cached; without, the hash found is returned (for
     /// `lock` and `--allow-unpinned`). Stops at the deadline, retries and
     /// waits included.
-    pub fn download(
+    pub(crate) fn download(
         &self,
         cache: &Cache,
         url: &str,

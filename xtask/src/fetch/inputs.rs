@@ -14,7 +14,7 @@ use crate::input::workspace::Workspace;
 use crate::shared::hash::{sha256_file, sha256_hex};
 use crate::shared::report::{human_size, Reporter};
 
-pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
+pub(crate) fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
     let unpinned = recipe.unpinned();
     if !unpinned.is_empty() && !opts.allow_unpinned {
         anyhow::bail!(
@@ -383,7 +383,7 @@ fn fetch_patch(
 
 /// The diff of an upstream commit, checked against `expected` and stored in
 /// the cache: `(path, sha256, whether git objects were fetched)`.
-pub fn commit_patch(
+pub(crate) fn commit_patch(
     cache: &Cache,
     net: &mut Net,
     reporter: &Reporter,
@@ -476,13 +476,13 @@ fn origin_text(origin: &PatchOrigin) -> String {
 }
 
 /// A fix fetched by [`fixed`].
-pub struct Fix {
-    pub path: PathBuf,
+pub(crate) struct Fix {
+    pub(crate) path: PathBuf,
     /// sha256 of the normalised diff (what the cache holds).
-    pub sha256: String,
-    pub fetched: bool,
-    pub bytes: u64,
-    pub how: String,
+    pub(crate) sha256: String,
+    pub(crate) fetched: bool,
+    pub(crate) bytes: u64,
+    pub(crate) how: String,
 }
 
 fn pinned_fix(cache: &Cache, net: &mut Net, reporter: &Reporter, patch: &Patch) -> Result<Fix> {
@@ -503,7 +503,7 @@ fn pinned_fix(cache: &Cache, net: &mut Net, reporter: &Reporter, patch: &Patch) 
 /// `patch.pin` (empty for `lock`): from its patch URLs over HTTP first, then,
 /// for a git patch, by git (one commit by id; every branch and tag only
 /// below the cap). Nothing that fails a pin is cached.
-pub fn fixed(
+pub(crate) fn fixed(
     cache: &Cache,
     net: &mut Net,
     reporter: &Reporter,

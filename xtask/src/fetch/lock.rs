@@ -16,20 +16,20 @@ use crate::input::workspace::Workspace;
 
 /// One pin written (or moved) in the recipe.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Change {
+pub(crate) struct Change {
     /// `source.commit`, `source.sha256` or `patch[<i>].sha256`.
-    pub key: String,
+    pub(crate) key: String,
     /// The patch name, for patch pins.
-    pub patch: Option<String>,
-    pub old: Option<String>,
-    pub new: String,
+    pub(crate) patch: Option<String>,
+    pub(crate) old: Option<String>,
+    pub(crate) new: String,
     /// Why an existing pin moved, when it did.
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 /// Pins every input of `recipe` and writes the pins into its file
 /// (atomically: temp file + rename). Returns what changed, in file order.
-pub fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
+pub(crate) fn lock(ws: &Workspace, recipe: &Recipe) -> Result<Vec<Change>> {
     let reporter = &ws.reporter;
     let cache = Cache::new(&ws.cache_dir);
     let _lock = cache.lock(reporter)?;

@@ -4,10 +4,10 @@
 use std::io::{self, Write};
 
 /// The global header of every ar archive.
-pub const MAGIC: &[u8; 8] = b"!<arch>\n";
+pub(crate) const MAGIC: &[u8; 8] = b"!<arch>\n";
 
 /// The 60-byte header of a member of `size` bytes.
-pub fn member_header(name: &str, mtime: u64, size: u64) -> [u8; 60] {
+pub(crate) fn member_header(name: &str, mtime: u64, size: u64) -> [u8; 60] {
     let text = format!(
         "{name:<16}{mtime:<12}{:<6}{:<6}{:<8o}{size:<10}`\n",
         0, 0, 0o100644
@@ -18,14 +18,14 @@ pub fn member_header(name: &str, mtime: u64, size: u64) -> [u8; 60] {
 }
 
 /// Writes a whole member held in memory (header, bytes, padding).
-pub fn member(out: &mut dyn Write, name: &str, mtime: u64, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn member(out: &mut dyn Write, name: &str, mtime: u64, bytes: &[u8]) -> io::Result<()> {
     out.write_all(&member_header(name, mtime, bytes.len() as u64))?;
     out.write_all(bytes)?;
     pad(out, bytes.len() as u64)
 }
 
 /// Members start at even offsets: odd-sized data is followed by `\n`.
-pub fn pad(out: &mut dyn Write, size: u64) -> io::Result<()> {
+pub(crate) fn pad(out: &mut dyn Write, size: u64) -> io::Result<()> {
     if size % 2 == 1 {
         out.write_all(b"\n")?;
     }

@@ -27,7 +27,7 @@ use crate::shared::hash::memo::{Digests, Want};
 /// Writes `<out_dir>/<file name>`. The scripts become an `.INSTALL` with
 /// `post_install`/`pre_remove` functions when given; the PKGBUILD shipped
 /// alongside, when there is one, is recorded by its sha256 in `.BUILDINFO`.
-pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
+pub(crate) fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
     let (meta, machine, tree, scripts, pkgbuild, epoch) = (
         pkg.meta,
         pkg.machine,
@@ -103,9 +103,10 @@ pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifac
     out.commit()
 }
 
+#[cfg(test)]
 /// `.PKGINFO`: one `key = value` per line; every value was validated to
 /// be a single line.
-pub fn pkginfo(meta: &PackageMeta, tree: &FileTree, epoch: u64) -> String {
+pub(crate) fn pkginfo(meta: &PackageMeta, tree: &FileTree, epoch: u64) -> String {
     pkginfo_for(meta, Architecture::Any, tree, epoch)
 }
 
@@ -143,11 +144,6 @@ fn pkginfo_for(meta: &PackageMeta, machine: Architecture, tree: &FileTree, epoch
         let _ = writeln!(p, "backup = {}", entry.path);
     }
     p
-}
-
-/// `.BUILDINFO` format 2.
-pub fn buildinfo(meta: &PackageMeta, pkgbuild: Option<&[u8]>, epoch: u64) -> String {
-    buildinfo_for(meta, Architecture::Any, pkgbuild, epoch)
 }
 
 fn buildinfo_for(

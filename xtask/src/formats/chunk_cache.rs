@@ -20,11 +20,11 @@ use super::compress::{Compression, Piece};
 
 /// What the cache may hold before the oldest pieces are removed: the
 /// four packages of the amdgpu tree take about 150 MiB.
-pub const DEFAULT_LIMIT: u64 = 512 << 20;
+pub(crate) const DEFAULT_LIMIT: u64 = 512 << 20;
 
 /// A handle to a chunk cache folder; clones share their counters.
 #[derive(Debug, Clone)]
-pub struct ChunkCache {
+pub(crate) struct ChunkCache {
     dir: PathBuf,
     limit: u64,
     stats: Arc<Stats>,
@@ -38,11 +38,11 @@ struct Stats {
 
 impl ChunkCache {
     /// The cache in `dir` (made on first write), [`DEFAULT_LIMIT`] bytes.
-    pub fn new(dir: impl Into<PathBuf>) -> ChunkCache {
+    pub(crate) fn new(dir: impl Into<PathBuf>) -> ChunkCache {
         ChunkCache::with_limit(dir, DEFAULT_LIMIT)
     }
 
-    pub fn with_limit(dir: impl Into<PathBuf>, limit: u64) -> ChunkCache {
+    pub(crate) fn with_limit(dir: impl Into<PathBuf>, limit: u64) -> ChunkCache {
         ChunkCache {
             dir: dir.into(),
             limit,
@@ -50,17 +50,13 @@ impl ChunkCache {
         }
     }
 
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
     /// Chunks taken from the cache so far, through this handle and its clones.
-    pub fn hits(&self) -> u64 {
+    pub(crate) fn hits(&self) -> u64 {
         self.stats.hits.load(Ordering::Relaxed)
     }
 
     /// Chunks compressed so far, through this handle and its clones.
-    pub fn misses(&self) -> u64 {
+    pub(crate) fn misses(&self) -> u64 {
         self.stats.misses.load(Ordering::Relaxed)
     }
 
@@ -103,7 +99,7 @@ impl ChunkCache {
 
     /// Removes the least recently used pieces until the cache holds at
     /// most its limit (and left-over temporary files of killed runs).
-    pub fn prune(&self) {
+    pub(crate) fn prune(&self) {
         let mut files = Vec::new();
         let Ok(tags) = fs::read_dir(&self.dir) else {
             return;
@@ -144,7 +140,7 @@ impl ChunkCache {
 /// library's version and what the encoder makes of a fixed sample, so
 /// that a cached piece is always what a cold compression would write,
 /// even after a library update that kept its version.
-pub fn tag(codec: Compression) -> String {
+pub(crate) fn tag(codec: Compression) -> String {
     let base = match codec {
         Compression::None => "none-v2".to_owned(),
         Compression::Gzip(l) => format!("gzip{l}-deflate-v2"),
@@ -189,7 +185,7 @@ fn fingerprint(codec: Compression) -> String {
 
 /// The cache folder of a chunk: a stream's last deflate chunk ends
 /// with the final block, the others with a sync flush.
-pub fn folder(codec: Compression, last: bool) -> String {
+pub(crate) fn folder(codec: Compression, last: bool) -> String {
     match codec {
         Compression::Gzip(_) if last => format!("{}-end", tag(codec)),
         _ => tag(codec),

@@ -24,14 +24,14 @@ use super::xz_blocks::{xz_footer, xz_index, XZ_HEADER};
 /// cut at multiples of `max` from its own start (so no chunk, and no
 /// memory, grows past it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Sizes {
-    pub target: usize,
-    pub min: usize,
-    pub max: usize,
+pub(crate) struct Sizes {
+    pub(crate) target: usize,
+    pub(crate) min: usize,
+    pub(crate) max: usize,
 }
 
 impl Sizes {
-    pub const fn around(target: usize) -> Sizes {
+    pub(crate) const fn around(target: usize) -> Sizes {
         Sizes {
             target,
             min: target / 4,
@@ -42,7 +42,7 @@ impl Sizes {
 
 impl Sizes {
     /// The chunk sizes measured best for `compression` on the amdgpu tree.
-    pub fn of(compression: Compression) -> Sizes {
+    pub(crate) fn of(compression: Compression) -> Sizes {
         match compression {
             // deflate looks back 32 KiB: 1 MiB chunks cost 0.1%, 4 MiB
             // chunks nothing measurable.
@@ -81,11 +81,11 @@ pub struct Chunked<W: Write> {
 }
 
 impl<W: Write> Chunked<W> {
-    pub fn new(inner: W, codec: Compression, cache: Option<ChunkCache>) -> Chunked<W> {
+    pub(crate) fn new(inner: W, codec: Compression, cache: Option<ChunkCache>) -> Chunked<W> {
         Chunked::with_sizes(inner, codec, Sizes::of(codec), cache)
     }
 
-    pub fn with_sizes(
+    pub(crate) fn with_sizes(
         inner: W,
         codec: Compression,
         sizes: Sizes,
@@ -111,7 +111,7 @@ impl<W: Write> Chunked<W> {
 
     /// An entry (a tar or cpio record with its content) ends here: the
     /// chunk may end with it.
-    pub fn entry_end(&mut self) -> io::Result<()> {
+    pub(crate) fn entry_end(&mut self) -> io::Result<()> {
         let len = self.buf.len();
         let entry = &self.buf[self.entry_start..];
         let cut = len >= self.sizes.max || (len >= self.sizes.min && chosen(entry, self.sizes));
@@ -123,7 +123,7 @@ impl<W: Write> Chunked<W> {
     }
 
     /// Compresses what is left, ends the stream and returns the writer.
-    pub fn finish(mut self) -> io::Result<W> {
+    pub(crate) fn finish(mut self) -> io::Result<W> {
         // The rest ends the stream; an empty stream is still one (empty)
         // zstd frame, and one final deflate block.
         let ended = !self.buf.is_empty() || self.pieces == 0;

@@ -46,7 +46,7 @@ impl Compression {
     /// Compresses one chunk on its own; `last` when it ends the stream
     /// (a deflate run then ends with the final block, else with a sync
     /// flush). Uncompressed, the piece is the chunk.
-    pub fn compress_chunk(self, data: &[u8], last: bool) -> io::Result<Piece> {
+    pub(crate) fn compress_chunk(self, data: &[u8], last: bool) -> io::Result<Piece> {
         let bytes = match self {
             Compression::None => data.to_vec(),
             Compression::Gzip(level) => deflate(level, data, last)?,
@@ -75,7 +75,7 @@ impl Compression {
     }
 
     /// The file name extension: `xz`, `zst`, `gz` (empty for none).
-    pub fn extension(self) -> &'static str {
+    pub(crate) fn extension(self) -> &'static str {
         match self {
             Compression::None => "",
             Compression::Gzip(_) => "gz",
@@ -141,11 +141,11 @@ impl FromStr for Compression {
 /// One compressed chunk: the bytes that go into the stream, and for xz
 /// blocks the sizes the stream's index records.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Piece {
-    pub bytes: Vec<u8>,
+pub(crate) struct Piece {
+    pub(crate) bytes: Vec<u8>,
     /// xz: the block's size without its padding; 0 for other codecs.
-    pub unpadded: u64,
-    pub uncompressed: u64,
+    pub(crate) unpadded: u64,
+    pub(crate) uncompressed: u64,
 }
 
 /// Raw deflate of `data` on its own, ending byte-aligned with a sync

@@ -20,7 +20,7 @@ use crate::shared::hash::memo::Want;
 
 /// Writes `<out_dir>/<file name>` holding the package's tree (which should
 /// not carry `usr/share/doc/<name>`: it is generated here).
-pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
+pub(crate) fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
     let (meta, machine, tree, scripts, epoch) =
         (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Deb)?;
@@ -56,7 +56,7 @@ pub(super) struct Data {
     compression: Compression,
     /// `md5sums` as dh_md5sums writes it: a conffile's digest is kept by
     /// dpkg with the conffile itself, so conffiles are left out.
-    pub md5sums: String,
+    pub(crate) md5sums: String,
 }
 
 impl Data {
@@ -194,11 +194,6 @@ fn control_tar(
     control_members_tar(files, epoch, packing)
 }
 
-/// The `control` file, fields in dpkg-gencontrol's order.
-pub fn control(meta: &PackageMeta, tree: &FileTree, scripts: &Scripts) -> String {
-    control_for(meta, Architecture::Any, tree, scripts)
-}
-
 /// The control members besides `control` and `md5sums`: `conffiles` and
 /// the maintainer scripts.
 fn control_area(tree: &FileTree, scripts: &Scripts) -> Vec<(&'static str, u32, Vec<u8>)> {
@@ -220,7 +215,7 @@ fn control_area(tree: &FileTree, scripts: &Scripts) -> Vec<(&'static str, u32, V
 }
 
 /// [`control`] for files that run on `machine`.
-pub fn control_for(
+pub(crate) fn control_for(
     meta: &PackageMeta,
     machine: Architecture,
     tree: &FileTree,
@@ -267,7 +262,7 @@ pub fn control_for(
 
 /// Continuation lines of a Description: each line indented by one space,
 /// blank lines as ` .`, long lines word-wrapped at 79 columns.
-pub fn extended_description(text: &str) -> String {
+pub(crate) fn extended_description(text: &str) -> String {
     let mut out = String::new();
     let mut blank_pending = false;
     for line in text.trim().lines() {
@@ -300,14 +295,14 @@ pub fn extended_description(text: &str) -> String {
 /// Debian upload that should close its ITP bug (`initial-upload-closes-no-bugs`);
 /// these packages are not uploaded to Debian, which that tag's text names
 /// as the case to override.
-pub fn lintian_overrides(meta: &PackageMeta) -> Option<String> {
+pub(crate) fn lintian_overrides(meta: &PackageMeta) -> Option<String> {
     matches!(meta.about.release.as_str(), "1" | "0.1")
         .then(|| format!("{}: initial-upload-closes-no-bugs\n", meta.name))
 }
 
 /// Debian changelog with one entry for this version, dated `epoch`, under
 /// the source package's name.
-pub fn changelog(meta: &PackageMeta, epoch: u64) -> String {
+pub(crate) fn changelog(meta: &PackageMeta, epoch: u64) -> String {
     let mut c = format!(
         "{} ({}) unstable; urgency=medium\n\n",
         source_name(meta),
@@ -346,7 +341,7 @@ fn changelog_item(text: &str) -> String {
 /// Architecture-readable `copyright` (DEP-5) for licences whose text Debian
 /// ships in `/usr/share/common-licenses`, and for MIT (Debian's `Expat`),
 /// whose short text goes in the file itself.
-pub fn copyright(meta: &PackageMeta) -> Result<String> {
+pub(crate) fn copyright(meta: &PackageMeta) -> Result<String> {
     let (short, text) = match meta.about.license.trim() {
         "MIT" => ("Expat", EXPAT.to_owned()),
         other => {

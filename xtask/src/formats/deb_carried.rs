@@ -11,13 +11,13 @@ use std::path::Path;
 use anyhow::{bail, Result};
 
 use super::deb::{control_members_tar, Data};
-pub use super::format::Carried;
+pub(crate) use super::format::Carried;
 use super::packing::Packing;
 use super::tree::FileTree;
 use super::{names, Artifact, Format, Package};
 
 /// Writes `<out_dir>/<name>_<version>_<arch>.deb`.
-pub fn write(
+pub(crate) fn write(
     pkg: &Package,
     carried: &Carried,
     out_dir: &Path,
@@ -48,12 +48,12 @@ fn installed_size(tree: &FileTree, carried: &Carried) -> u64 {
 }
 
 /// The paragraph the description gains, saying what changed.
-pub const DESCRIPTION_NOTE: &str = " .\n This build is the distribution's package with its gfx12 (RDNA4) GPU kernel\n files rewritten by rocm-patchkit so that they never switch expert\n scheduling mode on (the effect of upstream rocm-libraries commit 29b74681),\n avoiding the GPU page faults of kernels whose CWSR trap handler does not\n save that mode. Nothing else differs.";
+pub(crate) const DESCRIPTION_NOTE: &str = " .\n This build is the distribution's package with its gfx12 (RDNA4) GPU kernel\n files rewritten by rocm-patchkit so that they never switch expert\n scheduling mode on (the effect of upstream rocm-libraries commit 29b74681),\n avoiding the GPU page faults of kernels whose CWSR trap handler does not\n save that mode. Nothing else differs.";
 
 /// The upstream `control` with `Version`, `Installed-Size` replaced and
 /// [`DESCRIPTION_NOTE`] added to `Description`; every other field as it was,
 /// in its place.
-pub fn control(upstream: &str, version: &str, installed_kib: u64) -> Result<String> {
+pub(crate) fn control(upstream: &str, version: &str, installed_kib: u64) -> Result<String> {
     let mut out = String::with_capacity(upstream.len() + DESCRIPTION_NOTE.len() + 64);
     let mut fields = 0;
     let mut in_description = false;

@@ -39,21 +39,21 @@ const SOURCE_FIELDS: &[&str] = &[
 ];
 
 /// A Debian source package to write.
-pub struct DebianSource<'a> {
+pub(crate) struct DebianSource<'a> {
     /// Upstream version (`0.1.0`) and Debian revision (`1`).
-    pub version: &'a str,
-    pub revision: &'a str,
+    pub(crate) version: &'a str,
+    pub(crate) revision: &'a str,
     /// Everything that goes below `debian/`, by path relative to it
     /// (`control`, `rules`, `source/format`, `patches/series`, ...).
-    pub debian: &'a FileTree,
+    pub(crate) debian: &'a FileTree,
     /// The `<src>_<version>.orig.tar.gz` the `.dsc` names; it must lie in
     /// the output folder.
-    pub orig: &'a Path,
+    pub(crate) orig: &'a Path,
 }
 
 /// Writes the `.debian.tar.xz` and then the `.dsc` into `out_dir` (the
 /// folder of the orig tarball), returning both.
-pub fn write(
+pub(crate) fn write(
     src: &DebianSource,
     epoch: u64,
     out_dir: &Path,

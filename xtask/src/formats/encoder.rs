@@ -11,7 +11,7 @@ use super::entry_write::EntryWrite;
 
 /// A `compression` writer over `inner`, taking chunks from `cache` when
 /// given; call [`Encoder::finish`].
-pub fn encoder<W: Write>(
+pub(crate) fn encoder<W: Write>(
     compression: Compression,
     inner: W,
     cache: Option<ChunkCache>,

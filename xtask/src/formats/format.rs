@@ -87,9 +87,9 @@ pub trait PackageFormat: Sync {
 #[derive(Debug, Clone)]
 pub struct Carried {
     /// `control`, as the upstream package has it.
-    pub control: String,
+    pub(crate) control: String,
     /// `shlibs`, `triggers`, maintainer scripts...: (name, mode, bytes).
-    pub members: Vec<(String, u32, Vec<u8>)>,
+    pub(crate) members: Vec<(String, u32, Vec<u8>)>,
 }
 
 /// Which of `templates/scripts/` (rendered as `scripts/<name>`) fill a
@@ -97,30 +97,30 @@ pub struct Carried {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ScriptTemplates {
     /// deb `postinst`, rpm `%post`, Arch `post_install`.
-    pub post_install: Option<&'static str>,
+    pub(crate) post_install: Option<&'static str>,
     /// deb `prerm`, rpm `%preun`, Arch `pre_remove`.
-    pub pre_remove: Option<&'static str>,
+    pub(crate) pre_remove: Option<&'static str>,
     /// A whole install script with its own functions (Arch's `.INSTALL`).
-    pub install: Option<&'static str>,
+    pub(crate) install: Option<&'static str>,
 }
 
 impl ScriptTemplates {
     /// No scripts: a format whose packages are no installed packages.
-    pub const NONE: ScriptTemplates = ScriptTemplates {
+    pub(crate) const NONE: ScriptTemplates = ScriptTemplates {
         post_install: None,
         pre_remove: None,
         install: None,
     };
 
     /// The template names, `postinst` for `templates/scripts/postinst.hbs`.
-    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+    pub(crate) fn names(&self) -> impl Iterator<Item = &'static str> {
         [self.post_install, self.pre_remove, self.install]
             .into_iter()
             .flatten()
     }
 
     /// The scripts, taken from a rendering keyed `scripts/<name>`.
-    pub fn fill(&self, rendered: &BTreeMap<String, String>) -> Result<Scripts> {
+    pub(crate) fn fill(&self, rendered: &BTreeMap<String, String>) -> Result<Scripts> {
         let take =
             |slot: Option<&str>| -> Result<Option<String>> {
                 slot.map(|name| {
@@ -141,24 +141,24 @@ impl ScriptTemplates {
 /// What the source packages of every format are made from: the packaging
 /// files a build rendered and the files it published beside them.
 pub struct Sources<'a> {
-    pub meta: &'a PackageMeta,
+    pub(crate) meta: &'a PackageMeta,
     /// Upstream version and packaging revision, as the recipe has them.
-    pub version: &'a str,
-    pub revision: &'a str,
+    pub(crate) version: &'a str,
+    pub(crate) revision: &'a str,
     /// The rendered packaging files, keyed by their path (`debian/control`,
     /// `rpm/<name>.spec`, `arch/PKGBUILD`).
-    pub rendered: &'a BTreeMap<String, String>,
+    pub(crate) rendered: &'a BTreeMap<String, String>,
     /// The pristine upstream archive, in the publication.
-    pub orig: &'a Path,
+    pub(crate) orig: &'a Path,
     /// Files beside the orig archive that the spec and PKGBUILD name
     /// (a dkms recipe's `dkms.conf`): (file name, path).
-    pub extra: &'a [(String, PathBuf)],
+    pub(crate) extra: &'a [(String, PathBuf)],
     /// The patches in series order, (file name, path), and the `series`.
-    pub patches: &'a [(String, PathBuf)],
-    pub series: &'a str,
+    pub(crate) patches: &'a [(String, PathBuf)],
+    pub(crate) series: &'a str,
     /// `SOURCE_DATE_EPOCH`.
-    pub epoch: u64,
-    pub packing: &'a Packing,
+    pub(crate) epoch: u64,
+    pub(crate) packing: &'a Packing,
 }
 
 /// The last component of `path`, as a file name in a source package.

@@ -16,7 +16,7 @@ use super::{arch, names, tar, tarball, Artifact, Package};
 use crate::shared::hash::memo::Want;
 
 /// The `.pkg.tar.zst`.
-pub struct Arch;
+pub(crate) struct Arch;
 
 /// makepkg's `pkgname` and `pkgrel`.
 static GRAMMAR: Grammar = Grammar {

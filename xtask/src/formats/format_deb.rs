@@ -16,7 +16,7 @@ use super::{deb, deb_carried, dsc, names, Artifact, Package};
 use crate::shared::hash::memo::Want;
 
 /// The `.deb`.
-pub struct Deb;
+pub(crate) struct Deb;
 
 /// Debian policy: package names of lower-case letters, digits and `+-.`.
 static GRAMMAR: Grammar = Grammar {

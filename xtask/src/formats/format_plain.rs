@@ -17,7 +17,7 @@ use super::{format_rpm, tar, tarball, Artifact, Package};
 use crate::shared::hash::memo::Want;
 
 /// The `.plain.tar.gz`.
-pub struct Plain;
+pub(crate) struct Plain;
 
 impl PackageFormat for Plain {
     fn name(&self) -> &'static str {

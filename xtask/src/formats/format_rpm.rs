@@ -15,7 +15,7 @@ use super::{names, rpm, srpm, Artifact, Package};
 use crate::shared::hash::memo::Want;
 
 /// The `.rpm`.
-pub struct Rpm;
+pub(crate) struct Rpm;
 
 /// rpm's names and releases: letters, digits and a few marks.
 pub(super) static GRAMMAR: Grammar = Grammar {

@@ -15,7 +15,7 @@ use super::{format_rpm, names, tarball, Artifact, Package};
 use crate::shared::hash::memo::Want;
 
 /// The `<module>-<version>-source-only.dkms.tar.gz`.
-pub struct DkmsTarball;
+pub(crate) struct DkmsTarball;
 
 impl PackageFormat for DkmsTarball {
     fn name(&self) -> &'static str {

@@ -9,10 +9,10 @@ use anyhow::{bail, Result};
 /// its words for a message.
 #[derive(Debug)]
 pub struct Grammar {
-    pub name_rule: &'static str,
-    pub name_ok: fn(&str) -> bool,
-    pub release_rule: &'static str,
-    pub release_ok: fn(&str) -> bool,
+    pub(crate) name_rule: &'static str,
+    pub(crate) name_ok: fn(&str) -> bool,
+    pub(crate) release_rule: &'static str,
+    pub(crate) release_ok: fn(&str) -> bool,
 }
 
 /// What a package is, in the words every format needs.
@@ -73,10 +73,10 @@ pub struct Relations {
 
 /// The virtual package every amdgpu DKMS package of ours provides and
 /// conflicts with, so that one series at a time is installed.
-pub const AMDGPU_VIRTUAL: &str = "amdgpu-patchkit-dkms";
+pub(crate) const AMDGPU_VIRTUAL: &str = "amdgpu-patchkit-dkms";
 /// AMD's own DKMS package of amdgpu, which installs the same module to the
 /// same place.
-pub const AMD_AMDGPU_DKMS: &str = "amdgpu-dkms";
+pub(crate) const AMD_AMDGPU_DKMS: &str = "amdgpu-dkms";
 
 impl Relations {
     /// The relations of a DKMS package that builds these modules: one that
@@ -109,7 +109,7 @@ pub enum Architecture {
 
 impl Architecture {
     /// Debian's name: `all`, `amd64`, `arm64`, ...
-    pub fn deb(self) -> &'static str {
+    pub(crate) fn deb(self) -> &'static str {
         match (self, std::env::consts::ARCH) {
             (Architecture::Any, _) => "all",
             (Architecture::Host, "x86_64") => "amd64",
@@ -120,14 +120,14 @@ impl Architecture {
     }
 
     /// rpm's and Arch's name: `noarch`/`any`, else the kernel's (`x86_64`).
-    pub fn rpm(self) -> &'static str {
+    pub(crate) fn rpm(self) -> &'static str {
         match self {
             Architecture::Any => "noarch",
             Architecture::Host => std::env::consts::ARCH,
         }
     }
 
-    pub fn arch(self) -> &'static str {
+    pub(crate) fn arch(self) -> &'static str {
         match self {
             Architecture::Any => "any",
             Architecture::Host => std::env::consts::ARCH,
@@ -136,7 +136,7 @@ impl Architecture {
 
     /// Debian section and rpm group: kernel sources for architecture-free
     /// (DKMS) packages, libraries for compiled ones.
-    pub fn section(self) -> (&'static str, &'static str) {
+    pub(crate) fn section(self) -> (&'static str, &'static str) {
         match self {
             Architecture::Any => ("kernel", "System Environment/Kernel"),
             Architecture::Host => ("libs", "System Environment/Libraries"),
@@ -146,7 +146,7 @@ impl Architecture {
 
 impl PackageMeta {
     /// Every problem with this metadata for `format`, all at once.
-    pub fn validate(&self, format: Format) -> Result<()> {
+    pub(crate) fn validate(&self, format: Format) -> Result<()> {
         let fmt = format.label();
         let mut problems = Vec::new();
         let mut check = |ok: bool, what: String| {
@@ -288,18 +288,8 @@ impl PackageMeta {
     }
 
     /// `version-release`, the full version of deb and Arch packages.
-    pub fn full_version(&self) -> String {
+    pub(crate) fn full_version(&self) -> String {
         format!("{}-{}", self.about.version, self.about.release)
-    }
-
-    /// The maintainer's name and address, split.
-    pub fn maintainer_parts(&self) -> (&str, &str) {
-        let (name, rest) = self
-            .about
-            .maintainer
-            .split_once('<')
-            .unwrap_or((&self.about.maintainer, ""));
-        (name.trim(), rest.trim_end_matches('>').trim())
     }
 }
 
@@ -335,9 +325,10 @@ fn maintainer_ok(m: &str) -> bool {
         && !addr.contains(|c: char| c.is_whitespace() || "<>,\"'".contains(c))
 }
 
+#[cfg(test)]
 /// `'text'` with embedded single quotes closed and escaped: safe as one
 /// word in any POSIX shell.
-pub fn shell_quote(text: &str) -> String {
+pub(crate) fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', r"'\''"))
 }
 
@@ -345,7 +336,7 @@ pub fn shell_quote(text: &str) -> String {
 pub(crate) mod tests {
     use super::*;
 
-    pub fn sample() -> PackageMeta {
+    pub(crate) fn sample() -> PackageMeta {
         PackageMeta {
             name: "patchkit-hello-dkms".into(),
             source: None,

@@ -12,38 +12,38 @@
 //! Each format is one [`PackageFormat`] implementation in its own
 //! `format_<name>.rs`; [`Format::get`] is the one `match` over formats.
 
-pub mod ar;
-pub mod arch;
+pub(crate) mod ar;
+pub(crate) mod arch;
 mod chunk_cache;
-pub mod chunked;
-pub mod compress;
+pub(crate) mod chunked;
+pub(crate) mod compress;
 mod cpio;
-pub mod deb;
-pub mod deb_carried;
-pub mod dsc;
-pub mod encoder;
-pub mod entry_write;
-pub mod format;
+pub(crate) mod deb;
+pub(crate) mod deb_carried;
+pub(crate) mod dsc;
+pub(crate) mod encoder;
+pub(crate) mod entry_write;
+pub(crate) mod format;
 mod format_arch;
 mod format_deb;
 #[cfg(test)]
 mod format_plain;
 mod format_rpm;
 mod format_tar;
-pub mod meta;
+pub(crate) mod meta;
 pub mod names;
-pub mod packing;
+pub(crate) mod packing;
 mod pool;
 pub mod rpm;
 mod rpm_header;
 mod rpm_tags;
-pub mod scripts;
-pub mod srcinfo;
-pub mod srpm;
-pub mod tally;
+pub(crate) mod scripts;
+pub(crate) mod srcinfo;
+pub(crate) mod srpm;
+pub(crate) mod tally;
 pub mod tar;
 pub mod tarball;
-pub mod tree;
+pub(crate) mod tree;
 mod xz_blocks;
 
 use std::fs::File;
@@ -52,9 +52,9 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-pub use chunk_cache::ChunkCache;
+pub(crate) use chunk_cache::ChunkCache;
 pub use compress::Compression;
-pub use format::{Carried, PackageFormat, ScriptTemplates, Sources};
+pub(crate) use format::{PackageFormat, Sources};
 pub use meta::{About, Architecture, Grammar, PackageMeta, Relations};
 pub use packing::Packing;
 pub use scripts::Scripts;
@@ -100,7 +100,7 @@ impl Format {
     }
 
     /// The format a recipe or the command line names `name`.
-    pub fn from_name(name: &str) -> Option<Format> {
+    pub(crate) fn from_name(name: &str) -> Option<Format> {
         Format::ALL.iter().copied().find(|f| f.as_str() == name)
     }
 
@@ -110,12 +110,12 @@ impl Format {
     }
 
     /// The name of the format's rules in messages.
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         self.get().label()
     }
 
     /// What a package name and release must look like in this format.
-    pub fn grammar(self) -> &'static Grammar {
+    pub(crate) fn grammar(self) -> &'static Grammar {
         self.get().grammar()
     }
 }
@@ -144,8 +144,9 @@ pub struct Package<'a> {
 }
 
 impl Package<'_> {
+    #[cfg(test)]
     /// The name the writer of `format` gives this package.
-    pub fn file_name(&self, format: Format) -> String {
+    pub(crate) fn file_name(&self, format: Format) -> String {
         format.get().file_name(self.meta, self.machine)
     }
 }

@@ -16,27 +16,27 @@ pub fn file_name(format: Format, meta: &PackageMeta, machine: Architecture) -> S
 /// paths in the publication: `source/<src>_<version>-<release>.dsc` and
 /// `.debian.tar.xz`, `<name>-<version>-<release>.src.rpm`,
 /// `<name>-<version>-<release>.src.tar.gz` (what `makepkg --source` makes).
-pub fn source_packages(format: Format, meta: &PackageMeta) -> Vec<String> {
+pub(crate) fn source_packages(format: Format, meta: &PackageMeta) -> Vec<String> {
     format.get().source_packages(meta)
 }
 
 /// The upstream (source) name: the meta's `source`, else its name.
-pub fn source_name(meta: &PackageMeta) -> &str {
+pub(crate) fn source_name(meta: &PackageMeta) -> &str {
     meta.source.as_deref().unwrap_or(&meta.name)
 }
 
 /// `<src>_<version>-<revision>.dsc`
-pub fn dsc(source: &str, version: &str, revision: &str) -> String {
+pub(crate) fn dsc(source: &str, version: &str, revision: &str) -> String {
     format!("{source}_{version}-{revision}.dsc")
 }
 
 /// `<src>_<version>-<revision>.debian.tar.xz`
-pub fn debian_tar(source: &str, version: &str, revision: &str) -> String {
+pub(crate) fn debian_tar(source: &str, version: &str, revision: &str) -> String {
     format!("{source}_{version}-{revision}.debian.tar.xz")
 }
 
 /// `<name>-<version>-<release>.src.rpm`
-pub fn srpm(meta: &PackageMeta) -> String {
+pub(crate) fn srpm(meta: &PackageMeta) -> String {
     format!(
         "{}-{}-{}.src.rpm",
         meta.name, meta.about.version, meta.about.release
@@ -44,12 +44,12 @@ pub fn srpm(meta: &PackageMeta) -> String {
 }
 
 /// `<name>-<version>-<release>.src.tar.gz`
-pub fn arch_source(meta: &PackageMeta) -> String {
+pub(crate) fn arch_source(meta: &PackageMeta) -> String {
     format!("{}-{}.src.tar.gz", meta.name, meta.full_version())
 }
 
 /// `<module>-<version>-source-only.dkms.tar.gz`
-pub fn dkms_tarball(module: &str, version: &str) -> String {
+pub(crate) fn dkms_tarball(module: &str, version: &str) -> String {
     format!("{module}-{version}-source-only.dkms.tar.gz")
 }
 
@@ -65,42 +65,42 @@ pub fn dkms_source_dir(module: &str, version: &str) -> String {
 
 /// The rendered packaging files, as paths in the publication's
 /// `packaging/` folder (and the keys of a rendering): `dkms.conf`.
-pub const DKMS_CONF: &str = "dkms.conf";
+pub(crate) const DKMS_CONF: &str = "dkms.conf";
 /// `arch/PKGBUILD`
-pub const PKGBUILD: &str = "arch/PKGBUILD";
+pub(crate) const PKGBUILD: &str = "arch/PKGBUILD";
 /// `arch/.SRCINFO`, read back from the PKGBUILD.
-pub const SRCINFO: &str = "arch/.SRCINFO";
+pub(crate) const SRCINFO: &str = "arch/.SRCINFO";
 /// `debian/copyright`
-pub const DEBIAN_COPYRIGHT: &str = "debian/copyright";
+pub(crate) const DEBIAN_COPYRIGHT: &str = "debian/copyright";
 /// `debian/changelog`
-pub const DEBIAN_CHANGELOG: &str = "debian/changelog";
+pub(crate) const DEBIAN_CHANGELOG: &str = "debian/changelog";
 
 /// `rpm/<pkgname>.spec`
-pub fn spec(pkgname: &str) -> String {
+pub(crate) fn spec(pkgname: &str) -> String {
     format!("rpm/{pkgname}.spec")
 }
 
 /// `arch/<pkgname>.install`
-pub fn arch_install(pkgname: &str) -> String {
+pub(crate) fn arch_install(pkgname: &str) -> String {
     format!("arch/{pkgname}.install")
 }
 
 /// `debian/<pkgname>.dkms`: dh_dkms's copy of `dkms.conf`.
-pub fn debian_dkms(pkgname: &str) -> String {
+pub(crate) fn debian_dkms(pkgname: &str) -> String {
     format!("debian/{pkgname}.dkms")
 }
 
 /// `debian/<name>.lintian-overrides`
-pub fn debian_lintian_overrides(name: &str) -> String {
+pub(crate) fn debian_lintian_overrides(name: &str) -> String {
     format!("debian/{name}.lintian-overrides")
 }
 
 /// `<name>_<version>.orig.tar.gz`: the pristine upstream source.
-pub fn orig(name: &str, version: &str) -> String {
+pub(crate) fn orig(name: &str, version: &str) -> String {
     format!("{name}_{version}.orig.tar.gz")
 }
 
 /// `<name>-<version>-patched.tar.gz`: the patched tree.
-pub fn patched(name: &str, version: &str) -> String {
+pub(crate) fn patched(name: &str, version: &str) -> String {
     format!("{name}-{version}-patched.tar.gz")
 }

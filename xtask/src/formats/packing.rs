@@ -19,16 +19,16 @@ use crate::shared::hash::memo::Memo;
 #[derive(Debug, Clone, Default)]
 pub struct Packing {
     /// The `.deb` members' compression; [`Compression::DEB`] when unset.
-    pub deb: Option<Compression>,
+    pub(crate) deb: Option<Compression>,
     /// Where compressed chunks are kept between builds; none: compress all.
-    pub cache: Option<ChunkCache>,
+    pub(crate) cache: Option<ChunkCache>,
     /// The digests this build took of its files (see `hash::memo`).
-    pub digests: Arc<Memo>,
+    pub(crate) digests: Arc<Memo>,
 }
 
 impl Packing {
     /// The `.deb` members' compression.
-    pub fn deb(&self) -> Compression {
+    pub(crate) fn deb(&self) -> Compression {
         self.deb.unwrap_or(Compression::DEB)
     }
 
@@ -39,7 +39,7 @@ impl Packing {
     }
 
     /// Compresses a small in-memory buffer.
-    pub fn compress(&self, compression: Compression, bytes: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn compress(&self, compression: Compression, bytes: &[u8]) -> Result<Vec<u8>> {
         let mut enc = self.encoder(compression, Vec::new())?;
         enc.write_all(bytes).context("compressing in memory")?;
         enc.finish().context("compressing in memory")

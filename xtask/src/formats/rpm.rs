@@ -49,7 +49,7 @@ pub fn write_payload<W: EntryWrite>(
 
 /// Writes `<out_dir>/<file name>`. Only explicit directories of the tree
 /// are owned by the package (not `usr` or `usr/src`).
-pub fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
+pub(crate) fn write(pkg: &Package, out_dir: &Path, packing: &Packing) -> Result<Artifact> {
     let (meta, machine, tree, scripts, epoch) =
         (pkg.meta, pkg.machine, pkg.tree, pkg.scripts, pkg.epoch);
     meta.validate(Format::Rpm)?;

@@ -4,7 +4,7 @@
 
 /// Data types of header entries (rpmtag.h `rpmTagType`).
 #[derive(Debug, Clone)]
-pub enum Value {
+pub(crate) enum Value {
     Int16(Vec<u16>),
     Int32(Vec<u32>),
     Int64(Vec<u64>),
@@ -70,31 +70,31 @@ const MAGIC: [u8; 8] = [0x8e, 0xad, 0xe8, 0x01, 0, 0, 0, 0];
 
 /// A header being assembled; entries are written sorted by tag.
 #[derive(Debug, Default)]
-pub struct Header {
+pub(crate) struct Header {
     entries: Vec<(u32, Value)>,
 }
 
 impl Header {
-    pub fn new() -> Header {
+    pub(crate) fn new() -> Header {
         Header::default()
     }
 
-    pub fn add(&mut self, tag: u32, value: Value) -> &mut Header {
+    pub(crate) fn add(&mut self, tag: u32, value: Value) -> &mut Header {
         self.entries.push((tag, value));
         self
     }
 
-    pub fn str(&mut self, tag: u32, s: impl Into<String>) -> &mut Header {
+    pub(crate) fn str(&mut self, tag: u32, s: impl Into<String>) -> &mut Header {
         self.add(tag, Value::Str(s.into()))
     }
 
-    pub fn int32(&mut self, tag: u32, v: u32) -> &mut Header {
+    pub(crate) fn int32(&mut self, tag: u32, v: u32) -> &mut Header {
         self.add(tag, Value::Int32(vec![v]))
     }
 
     /// The header as rpm reads it, with `region` (62 for the signature
     /// header, 63 for the main header) as its immutable region.
-    pub fn to_bytes(&self, region: u32) -> Vec<u8> {
+    pub(crate) fn to_bytes(&self, region: u32) -> Vec<u8> {
         let mut entries: Vec<&(u32, Value)> = self.entries.iter().collect();
         entries.sort_by_key(|(tag, _)| *tag);
         let il = entries.len() + 1;

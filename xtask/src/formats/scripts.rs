@@ -14,5 +14,5 @@ pub struct Scripts {
     pub pre_remove: Option<String>,
     /// Arch only: a whole install script (`.INSTALL`) with its own
     /// functions, used as it is instead of the two above.
-    pub arch_install: Option<String>,
+    pub(crate) arch_install: Option<String>,
 }

@@ -40,7 +40,7 @@ const KEYS: &[&str] = &[
 ];
 
 /// `.SRCINFO` text of a single-package PKGBUILD.
-pub fn from_pkgbuild(pkgbuild: &str) -> Result<String> {
+pub(crate) fn from_pkgbuild(pkgbuild: &str) -> Result<String> {
     let vars = assignments(pkgbuild)?;
     let get = |key: &str| vars.iter().find(|(k, _)| k == key).map(|(_, v)| v);
     let Some([pkgname]) = get("pkgname").map(Vec::as_slice) else {

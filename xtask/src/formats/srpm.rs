@@ -27,20 +27,20 @@ const PAYLOAD: Compression = Compression::Gzip(9);
 const BUILDHOST: &str = "rocm-patchkit";
 
 /// What a source rpm holds besides the package's metadata.
-pub struct SourceRpm<'a> {
+pub(crate) struct SourceRpm<'a> {
     /// The spec's file name (`<name>.spec`) and text.
-    pub spec_name: &'a str,
-    pub spec: &'a str,
+    pub(crate) spec_name: &'a str,
+    pub(crate) spec: &'a str,
     /// `Source<N>` files in spec order, then `Patch<N>` files in spec
     /// order: (file name, path).
-    pub sources: &'a [(String, &'a Path)],
-    pub patches: &'a [(String, &'a Path)],
+    pub(crate) sources: &'a [(String, &'a Path)],
+    pub(crate) patches: &'a [(String, &'a Path)],
     /// The spec's `BuildArch` (`noarch`).
-    pub build_arch: &'a str,
+    pub(crate) build_arch: &'a str,
 }
 
 /// Writes `<out_dir>/<file_name>`.
-pub fn write(
+pub(crate) fn write(
     meta: &PackageMeta,
     src: &SourceRpm,
     epoch: u64,

@@ -8,14 +8,14 @@ use sha2::{Digest, Sha256};
 use super::entry_write::EntryWrite;
 
 /// A writer that counts bytes and hashes them on the way to `inner`.
-pub struct Tally<W: Write> {
+pub(crate) struct Tally<W: Write> {
     inner: W,
-    pub count: u64,
+    pub(crate) count: u64,
     sha256: Option<Sha256>,
 }
 
 impl<W: Write> Tally<W> {
-    pub fn new(inner: W, sha256: bool) -> Tally<W> {
+    pub(crate) fn new(inner: W, sha256: bool) -> Tally<W> {
         Tally {
             inner,
             count: 0,
@@ -24,7 +24,7 @@ impl<W: Write> Tally<W> {
     }
 
     /// The inner writer, the byte count and the sha256 (if asked for).
-    pub fn into_parts(self) -> (W, u64, Option<[u8; 32]>) {
+    pub(crate) fn into_parts(self) -> (W, u64, Option<[u8; 32]>) {
         (
             self.inner,
             self.count,

@@ -21,26 +21,26 @@ pub enum Names {
 }
 
 /// A tar stream being written to `W`.
-pub struct TarWriter<W: EntryWrite> {
+pub(crate) struct TarWriter<W: EntryWrite> {
     out: W,
     mtime: u64,
     names: Names,
 }
 
 impl<W: EntryWrite> TarWriter<W> {
-    pub fn new(out: W, mtime: u64, names: Names) -> TarWriter<W> {
+    pub(crate) fn new(out: W, mtime: u64, names: Names) -> TarWriter<W> {
         TarWriter { out, mtime, names }
     }
 
     /// The `./` entry that dpkg-deb and `tar -C dir .` put first.
-    pub fn root(&mut self) -> Result<()> {
+    pub(crate) fn root(&mut self) -> Result<()> {
         self.header("./", b'5', 0o755, 0, "")?;
         self.entry_end()
     }
 
     /// Appends one entry of a tree, streaming a file's content and taking
     /// the digests asked for.
-    pub fn entry(&mut self, entry: &Entry, want: Want, memo: &Memo) -> Result<Digests> {
+    pub(crate) fn entry(&mut self, entry: &Entry, want: Want, memo: &Memo) -> Result<Digests> {
         let digests = self.record(entry, want, memo)?;
         self.entry_end()?;
         Ok(digests)
@@ -72,7 +72,7 @@ impl<W: EntryWrite> TarWriter<W> {
     }
 
     /// A regular file from memory at a literal name (`.PKGINFO`).
-    pub fn bytes(&mut self, name: &str, mode: u32, bytes: &[u8]) -> Result<()> {
+    pub(crate) fn bytes(&mut self, name: &str, mode: u32, bytes: &[u8]) -> Result<()> {
         self.header(name, b'0', mode, bytes.len() as u64, "")?;
         self.out.write_all(bytes).context("writing a tar stream")?;
         self.pad(bytes.len() as u64)?;
@@ -80,7 +80,7 @@ impl<W: EntryWrite> TarWriter<W> {
     }
 
     /// Writes the end-of-archive blocks and returns the writer.
-    pub fn finish(mut self) -> Result<W> {
+    pub(crate) fn finish(mut self) -> Result<W> {
         self.out
             .write_all(&[0u8; BLOCK * 2])
             .context("writing the end of a tar stream")?;
@@ -89,7 +89,7 @@ impl<W: EntryWrite> TarWriter<W> {
 
     /// Entries without the end-of-archive blocks (a stream continued
     /// elsewhere).
-    pub fn into_inner(self) -> W {
+    pub(crate) fn into_inner(self) -> W {
         self.out
     }
 

@@ -3,5 +3,5 @@
 //! an installed library (`inplace`). See `ARCHITECTURE.md` here.
 
 pub mod codeobj;
-pub mod hipblaslt_cmake;
-pub mod inplace;
+pub(crate) mod hipblaslt_cmake;
+pub(crate) mod inplace;

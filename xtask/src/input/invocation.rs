@@ -10,27 +10,27 @@ use std::path::{Path, PathBuf};
 /// The program a printed command starts with, passed to the rendering of
 /// every next step (never patched into a rendered line).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Invocation {
+pub(crate) struct Invocation {
     /// What the user types to run this tool again: `cargo xtask` in a
     /// checkout; installed, `rocm-patchkit`, or the path it was run by.
-    pub program: String,
+    pub(crate) program: String,
     /// The same as root: `sudo` and this binary's absolute path, since
     /// sudo's `secure_path` holds neither a venv's `bin/` nor `~/.cargo/bin`.
-    pub as_root: String,
+    pub(crate) as_root: String,
     /// A checkout's `cargo xtask`, which builds packages; the installed
     /// command sends the user to a checkout for that.
-    pub checkout: bool,
+    pub(crate) checkout: bool,
     /// The Python environment whose `bin/` holds this binary (a wheel's
     /// script), searched first for hipBLASLt without being told.
-    pub python_env: Option<PathBuf>,
+    pub(crate) python_env: Option<PathBuf>,
 }
 
 /// The name the wheel installs the user's command under.
-pub const INSTALLED: &str = "rocm-patchkit";
+pub(crate) const INSTALLED: &str = "rocm-patchkit";
 
 impl Invocation {
     /// `cargo xtask`, run from a checkout; as root, this binary by path.
-    pub fn checkout(exe: Option<&Path>) -> Invocation {
+    pub(crate) fn checkout(exe: Option<&Path>) -> Invocation {
         Invocation {
             program: "cargo xtask".to_owned(),
             as_root: as_root(exe, "cargo xtask"),
@@ -41,7 +41,7 @@ impl Invocation {
 
     /// The installed command, run as `argv0` from `exe`: the path the user
     /// typed when it has a `/`, else the bare name `PATH` found.
-    pub fn installed(argv0: Option<OsString>, exe: Option<&Path>) -> Invocation {
+    pub(crate) fn installed(argv0: Option<OsString>, exe: Option<&Path>) -> Invocation {
         let program = argv0
             .map(|a| a.to_string_lossy().into_owned())
             .filter(|a| a.contains('/'))
@@ -66,7 +66,7 @@ fn as_root(exe: Option<&Path>, program: &str) -> String {
 /// The Python environment (`sys.prefix`) whose `bin/` holds `exe`: a venv
 /// (`pyvenv.cfg`), a conda env (`conda-meta/`) or a prefix with a
 /// `lib/python3.*` folder, as pip installs a wheel's scripts there.
-pub fn python_env_of(exe: &Path) -> Option<PathBuf> {
+pub(crate) fn python_env_of(exe: &Path) -> Option<PathBuf> {
     let bin = exe.parent()?;
     if bin.file_name()? != "bin" {
         return None;

@@ -42,12 +42,12 @@ impl Bound for KernelVersion {
 /// A kernel range: alternatives (`||`) of comparator sets (`,`), the
 /// release matching when every comparator of some set holds; the one
 /// grammar of `range.rs`.
-pub type KernelRange = Range<KernelVersion>;
+pub(crate) type KernelRange = Range<KernelVersion>;
 
 impl Range<KernelVersion> {
     /// A POSIX extended regex (for DKMS's `BUILD_EXCLUSIVE_KERNEL`, matched
     /// with bash `=~`) that accepts exactly the releases this range accepts.
-    pub fn to_regex(&self) -> String {
+    pub(crate) fn to_regex(&self) -> String {
         let mut alternatives = Vec::new();
         for set in self.alternatives() {
             let mut low = [0u32, 0, 0];

@@ -3,12 +3,12 @@
 //! files, the workspace and how the tool was invoked. Never touches the
 //! network. See `ARCHITECTURE.md` here.
 
-pub mod invocation;
+pub(crate) mod invocation;
 pub mod kernel;
 pub mod knowledge;
-pub mod placement;
+pub(crate) mod placement;
 pub mod plan;
-pub mod range;
+pub(crate) mod range;
 pub mod recipe;
 pub mod target;
 pub mod workspace;

@@ -7,14 +7,14 @@
 /// applies to a standalone tree with `strip = 2`; a standalone patch to the
 /// monorepo with `directory = "projects/hipblaslt"`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
-pub struct Placement {
-    pub strip: usize,
-    pub directory: Option<String>,
+pub(crate) struct Placement {
+    pub(crate) strip: usize,
+    pub(crate) directory: Option<String>,
 }
 
 impl Placement {
     /// `path` placed; `None` when it has no more than `strip` folders.
-    pub fn place(&self, path: &str) -> Option<String> {
+    pub(crate) fn place(&self, path: &str) -> Option<String> {
         let mut parts = path.split('/').filter(|p| !p.is_empty());
         for _ in 0..self.strip {
             parts.next()?;

@@ -14,30 +14,30 @@ use crate::input::recipe::{Config, Dkms, KindName, PackageInfo, PatchOrigin, Sou
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Plan {
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// The recipe file, relative to the project root when it lies below it.
-    pub recipe_file: String,
-    pub kind: KindName,
-    pub package: PackageInfo,
-    pub source: PlannedSource,
+    pub(crate) recipe_file: String,
+    pub(crate) kind: KindName,
+    pub(crate) package: PackageInfo,
+    pub(crate) source: PlannedSource,
     pub patches: Vec<PlannedPatch>,
-    pub target: PlannedTarget,
-    pub dkms: Option<Dkms>,
+    pub(crate) target: PlannedTarget,
+    pub(crate) dkms: Option<Dkms>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub config: Option<Config>,
+    pub(crate) config: Option<Config>,
     /// Files the recipe publishes, relative to `dist/`.
-    pub outputs: Vec<String>,
+    pub(crate) outputs: Vec<String>,
     /// What the build runs, in order.
-    pub steps: Vec<Step>,
+    pub(crate) steps: Vec<Step>,
     /// Inputs that carry no pin yet (`cargo xtask lock` fills them in).
-    pub unpinned: Vec<String>,
+    pub(crate) unpinned: Vec<String>,
 }
 
 /// One step of a build. Every kind runs the same line; a kind contributes
 /// its `assemble` step and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "step", rename_all = "kebab-case")]
-pub enum Step {
+pub(crate) enum Step {
     /// Fetch (or take from the cache, verified) the source and the patches;
     /// stop here when the publication is up to date.
     Fetch,
@@ -66,7 +66,7 @@ pub enum Step {
 
 impl Step {
     /// `package deb`, `ensure-applied`: how the reporter names it.
-    pub fn label(&self) -> String {
+    pub(crate) fn label(&self) -> String {
         match self {
             Step::Fetch => "fetch".to_owned(),
             Step::EnsureApplied => "ensure-applied".to_owned(),
@@ -80,7 +80,7 @@ impl Step {
     }
 
     /// The files this step adds to the publication.
-    pub fn files(&self) -> Vec<String> {
+    pub(crate) fn files(&self) -> Vec<String> {
         match self {
             Step::PublishSource { files } | Step::Assemble { files, .. } => files.clone(),
             Step::Package { file, .. } => vec![file.clone()],
@@ -91,26 +91,26 @@ impl Step {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PlannedSource {
+pub(crate) struct PlannedSource {
     #[serde(flatten)]
-    pub source: Source,
+    pub(crate) source: Source,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct PlannedPatch {
     /// 1-based position in the series.
-    pub index: usize,
-    pub name: String,
+    pub(crate) index: usize,
+    pub(crate) name: String,
     #[serde(flatten)]
-    pub origin: PatchOrigin,
+    pub(crate) origin: PatchOrigin,
     /// sha256 of the patch bytes: computed for files, pinned for the others.
-    pub sha256: Option<String>,
+    pub(crate) sha256: Option<String>,
     /// The fuzz the recipe allows this patch (absent when none).
     #[serde(skip_serializing_if = "is_zero")]
-    pub fuzz: usize,
+    pub(crate) fuzz: usize,
     /// The rendering-independent pins (normalised diff, produced blobs).
     #[serde(flatten)]
-    pub pin: crate::input::recipe::PatchPin,
+    pub(crate) pin: crate::input::recipe::PatchPin,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -118,10 +118,10 @@ fn is_zero(n: &usize) -> bool {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct PlannedTarget {
-    pub kernel: Option<String>,
-    pub kernel_regex: Option<String>,
-    pub formats: Vec<Format>,
+pub(crate) struct PlannedTarget {
+    pub(crate) kernel: Option<String>,
+    pub(crate) kernel_regex: Option<String>,
+    pub(crate) formats: Vec<Format>,
 }
 
 /// The plan as stable JSON: keys sorted, two-space indented.
@@ -132,7 +132,7 @@ pub fn to_json(plan: &Plan) -> Result<String> {
 }
 
 /// The plan for a person to read.
-pub fn to_text(plan: &Plan) -> String {
+pub(crate) fn to_text(plan: &Plan) -> String {
     let mut s = String::new();
     let p = &plan.package;
     let _ = writeln!(s, "recipe   {} ({})", plan.recipe, plan.recipe_file);

@@ -10,7 +10,7 @@ use std::fmt;
 
 /// A comparator's operator.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Op {
+pub(crate) enum Op {
     Ge,
     Gt,
     Le,
@@ -29,7 +29,7 @@ impl Op {
     ];
 
     /// Whether `ord` (a version against the bound) satisfies this operator.
-    pub fn holds(self, ord: std::cmp::Ordering) -> bool {
+    pub(crate) fn holds(self, ord: std::cmp::Ordering) -> bool {
         match self {
             Op::Ge => ord.is_ge(),
             Op::Gt => ord.is_gt(),
@@ -40,12 +40,12 @@ impl Op {
     }
 
     /// Whether it bounds from below (`>=`, `>`, `=`).
-    pub fn bounds_below(self) -> bool {
+    pub(crate) fn bounds_below(self) -> bool {
         matches!(self, Op::Ge | Op::Gt | Op::Eq)
     }
 
     /// Whether it bounds from above (`<=`, `<`, `=`).
-    pub fn bounds_above(self) -> bool {
+    pub(crate) fn bounds_above(self) -> bool {
         matches!(self, Op::Le | Op::Lt | Op::Eq)
     }
 }
@@ -75,7 +75,7 @@ pub struct Range<V> {
 impl<V: Bound> Range<V> {
     /// Parses `text`; a bad comparator or version is named with what the
     /// grammar takes.
-    pub fn parse(text: &str) -> Result<Range<V>, String> {
+    pub(crate) fn parse(text: &str) -> Result<Range<V>, String> {
         let mut alternatives = Vec::new();
         for alternative in text.split("||") {
             let mut set = Vec::new();
@@ -106,7 +106,7 @@ impl<V> Range<V> {
     }
 
     /// The comparator sets, one per alternative.
-    pub fn alternatives(&self) -> &[Vec<(Op, V)>] {
+    pub(crate) fn alternatives(&self) -> &[Vec<(Op, V)>] {
         &self.alternatives
     }
 }

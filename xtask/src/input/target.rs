@@ -60,7 +60,7 @@ pub fn check_kernel(recipe: &Recipe, release: &str) -> Result<()> {
 /// `SOURCE_DATE_EPOCH` from the environment, else the commit time of the
 /// project's `HEAD` (so a clean checkout rebuilds byte for byte), else an
 /// error that says to set it.
-pub fn source_date_epoch(root: &Path, env: &Environment) -> Result<i64> {
+pub(crate) fn source_date_epoch(root: &Path, env: &Environment) -> Result<i64> {
     if let Some(epoch) = epoch_of(env)? {
         return Ok(epoch);
     }
@@ -80,7 +80,7 @@ pub fn source_date_epoch(root: &Path, env: &Environment) -> Result<i64> {
 
 /// `SOURCE_DATE_EPOCH` of `env`, when set (as UTF-8 text): seconds since
 /// 1970, or invalid input naming the variable.
-pub fn epoch_of(env: &Environment) -> Result<Option<i64>> {
+pub(crate) fn epoch_of(env: &Environment) -> Result<Option<i64>> {
     let Some(value) = env.get("SOURCE_DATE_EPOCH").and_then(|v| v.to_str()) else {
         return Ok(None);
     };

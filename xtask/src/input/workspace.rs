@@ -20,11 +20,11 @@ pub use crate::shared::settings::{CACHE_ENV, ROOT_ENV};
 #[derive(Clone)]
 pub struct Workspace {
     pub root: PathBuf,
-    pub cache_dir: PathBuf,
+    pub(crate) cache_dir: PathBuf,
     pub work_dir: PathBuf,
     pub reporter: Reporter,
-    pub invocation: Invocation,
-    pub knowledge: Source,
+    pub(crate) invocation: Invocation,
+    pub(crate) knowledge: Source,
     /// The settings of the environment, read once by `main`.
     pub settings: Settings,
 }
@@ -43,7 +43,11 @@ impl Workspace {
 
     /// `--cache-dir`, then `$PATCHKIT_CACHE_DIR`, then `<root>/target/patchkit/cache`;
     /// run as a checkout's `cargo xtask`, reading its knowledge files.
-    pub fn new(cache_dir: Option<PathBuf>, settings: Settings, reporter: Reporter) -> Workspace {
+    pub(crate) fn new(
+        cache_dir: Option<PathBuf>,
+        settings: Settings,
+        reporter: Reporter,
+    ) -> Workspace {
         let root = project_root(settings.root.as_deref());
         let cache_dir = cache_dir
             .or_else(|| settings.cache_dir.clone())
@@ -65,17 +69,17 @@ impl Workspace {
 /// Held while a recipe's work folder (`<work>/<recipe>/`: pristine and
 /// patched trees, their staging folders, the publication stamp) is read or
 /// changed; released when dropped.
-pub struct WorkLock {
+pub(crate) struct WorkLock {
     _file: File,
     /// The recipe's work folder.
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
 }
 
 impl Workspace {
     /// Takes the exclusive lock of `recipe`'s work folder, waiting (and
     /// saying so) while another run holds it, then removes the staging and
     /// set-aside folders that killed runs left there.
-    pub fn lock_work(&self, recipe: &str) -> Result<WorkLock> {
+    pub(crate) fn lock_work(&self, recipe: &str) -> Result<WorkLock> {
         let dir = self.work_dir.join(recipe);
         std::fs::create_dir_all(&dir)
             .with_context(|| format!("creating the work folder {}", dir.display()))?;
@@ -117,7 +121,7 @@ fn leftover_pid(name: &str) -> Option<u32> {
 
 /// Removes a folder when dropped, unless disarmed (its path taken): a
 /// staging folder that a refusal must not leave behind.
-pub struct RemoveOnDrop(pub Option<PathBuf>);
+pub(crate) struct RemoveOnDrop(pub Option<PathBuf>);
 
 impl Drop for RemoveOnDrop {
     fn drop(&mut self) {
@@ -130,7 +134,7 @@ impl Drop for RemoveOnDrop {
 /// Removes the `<name>.staging-<pid>` and `<name>.old-<pid>` leftovers in
 /// `parent` of processes that are gone: the staging folders of an `apply
 /// --into` killed mid-way.
-pub fn remove_stale_of(parent: &Path, name: &str) -> Result<()> {
+pub(crate) fn remove_stale_of(parent: &Path, name: &str) -> Result<()> {
     remove_stale(parent, Some(name), pid_gone)
 }
 
@@ -139,7 +143,7 @@ pub fn remove_stale_of(parent: &Path, name: &str) -> Result<()> {
 /// another process for which `stale(pid)` holds. Under a lock every other
 /// process's leftover is stale; without one, only those of processes that
 /// are gone ([`pid_gone`]).
-pub fn remove_stale(
+pub(crate) fn remove_stale(
     dir: &Path,
     name_filter: Option<&str>,
     stale: impl Fn(u32) -> bool,
@@ -176,13 +180,13 @@ pub fn remove_stale(
 }
 
 /// Whether process `pid` no longer runs.
-pub fn pid_gone(pid: u32) -> bool {
+pub(crate) fn pid_gone(pid: u32) -> bool {
     !Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// The user's cache folder as the XDG base directory spec places it:
 /// `$XDG_CACHE_HOME` when it is absolute, else `$HOME/.cache`.
-pub fn user_cache_home(env: &Environment) -> Option<PathBuf> {
+pub(crate) fn user_cache_home(env: &Environment) -> Option<PathBuf> {
     env.get("XDG_CACHE_HOME")
         .map(PathBuf::from)
         .filter(|p| p.is_absolute())
@@ -195,7 +199,7 @@ pub fn user_cache_home(env: &Environment) -> Option<PathBuf> {
 }
 
 /// The repository this binary was built from, or `$PATCHKIT_ROOT`.
-pub fn project_root(root: Option<&Path>) -> PathBuf {
+pub(crate) fn project_root(root: Option<&Path>) -> PathBuf {
     if let Some(root) = root {
         return absolute(root);
     }

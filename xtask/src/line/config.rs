@@ -19,7 +19,7 @@ use crate::release::render::{Rendered, Renderer};
 use crate::shared::diag::UsageError;
 
 /// The config kind: rendered packaging, and source packages.
-pub struct ConfigKind;
+pub(crate) struct ConfigKind;
 
 impl BuildKind for ConfigKind {
     fn renders(&self) -> bool {
@@ -41,13 +41,13 @@ impl BuildKind for ConfigKind {
 }
 
 /// A config build's settings, resolved before anything is fetched.
-pub struct Part<'r> {
-    pub config: &'r Config,
-    pub formats: Vec<Format>,
+pub(crate) struct Part<'r> {
+    pub(crate) config: &'r Config,
+    pub(crate) formats: Vec<Format>,
 }
 
 impl<'r> Part<'r> {
-    pub fn new(recipe: &Recipe, config: &'r Config, opts: &Options) -> Result<Part<'r>> {
+    pub(crate) fn new(recipe: &Recipe, config: &'r Config, opts: &Options) -> Result<Part<'r>> {
         let formats = opts.formats_of(recipe);
         if !recipe.kind.name().accepts(&formats) {
             bail!(UsageError(format!(

@@ -21,7 +21,7 @@ use crate::{apply::state, input::target, release::packaging};
 /// The dkms kind: packages named `<name>-dkms` from the source `<name>`,
 /// rendered packaging, `dkms.conf` beside the sources of its source
 /// packages.
-pub struct DkmsKind;
+pub(crate) struct DkmsKind;
 
 impl BuildKind for DkmsKind {
     fn identity(&self, recipe: &Recipe, meta: &mut PackageMeta) {
@@ -57,14 +57,14 @@ impl BuildKind for DkmsKind {
 }
 
 /// A dkms build's settings, resolved before anything is fetched.
-pub struct Part<'r> {
-    pub dkms: &'r Dkms,
-    pub kernel: String,
-    pub formats: Vec<Format>,
+pub(crate) struct Part<'r> {
+    pub(crate) dkms: &'r Dkms,
+    pub(crate) kernel: String,
+    pub(crate) formats: Vec<Format>,
 }
 
 impl<'r> Part<'r> {
-    pub fn new(recipe: &Recipe, dkms: &'r Dkms, opts: &Options) -> Result<Part<'r>> {
+    pub(crate) fn new(recipe: &Recipe, dkms: &'r Dkms, opts: &Options) -> Result<Part<'r>> {
         let formats = opts.formats_of(recipe);
         let kernel = target::pick_kernel(opts.kernel.as_deref(), &opts.modules_dir)?;
         target::check_kernel(recipe, &kernel)?;

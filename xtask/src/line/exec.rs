@@ -23,40 +23,39 @@ use crate::release::dist::{self, Staging};
 use crate::release::manifest::Manifest;
 use crate::release::outcome::{self, Stamp};
 use crate::release::render::Rendered;
-use crate::shared::hash;
 
 /// The file in the work folder that lists the steps the last build ran.
 pub const STEP_LOG: &str = "steps.json";
 
 /// One step run, as `steps.json` records it.
 #[derive(Debug, Clone, Serialize)]
-pub struct Ran {
+pub(crate) struct Ran {
     #[serde(flatten)]
-    pub step: Step,
+    pub(crate) step: Step,
     /// Wall time of the step, to the millisecond.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 /// What the steps made so far.
-pub struct Cx<'a> {
-    pub ws: &'a Workspace,
-    pub recipe: &'a Recipe,
-    pub plan: Plan,
-    pub epoch: i64,
-    pub out: PathBuf,
+pub(crate) struct Cx<'a> {
+    pub(crate) ws: &'a Workspace,
+    pub(crate) recipe: &'a Recipe,
+    pub(crate) plan: Plan,
+    pub(crate) epoch: i64,
+    pub(crate) out: PathBuf,
     fetch: crate::fetch::FetchOptions,
     /// What the writers are given: the .deb's compression when one was
     /// chosen (recorded in the manifest, so that changing it rebuilds),
     /// the chunk cache, and the build's digest memo (which the pristine
     /// check and the verify step fill too).
     packing: formats::Packing,
-    pub fetched: Option<Fetched>,
+    pub(crate) fetched: Option<Fetched>,
     /// The recipe's transform and the tree it made (or kept), verified in
     /// the verify step.
     applied: Option<(Transform, Applied)>,
-    pub source: Option<Published>,
-    pub rendered: Option<Rendered>,
-    pub assembled: Option<Assembled>,
+    pub(crate) source: Option<Published>,
+    pub(crate) rendered: Option<Rendered>,
+    pub(crate) assembled: Option<Assembled>,
     manifest: Option<Manifest>,
     stamp: Option<Stamp>,
     staging: Option<Staging>,
@@ -65,7 +64,7 @@ pub struct Cx<'a> {
 }
 
 /// Plans the build of `recipe` and runs its steps.
-pub fn execute(
+pub(crate) fn execute(
     ws: &Workspace,
     recipe: &Recipe,
     part: &dyn Part,
@@ -301,24 +300,19 @@ impl Cx<'_> {
     }
 
     /// Chunks this build took from the cache and compressed, so far.
-    pub fn chunk_count(&self) -> (u64, u64) {
+    pub(crate) fn chunk_count(&self) -> (u64, u64) {
         let cache = self.packing.cache.as_ref();
         cache.map_or((0, 0), |c| (c.hits(), c.misses()))
     }
 
     /// What this build hands its package writers.
-    pub fn packing(&self) -> &formats::Packing {
+    pub(crate) fn packing(&self) -> &formats::Packing {
         &self.packing
-    }
-
-    /// The digests this build took of its files.
-    pub fn digests(&self) -> &hash::memo::Memo {
-        &self.packing.digests
     }
 
     /// `41 of 43 chunks from the cache` since `before` (a
     /// [`Cx::chunk_count`]), or nothing when nothing was compressed.
-    pub fn chunk_note(&self, before: (u64, u64)) -> String {
+    pub(crate) fn chunk_note(&self, before: (u64, u64)) -> String {
         let (hits, misses) = self.chunk_count();
         let (hits, misses) = (hits - before.0, misses - before.1);
         match hits + misses {
@@ -333,12 +327,12 @@ impl Cx<'_> {
         self.ws.work_dir.join("md5-by-sha256")
     }
 
-    pub fn fetched(&self) -> Result<&Fetched> {
+    pub(crate) fn fetched(&self) -> Result<&Fetched> {
         self.fetched.as_ref().context("the fetch step runs first")
     }
 
     /// The sha256 of each patch, in series order.
-    pub fn patch_sha256(&self) -> Result<Vec<String>> {
+    pub(crate) fn patch_sha256(&self) -> Result<Vec<String>> {
         Ok(self
             .fetched()?
             .patches
@@ -347,7 +341,7 @@ impl Cx<'_> {
             .collect())
     }
 
-    pub fn tree(&self) -> Result<&Path> {
+    pub(crate) fn tree(&self) -> Result<&Path> {
         self.applied
             .as_ref()
             .map(|(_, applied)| applied.tree.as_path())
@@ -355,19 +349,19 @@ impl Cx<'_> {
     }
 
     /// The verified pristine tree the applied one was made from.
-    pub fn pristine(&self) -> Result<&crate::apply::patch::pristine::Pristine> {
+    pub(crate) fn pristine(&self) -> Result<&crate::apply::patch::pristine::Pristine> {
         self.applied
             .as_ref()
             .map(|(_, applied)| &applied.pristine)
             .context("the ensure-applied step runs before publish-source")
     }
 
-    pub fn work(&self) -> Result<&Path> {
+    pub(crate) fn work(&self) -> Result<&Path> {
         Ok(&self.lock.as_ref().context("the fetch step runs first")?.dir)
     }
 
     /// The staging folder of the publication.
-    pub fn dir(&self) -> Result<&Path> {
+    pub(crate) fn dir(&self) -> Result<&Path> {
         Ok(self
             .staging
             .as_ref()
@@ -375,13 +369,13 @@ impl Cx<'_> {
             .dir())
     }
 
-    pub fn source(&self) -> Result<&Published> {
+    pub(crate) fn source(&self) -> Result<&Published> {
         self.source
             .as_ref()
             .context("the publish-source step runs before this one")
     }
 
-    pub fn rendered(&self) -> Result<&Rendered> {
+    pub(crate) fn rendered(&self) -> Result<&Rendered> {
         self.rendered
             .as_ref()
             .context("the render step runs before this one")
@@ -393,7 +387,7 @@ impl Cx<'_> {
             .context("the assemble step runs before package")
     }
 
-    pub fn epoch_u(&self) -> Result<u64> {
+    pub(crate) fn epoch_u(&self) -> Result<u64> {
         u64::try_from(self.epoch).context("SOURCE_DATE_EPOCH is before 1970")
     }
 }

@@ -23,7 +23,7 @@ use crate::release::manifest::Manifest;
 
 /// The hipblaslt kind: a compiled library for the host's machine, its
 /// patched tree published beside the orig tarball.
-pub struct HipblasltKind;
+pub(crate) struct HipblasltKind;
 
 impl BuildKind for HipblasltKind {
     fn machine(&self) -> Architecture {
@@ -46,13 +46,13 @@ impl BuildKind for HipblasltKind {
 
 /// The `build-hipblaslt` flags.
 #[derive(Debug, Clone)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// `--rocm`; else `$ROCM_PATH`, else `/opt/rocm`.
-    pub rocm: Option<PathBuf>,
+    pub(crate) rocm: Option<PathBuf>,
     /// `gfx1200;gfx1201` (commas are accepted too).
-    pub gpu_targets: String,
-    pub mode: BuildMode,
-    pub jobs: usize,
+    pub(crate) gpu_targets: String,
+    pub(crate) mode: BuildMode,
+    pub(crate) jobs: usize,
 }
 
 impl Default for Settings {
@@ -69,7 +69,7 @@ impl Default for Settings {
 /// Whether a hipBLASLt build made the library, as its manifest records it
 /// (`build.binary`: `built`, or `skipped: <why>`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Binary {
+pub(crate) enum Binary {
     Built,
     /// No usable toolchain: only the source was published, for this reason.
     Skipped {
@@ -90,7 +90,7 @@ impl Binary {
     }
 
     /// What a published hipBLASLt build's manifest records.
-    pub fn recorded(manifest: &Manifest) -> Result<Binary> {
+    pub(crate) fn recorded(manifest: &Manifest) -> Result<Binary> {
         let value = manifest
             .build
             .get(Binary::KEY)
@@ -106,19 +106,19 @@ impl Binary {
 }
 
 /// A hipBLASLt build's settings, resolved before anything is fetched.
-pub struct Part {
+pub(crate) struct Part {
     /// The toolchain, or why the binary build is skipped.
-    pub toolchain: Result<Toolchain, String>,
-    pub gpu_targets: String,
-    pub mode: BuildMode,
-    pub jobs: usize,
-    pub install_prefix: String,
+    pub(crate) toolchain: Result<Toolchain, String>,
+    pub(crate) gpu_targets: String,
+    pub(crate) mode: BuildMode,
+    pub(crate) jobs: usize,
+    pub(crate) install_prefix: String,
     /// The recipe's formats with a toolchain, none without.
-    pub formats: Vec<Format>,
+    pub(crate) formats: Vec<Format>,
 }
 
 impl Part {
-    pub fn new(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Part> {
+    pub(crate) fn new(ws: &Workspace, recipe: &Recipe, opts: &Options) -> Result<Part> {
         let s = &opts.hipblaslt;
         let gpu_targets = hipblaslt_cmake::normalize_gpu_targets(&s.gpu_targets)?;
         let toolchain =

@@ -8,11 +8,11 @@ use crate::input::recipe::{KindName, Recipe, Source};
 /// What the version of the package built adds to the upstream one
 /// (`7.1.1+dfsg-4` becomes `7.1.1+dfsg-4+patchkit1` for release 1): above
 /// it for apt, below the distribution's next revision.
-pub const VERSION_TAG: &str = "+patchkit";
+pub(crate) const VERSION_TAG: &str = "+patchkit";
 
 /// What the binary packages of `recipe` are called, and their version:
 /// the part of their metadata that names their files.
-pub fn identity(recipe: &Recipe) -> PackageMeta {
+pub(crate) fn identity(recipe: &Recipe) -> PackageMeta {
     let p = &recipe.package;
     let mut meta = PackageMeta {
         name: p.name.clone(),
@@ -32,14 +32,14 @@ pub fn identity(recipe: &Recipe) -> PackageMeta {
 
 /// What a kind's packages run on (its [`super::BuildKind::machine`]):
 /// compiled libraries the host's machine, everything else any.
-pub fn machine(kind: KindName) -> Architecture {
+pub(crate) fn machine(kind: KindName) -> Architecture {
     super::kind_of(kind).machine()
 }
 
 /// The package's version split as the writers join it (`version-release`):
 /// the upstream version and the revision with [`VERSION_TAG`] and the
 /// recipe's release (`7.1.1+dfsg`, `4+patchkit1`).
-pub fn version_of(recipe: &Recipe) -> (String, String) {
+pub(crate) fn version_of(recipe: &Recipe) -> (String, String) {
     let upstream = match &recipe.source {
         Source::Deb(deb) => deb.version.clone(),
         _ => recipe.package.about.version.clone(),

@@ -9,16 +9,16 @@
 //! `build-dkms`, `build-config`, `build-hipblaslt` and `build` are thin
 //! entries over [`run`].
 
-pub mod config;
+pub(crate) mod config;
 pub mod dkms;
 pub mod exec;
-pub mod hipblaslt;
-pub mod identity;
+pub(crate) mod hipblaslt;
+pub(crate) mod identity;
 pub mod plan;
-pub mod rewrite;
-pub mod source;
+pub(crate) mod rewrite;
+pub(crate) mod source;
 mod source_packages;
-pub mod transform;
+pub(crate) mod transform;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -35,52 +35,52 @@ use crate::shared::diag::UsageError;
 use exec::Cx;
 use transform::Transform;
 
-pub use crate::release::outcome::Outcome;
+pub(crate) use crate::release::outcome::Outcome;
 
 /// What to build, as the commands' flags say it.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// A recipe name or path.
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// The kind the command builds (`build-dkms` builds dkms recipes); none
     /// for `build`, which builds any.
-    pub kind: Option<KindName>,
+    pub(crate) kind: Option<KindName>,
     /// `--kernel` (dkms); the newest headers under `modules_dir` otherwise.
-    pub kernel: Option<String>,
-    pub modules_dir: PathBuf,
+    pub(crate) kernel: Option<String>,
+    pub(crate) modules_dir: PathBuf,
     /// `--formats`; the recipe's otherwise.
-    pub formats: Option<Vec<Format>>,
+    pub(crate) formats: Option<Vec<Format>>,
     /// `--out`; `dist/<recipe>` otherwise.
-    pub out: Option<PathBuf>,
-    pub fetch: FetchOptions,
+    pub(crate) out: Option<PathBuf>,
+    pub(crate) fetch: FetchOptions,
     /// `--compression`: the .deb's compressor; the recipe's
     /// `package.compression` otherwise, else the default.
-    pub compression: Option<crate::formats::Compression>,
+    pub(crate) compression: Option<crate::formats::Compression>,
     /// The hipBLASLt flags (toolchain, GPU targets, build mode, jobs).
-    pub hipblaslt: hipblaslt::Settings,
+    pub(crate) hipblaslt: hipblaslt::Settings,
 }
 
 /// What the assemble step made: one set of files packaged in every format.
 #[derive(Debug)]
-pub struct Assembled {
-    pub meta: PackageMeta,
-    pub machine: Architecture,
-    pub tree: FileTree,
+pub(crate) struct Assembled {
+    pub(crate) meta: PackageMeta,
+    pub(crate) machine: Architecture,
+    pub(crate) tree: FileTree,
     /// The maintainer scripts of each format (none when absent).
-    pub scripts: BTreeMap<Format, Scripts>,
+    pub(crate) scripts: BTreeMap<Format, Scripts>,
     /// Arch: the PKGBUILD shipped beside the package.
-    pub pkgbuild: Option<Vec<u8>>,
+    pub(crate) pkgbuild: Option<Vec<u8>>,
     /// Entries the manifest's `build` table gains from the build itself.
-    pub params: BTreeMap<String, String>,
+    pub(crate) params: BTreeMap<String, String>,
     /// A rewrite's upstream control members, which its .deb carries (see
     /// `package::deb_carried`); none for the kinds whose packages we describe.
-    pub carried: Option<crate::formats::deb_carried::Carried>,
+    pub(crate) carried: Option<crate::formats::deb_carried::Carried>,
 }
 
 /// What a recipe's kind brings to the build line, implemented once in the
 /// kind's own file (`dkms.rs`, `config.rs`, `hipblaslt.rs`, `rewrite.rs`);
 /// [`kind_of`] is the one `match` over kinds that hands a recipe to it.
-pub trait BuildKind: Sync {
+pub(crate) trait BuildKind: Sync {
     /// The apply stage's transform: the recipe's patches unless the kind
     /// says otherwise.
     fn transform(&self, tol: Tolerance) -> Transform {
@@ -130,7 +130,7 @@ pub trait BuildKind: Sync {
 }
 
 /// The one `match` over kinds: the [`BuildKind`] of a recipe's kind.
-pub fn kind_of(kind: KindName) -> &'static dyn BuildKind {
+pub(crate) fn kind_of(kind: KindName) -> &'static dyn BuildKind {
     match kind {
         KindName::Dkms => &dkms::DkmsKind,
         KindName::Config => &config::ConfigKind,
@@ -142,7 +142,7 @@ pub fn kind_of(kind: KindName) -> &'static dyn BuildKind {
 /// What a recipe's kind brings to one build, resolved before anything is
 /// fetched: the formats, the manifest's `build` table, and the render and
 /// assemble steps.
-pub trait Part {
+pub(crate) trait Part {
     /// The formats this build packages.
     fn formats(&self) -> &[Format];
 
@@ -164,7 +164,7 @@ pub trait Part {
 
 impl Options {
     /// `--formats`, else the recipe's `target.formats`.
-    pub fn formats_of(&self, recipe: &Recipe) -> Vec<Format> {
+    pub(crate) fn formats_of(&self, recipe: &Recipe) -> Vec<Format> {
         self.formats
             .clone()
             .unwrap_or_else(|| recipe.target.formats.clone())
@@ -172,7 +172,7 @@ impl Options {
 }
 
 /// Loads the recipe and builds it: plan, then execute.
-pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
+pub(crate) fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
     let recipe = Recipe::load(&ws.root, &opts.recipe)?;
     if let Some(kind) = opts.kind {
         require_kind(&recipe, kind)?;
@@ -182,7 +182,7 @@ pub fn run(ws: &Workspace, opts: &Options) -> Result<Outcome> {
 }
 
 /// Refuses a recipe of another kind, naming the command that builds it.
-pub fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
+pub(crate) fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
     let is = recipe.kind.name();
     if is != kind {
         bail!(UsageError(format!(
@@ -196,7 +196,7 @@ pub fn require_kind(recipe: &Recipe, kind: KindName) -> Result<()> {
 }
 
 /// The manifest's `formats` entry: `deb,rpm`.
-pub fn formats_line(formats: &[Format]) -> String {
+pub(crate) fn formats_line(formats: &[Format]) -> String {
     formats
         .iter()
         .map(|f| f.as_str())

@@ -21,7 +21,7 @@ pub fn plan(recipe: &Recipe) -> Result<Plan> {
 
 /// Plans `recipe` for `formats`. Paths are shown relative to the project
 /// root so the plan is the same on every machine.
-pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
+pub(crate) fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
     let relative = |p: &Path| p.strip_prefix(&recipe.root).unwrap_or(p).to_path_buf();
     let mut patches = Vec::new();
     for (i, patch) in recipe.patches.iter().enumerate() {
@@ -89,7 +89,7 @@ pub fn plan_for(recipe: &Recipe, formats: &[Format]) -> Result<Plan> {
 }
 
 /// The steps a build of `recipe` as `formats` runs, in order.
-pub fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
+pub(crate) fn steps(recipe: &Recipe, formats: &[Format]) -> Vec<Step> {
     let kind = recipe.kind.name();
     let builds = super::kind_of(kind);
     let meta = identity(recipe);

@@ -28,7 +28,7 @@ use crate::input::workspace::Workspace;
 /// The rewrite kind: the binary rewrite as its transform, the upstream
 /// package's version just raised, no source artifacts (its source is a
 /// binary package, pinned in the manifest).
-pub struct RewriteKind;
+pub(crate) struct RewriteKind;
 
 impl BuildKind for RewriteKind {
     fn transform(&self, _tol: Tolerance) -> Transform {
@@ -58,13 +58,13 @@ impl BuildKind for RewriteKind {
 }
 
 /// A rewrite build's settings, resolved before anything is fetched.
-pub struct Part {
-    pub deb: DebSource,
-    pub formats: Vec<Format>,
+pub(crate) struct Part {
+    pub(crate) deb: DebSource,
+    pub(crate) formats: Vec<Format>,
 }
 
 impl Part {
-    pub fn new(recipe: &Recipe, opts: &Options) -> Result<Part> {
+    pub(crate) fn new(recipe: &Recipe, opts: &Options) -> Result<Part> {
         let Source::Deb(deb) = &recipe.source else {
             bail!(crate::shared::diag::UsageError(format!(
                 "{}: a rewrite recipe's source is a binary package: `[source] deb = \"name\"` \

@@ -18,38 +18,38 @@ use crate::shared::report::Reporter;
 
 /// What the source step published, for the steps after it.
 #[derive(Debug, Clone)]
-pub struct Published {
+pub(crate) struct Published {
     /// The orig tarball in the staging folder, and its sha256.
-    pub orig: PathBuf,
-    pub orig_sha256: String,
+    pub(crate) orig: PathBuf,
+    pub(crate) orig_sha256: String,
     /// `<name>-<version>`, the folder the orig tarball unpacks into.
-    pub top: String,
+    pub(crate) top: String,
     /// The `series` file's text: one patch name a line.
-    pub series: String,
+    pub(crate) series: String,
 }
 
 /// What the publish-source step reads: the steps before it made these.
-pub struct Inputs<'a> {
-    pub recipe: &'a Recipe,
+pub(crate) struct Inputs<'a> {
+    pub(crate) recipe: &'a Recipe,
     /// The verified pristine tree.
-    pub pristine: &'a Pristine,
+    pub(crate) pristine: &'a Pristine,
     /// The tree the recipe's transform made.
-    pub tree: &'a Path,
-    pub fetched: &'a Fetched,
+    pub(crate) tree: &'a Path,
+    pub(crate) fetched: &'a Fetched,
     /// The publication's staging folder.
-    pub dir: &'a Path,
+    pub(crate) dir: &'a Path,
     /// The recipe's work folder, where the orig tarball is kept.
-    pub work: &'a Path,
+    pub(crate) work: &'a Path,
     /// `SOURCE_DATE_EPOCH`.
-    pub epoch: u64,
+    pub(crate) epoch: u64,
     /// The build's packing: how archives are compressed, the chunk cache.
-    pub packing: &'a Packing,
-    pub reporter: &'a Reporter,
+    pub(crate) packing: &'a Packing,
+    pub(crate) reporter: &'a Reporter,
 }
 
 /// Writes the source artifacts into `<staging>/source/`, from the patched
 /// and the verified pristine tree.
-pub fn publish(inputs: &Inputs) -> Result<Published> {
+pub(crate) fn publish(inputs: &Inputs) -> Result<Published> {
     let Inputs {
         recipe,
         pristine,

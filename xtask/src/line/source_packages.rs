@@ -13,7 +13,7 @@ use super::exec::Cx;
 use crate::formats::{Artifact, Format, PackageMeta, Sources};
 
 /// Writes the source packages of every format built, reporting each.
-pub fn write_all(formats: &[Format], cx: &Cx, meta: &PackageMeta) -> Result<()> {
+pub(crate) fn write_all(formats: &[Format], cx: &Cx, meta: &PackageMeta) -> Result<()> {
     for format in formats {
         let task = cx
             .ws

@@ -17,15 +17,15 @@ use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// The name of the checksum file, written last.
-pub const SUMS: &str = "SHA256SUMS";
+pub(crate) const SUMS: &str = "SHA256SUMS";
 /// The name of the machine-readable record of a build.
-pub const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST: &str = "manifest.json";
 
 /// One published file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Output {
-    pub size: u64,
-    pub sha256: String,
+    pub(crate) size: u64,
+    pub(crate) sha256: String,
 }
 
 /// A publication being assembled; dropped without [`Staging::publish`], it
@@ -40,7 +40,7 @@ pub struct Staging {
 /// (a `manifest.json` of this tool) or nothing: replacing it would delete
 /// the user's files. Call it before fetching; [`Staging::begin`] calls it
 /// again.
-pub fn check_replaceable(out: &Path) -> Result<()> {
+pub(crate) fn check_replaceable(out: &Path) -> Result<()> {
     let meta = match fs::symlink_metadata(out) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
@@ -255,7 +255,7 @@ pub fn hash_tree(dir: &Path, skip: &[&str]) -> Result<BTreeMap<String, Output>> 
 }
 
 /// Size and sha256 of one file.
-pub fn hash_file(path: &Path) -> Result<Output> {
+pub(crate) fn hash_file(path: &Path) -> Result<Output> {
     let (sha256, size) = crate::shared::hash::sha256_file_sized(path)?;
     Ok(Output { size, sha256 })
 }

@@ -15,63 +15,63 @@ use crate::input::plan::Plan;
 use crate::release::dist::Output;
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Manifest {
-    pub tool: ToolRef,
-    pub recipe: String,
-    pub recipe_file: String,
-    pub kind: String,
-    pub package: PackageRef,
-    pub source_date_epoch: i64,
-    pub source: InputRef,
-    pub patches: Vec<PatchRef>,
+pub(crate) struct Manifest {
+    pub(crate) tool: ToolRef,
+    pub(crate) recipe: String,
+    pub(crate) recipe_file: String,
+    pub(crate) kind: String,
+    pub(crate) package: PackageRef,
+    pub(crate) source_date_epoch: i64,
+    pub(crate) source: InputRef,
+    pub(crate) patches: Vec<PatchRef>,
     /// Build parameters: kernel release, formats, GPU targets, ...
-    pub build: BTreeMap<String, String>,
+    pub(crate) build: BTreeMap<String, String>,
     /// The binary rewrites of the tree (a rewrite recipe's transform), from
     /// its state record: per file the sha256 before and after and the sites
     /// rewritten. They follow from the inputs: not part of `inputs_digest`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub rewrites: Vec<RewriteRef>,
+    pub(crate) rewrites: Vec<RewriteRef>,
     /// sha256 over everything above plus the templates: equal keys mean an
     /// equal build, which is how a re-run knows it has nothing to do.
-    pub inputs_digest: String,
-    pub outputs: BTreeMap<String, Output>,
+    pub(crate) inputs_digest: String,
+    pub(crate) outputs: BTreeMap<String, Output>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PackageRef {
-    pub name: String,
-    pub version: String,
-    pub release: String,
+pub(crate) struct PackageRef {
+    pub(crate) name: String,
+    pub(crate) version: String,
+    pub(crate) release: String,
 }
 
 /// The source as fetched: its kind, where from, and the pin it was verified by.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputRef {
-    pub kind: String,
-    pub location: String,
+pub(crate) struct InputRef {
+    pub(crate) kind: String,
+    pub(crate) location: String,
     /// `commit <id>` or `sha256 <hex>`.
-    pub pin: String,
+    pub(crate) pin: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct PatchRef {
-    pub index: usize,
-    pub name: String,
-    pub origin: String,
-    pub sha256: String,
+pub(crate) struct PatchRef {
+    pub(crate) index: usize,
+    pub(crate) name: String,
+    pub(crate) origin: String,
+    pub(crate) sha256: String,
     /// Hunks that landed away from their stated line (or with fuzz), from
     /// the state record of the applied tree; absent when all landed in place.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub placement: Vec<crate::apply::state::HunkRecord>,
+    pub(crate) placement: Vec<crate::apply::state::HunkRecord>,
     /// How the patch applied, from the same record: `exact`, or the
     /// largest offset and fuzz any hunk needed (`offset +3, fuzz 1`).
     #[serde(default)]
-    pub applied: String,
+    pub(crate) applied: String,
 }
 
 /// `exact`, `offset +3`, `fuzz 1` or `offset -2, fuzz 1`: the largest
 /// offset and fuzz among `hunks` (those that did not land as written).
-pub fn applied(hunks: &[crate::apply::state::HunkRecord]) -> String {
+pub(crate) fn applied(hunks: &[crate::apply::state::HunkRecord]) -> String {
     let offset = hunks
         .iter()
         .map(|h| h.offset)
@@ -94,7 +94,7 @@ pub fn applied(hunks: &[crate::apply::state::HunkRecord]) -> String {
 impl Manifest {
     /// Everything but the outputs; `templates` are (name, bytes) of every
     /// template the build renders.
-    pub fn new(
+    pub(crate) fn new(
         plan: &Plan,
         fetched: &Fetched,
         source_date_epoch: i64,
@@ -159,7 +159,7 @@ impl Manifest {
     /// Copies where each patch's hunks landed, and how it applied, from the
     /// state record of the applied `tree`. Placement follows from the inputs, so it is not part
     /// of `inputs_digest`.
-    pub fn record_placement(&mut self, tree: &std::path::Path) -> Result<()> {
+    pub(crate) fn record_placement(&mut self, tree: &std::path::Path) -> Result<()> {
         let Some((state, _)) = crate::apply::state::read(tree)? else {
             anyhow::bail!(
                 "{} has no state record: apply the recipe again",
@@ -176,7 +176,7 @@ impl Manifest {
     }
 
     /// The manifest of a published folder, if it has a readable one.
-    pub fn read(dir: &std::path::Path) -> Option<Manifest> {
+    pub(crate) fn read(dir: &std::path::Path) -> Option<Manifest> {
         let bytes = std::fs::read(dir.join(crate::release::dist::MANIFEST)).ok()?;
         serde_json::from_slice(&bytes).ok()
     }
@@ -184,24 +184,24 @@ impl Manifest {
 
 /// One binary rewrite as the manifest records it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RewriteRef {
-    pub transform: String,
+pub(crate) struct RewriteRef {
+    pub(crate) transform: String,
     /// Every site rewritten, in all files.
-    pub sites: usize,
-    pub files: Vec<RewrittenRef>,
+    pub(crate) sites: usize,
+    pub(crate) files: Vec<RewrittenRef>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RewrittenRef {
-    pub path: String,
-    pub before: String,
-    pub after: String,
-    pub sites: usize,
+pub(crate) struct RewrittenRef {
+    pub(crate) path: String,
+    pub(crate) before: String,
+    pub(crate) after: String,
+    pub(crate) sites: usize,
 }
 
 /// The rewrites of a tree's state record, for the manifest (the sites'
 /// offsets stay in the record).
-pub fn rewrites_of(state: &crate::apply::state::State) -> Vec<RewriteRef> {
+pub(crate) fn rewrites_of(state: &crate::apply::state::State) -> Vec<RewriteRef> {
     state
         .rewrites()
         .iter()

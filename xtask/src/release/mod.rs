@@ -4,8 +4,8 @@
 //! `ARCHITECTURE.md` here.
 
 pub mod dist;
-pub mod manifest;
-pub mod outcome;
+pub(crate) mod manifest;
+pub(crate) mod outcome;
 pub mod packaging;
 pub mod render;
 pub mod repos;

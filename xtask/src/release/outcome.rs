@@ -17,7 +17,7 @@ use crate::shared::report::{human_size, Reporter};
 
 /// How a build ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Published {
         dir: PathBuf,
         outputs: BTreeMap<String, dist::Output>,
@@ -30,7 +30,7 @@ pub enum Outcome {
 impl Outcome {
     /// What the `build-*` commands print: every output with its size, or
     /// that there was nothing to do; a line each.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let shown = |dir: &Path| crate::shared::diag::display_path(dir).display().to_string();
         match self {
             Outcome::UpToDate { dir } => {
@@ -54,7 +54,7 @@ impl Outcome {
 
 /// Publishes `staging` with `manifest` (its outputs filled in), then records
 /// the stamp that makes the next unchanged run a no-op.
-pub fn finish(staging: Staging, manifest: Manifest, stamp: &Stamp) -> Result<Outcome> {
+pub(crate) fn finish(staging: Staging, manifest: Manifest, stamp: &Stamp) -> Result<Outcome> {
     let dir = staging.publish(|outputs| Manifest {
         outputs,
         ..manifest
@@ -73,22 +73,22 @@ pub fn finish(staging: Staging, manifest: Manifest, stamp: &Stamp) -> Result<Out
 
 /// The record, kept in the work dir, of the last publication this tool
 /// made: the inputs digest, the tool binary that built it, and where.
-pub struct Stamp {
-    pub path: PathBuf,
-    pub text: String,
+pub(crate) struct Stamp {
+    pub(crate) path: PathBuf,
+    pub(crate) text: String,
 }
 
 impl Stamp {
     /// The binary is part of the key (a changed tool must rebuild) but stays
     /// out of the manifest, which must not depend on the machine.
-    pub fn new(path: PathBuf, manifest: &Manifest, out: &Path) -> Stamp {
+    pub(crate) fn new(path: PathBuf, manifest: &Manifest, out: &Path) -> Stamp {
         let exe = tool_identity();
         let text = format!("{} {exe} {}\n", manifest.inputs_digest, out.display());
         Stamp { path, text }
     }
 
     /// Records a finished publication.
-    pub fn write(&self) -> Result<()> {
+    pub(crate) fn write(&self) -> Result<()> {
         if let Some(parent) = self.path.parent() {
             std::fs::create_dir_all(parent)
                 .with_context(|| format!("creating {}", parent.display()))?;
@@ -101,7 +101,7 @@ impl Stamp {
     /// made by this very binary, and every recorded output present with its
     /// recorded size. (`cargo xtask verify` rehashes everything; this check
     /// stays fast.)
-    pub fn up_to_date(&self, out: &Path, manifest: &Manifest) -> bool {
+    pub(crate) fn up_to_date(&self, out: &Path, manifest: &Manifest) -> bool {
         let Some(published) = Manifest::read(out) else {
             return false;
         };
@@ -116,7 +116,7 @@ impl Stamp {
 
 /// The running tool binary, by size and mtime: a rebuilt tool may write
 /// other bytes, so what it made before is kept only for the same binary.
-pub fn tool_identity() -> String {
+pub(crate) fn tool_identity() -> String {
     use std::os::unix::fs::MetadataExt;
     std::env::current_exe()
         .and_then(std::fs::metadata)
@@ -125,7 +125,7 @@ pub fn tool_identity() -> String {
 }
 
 /// Every template's name and bytes: part of what a build depends on.
-pub fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
+pub(crate) fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
     crate::release::render::template_files(dir)?
         .into_iter()
         .map(|name| {
@@ -136,14 +136,8 @@ pub fn template_bytes(dir: &Path) -> Result<Vec<(String, Vec<u8>)>> {
         .collect()
 }
 
-/// Reports a package written into the staging folder `dir`:
-/// `wrote x.deb (2.9 KiB)`.
-pub fn wrote(reporter: &Reporter, artifact: &Artifact, dir: &Path) {
-    wrote_noting(reporter, artifact, dir, "");
-}
-
 /// As [`wrote`], with a note after the size (`15.1 MiB; ...`).
-pub fn wrote_noting(reporter: &Reporter, artifact: &Artifact, dir: &Path, note: &str) {
+pub(crate) fn wrote_noting(reporter: &Reporter, artifact: &Artifact, dir: &Path, note: &str) {
     let sep = if note.is_empty() { "" } else { "; " };
     reporter.step(format!(
         "wrote {} ({}{sep}{note})",

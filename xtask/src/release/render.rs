@@ -68,7 +68,7 @@ impl Renderer {
     }
 
     /// The names of the templates below `prefix` (`debian/`), sorted.
-    pub fn names_under(&self, prefix: &str) -> Vec<String> {
+    pub(crate) fn names_under(&self, prefix: &str) -> Vec<String> {
         let mut names: Vec<String> = self
             .registry
             .get_templates()
@@ -112,7 +112,7 @@ pub fn template_files(dir: &Path) -> Result<Vec<String>> {
 /// is expanded, so `$(...)`, backticks, `"` and newlines stay literal. Always
 /// quoting also keeps dkms.conf in the form dh_dkms recognises as a
 /// configuration (`PACKAGE_NAME='x'`; a bare word is taken for a file name).
-pub fn sh_quote(value: &str) -> String {
+pub(crate) fn sh_quote(value: &str) -> String {
     format!("'{}'", value.replace('\'', "'\\''"))
 }
 
@@ -120,7 +120,7 @@ pub fn sh_quote(value: &str) -> String {
 /// a line that begins with `%pre`, `%check`, `%pretrans` ... as a new section
 /// *after* expanding `%%` to `%`, so a line whose first visible character is
 /// `%` is indented by one space, which no section header can carry.
-pub fn rpm_escape(value: &str) -> String {
+pub(crate) fn rpm_escape(value: &str) -> String {
     value
         .split('\n')
         .map(|line| {
@@ -137,7 +137,7 @@ pub fn rpm_escape(value: &str) -> String {
 
 /// A Debian extended description: every line indented by one space, empty
 /// lines written as ` .` (Debian policy 5.6.13).
-pub fn deb_description(value: &str) -> String {
+pub(crate) fn deb_description(value: &str) -> String {
     value
         .trim_end()
         .lines()

@@ -7,17 +7,17 @@ use std::path::{Path, PathBuf};
 
 /// One problem found in an input file, with the place it was found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Diag {
-    pub file: PathBuf,
+pub(crate) struct Diag {
+    pub(crate) file: PathBuf,
     /// 1-based line and column (columns count characters, not bytes).
-    pub line: usize,
-    pub col: usize,
-    pub message: String,
+    pub(crate) line: usize,
+    pub(crate) col: usize,
+    pub(crate) message: String,
 }
 
 impl Diag {
     /// A diagnostic at byte offset `offset` of `text`, the contents of `file`.
-    pub fn at(file: &Path, text: &str, offset: usize, message: impl Into<String>) -> Diag {
+    pub(crate) fn at(file: &Path, text: &str, offset: usize, message: impl Into<String>) -> Diag {
         let (line, col) = line_col(text, offset);
         Diag {
             file: file.to_owned(),
@@ -42,7 +42,7 @@ impl fmt::Display for Diag {
 }
 
 /// 1-based line and column of byte `offset` in `text`.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
+pub(crate) fn line_col(text: &str, offset: usize) -> (usize, usize) {
     let offset = offset.min(text.len());
     let before = &text[..floor_char_boundary(text, offset)];
     let line = before.matches('\n').count() + 1;
@@ -59,7 +59,7 @@ fn floor_char_boundary(text: &str, mut i: usize) -> usize {
 
 /// `path` relative to the current directory when it lies below it, so that
 /// messages show what a user would type.
-pub fn display_path(path: &Path) -> PathBuf {
+pub(crate) fn display_path(path: &Path) -> PathBuf {
     std::env::current_dir()
         .ok()
         .and_then(|cwd| path.strip_prefix(cwd).ok().map(Path::to_path_buf))
@@ -68,7 +68,7 @@ pub fn display_path(path: &Path) -> PathBuf {
 
 /// Every problem found in a recipe (and the files it names). Exit status 2.
 #[derive(Debug)]
-pub struct InvalidInput(pub Vec<Diag>);
+pub(crate) struct InvalidInput(pub Vec<Diag>);
 
 impl fmt::Display for InvalidInput {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

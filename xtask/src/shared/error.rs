@@ -26,7 +26,7 @@ impl Error {
     /// The exit status: 3 when a known fault affects the machine, 2 for
     /// invalid input (bad recipe, knowledge file or arguments), 1 for every
     /// other failure.
-    pub fn code(&self) -> u8 {
+    pub(crate) fn code(&self) -> u8 {
         match self {
             Error::FaultsAffect => 3,
             Error::Failed(err)
@@ -44,7 +44,7 @@ impl Error {
     /// paths, entry names and recipe values, is in the messages); none for
     /// a verdict. Located problems come one per line, then what was being
     /// done when they were found.
-    pub fn message(&self) -> Option<String> {
+    pub(crate) fn message(&self) -> Option<String> {
         let Error::Failed(err) = self else {
             return None;
         };

@@ -24,7 +24,7 @@ pub fn threads(flag: Option<usize>) -> usize {
 /// items), each thread with its own scratch from `scratch`; once `stop`
 /// holds for a result, no new item is started. The results in input order,
 /// `None` for the items never started.
-pub fn map_until<T, S, R>(
+pub(crate) fn map_until<T, S, R>(
     items: &[T],
     threads: usize,
     scratch: impl Fn() -> S + Sync,
@@ -57,8 +57,13 @@ where
     results.into_inner().expect("no panics hold the lock")
 }
 
+#[cfg(test)]
 /// `f` of every item on up to `threads` threads, in input order.
-pub fn map<T: Sync, R: Send>(items: &[T], threads: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+pub(crate) fn map<T: Sync, R: Send>(
+    items: &[T],
+    threads: usize,
+    f: impl Fn(&T) -> R + Sync,
+) -> Vec<R> {
     map_until(items, threads, || (), |(), item| f(item), |_| false)
         .into_iter()
         .map(|r| r.expect("every item is mapped when nothing stops"))

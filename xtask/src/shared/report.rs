@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 /// How long work is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Progress bars and spinners on stderr.
     Terminal,
     /// One plain line per step and at most one progress line every few seconds.
@@ -24,7 +24,7 @@ pub enum Mode {
 impl Mode {
     /// Terminal when stderr is a terminal and not in CI (`CI` unset),
     /// plain otherwise.
-    pub fn detect(quiet: bool, ci: bool) -> Mode {
+    pub(crate) fn detect(quiet: bool, ci: bool) -> Mode {
         if quiet {
             Mode::Quiet
         } else if std::io::stderr().is_terminal() && !ci {
@@ -43,7 +43,7 @@ pub struct Reporter {
 }
 
 impl Reporter {
-    pub fn new(mode: Mode) -> Reporter {
+    pub(crate) fn new(mode: Mode) -> Reporter {
         Reporter {
             mode,
             multi: Arc::new(indicatif::MultiProgress::new()),
@@ -55,12 +55,12 @@ impl Reporter {
         Reporter::new(Mode::Quiet)
     }
 
-    pub fn mode(&self) -> Mode {
+    pub(crate) fn mode(&self) -> Mode {
         self.mode
     }
 
     /// A step of the work: `fetch: linux-6.14.11.tar.xz`.
-    pub fn step(&self, message: impl AsRef<str>) {
+    pub(crate) fn step(&self, message: impl AsRef<str>) {
         // indicatif drops `println` when stderr is not a terminal.
         match self.mode {
             Mode::Terminal => {
@@ -72,7 +72,7 @@ impl Reporter {
     }
 
     /// Something the user should know even with `--quiet`.
-    pub fn warn(&self, message: impl AsRef<str>) {
+    pub(crate) fn warn(&self, message: impl AsRef<str>) {
         let line = format!("warning: {}", safe(message.as_ref()));
         if self.mode == Mode::Terminal {
             let _ = self.multi.println(line);
@@ -83,7 +83,12 @@ impl Reporter {
 
     /// Progress of one piece of work of `total` units (bytes when `bytes`),
     /// or of unknown length when `total` is `None`.
-    pub fn progress(&self, label: impl Into<String>, total: Option<u64>, bytes: bool) -> Progress {
+    pub(crate) fn progress(
+        &self,
+        label: impl Into<String>,
+        total: Option<u64>,
+        bytes: bool,
+    ) -> Progress {
         let label = safe(&label.into()).into_owned();
         let bar = (self.mode == Mode::Terminal).then(|| {
             let bar = match total {
@@ -122,7 +127,7 @@ impl Reporter {
 /// --build`): a spinner with elapsed time on a terminal; in plain mode a line
 /// when it starts, one every 15 s while it runs, and one with its duration
 /// when it ends. Dropping it ends it.
-pub struct Task {
+pub(crate) struct Task {
     label: String,
     started: Instant,
     bar: Option<indicatif::ProgressBar>,
@@ -131,7 +136,7 @@ pub struct Task {
 }
 
 impl Reporter {
-    pub fn task(&self, label: impl Into<String>) -> Task {
+    pub(crate) fn task(&self, label: impl Into<String>) -> Task {
         let label = safe(&label.into()).into_owned();
         let started = Instant::now();
         let mut task = Task {
@@ -193,7 +198,7 @@ impl Drop for Task {
 
 /// A running piece of work; finishes (clears its bar, prints its summary)
 /// when dropped or by [`Progress::finish`].
-pub struct Progress {
+pub(crate) struct Progress {
     label: String,
     total: Option<u64>,
     bytes: bool,
@@ -205,7 +210,7 @@ pub struct Progress {
 }
 
 impl Progress {
-    pub fn inc(&mut self, n: u64) {
+    pub(crate) fn inc(&mut self, n: u64) {
         self.done += n;
         if let Some(bar) = &self.bar {
             bar.inc(n);
@@ -220,7 +225,7 @@ impl Progress {
         }
     }
 
-    pub fn set_total(&mut self, total: u64) {
+    pub(crate) fn set_total(&mut self, total: u64) {
         self.total = Some(total);
         if let Some(bar) = &self.bar {
             bar.set_length(total);
@@ -241,7 +246,7 @@ impl Progress {
         }
     }
 
-    pub fn finish(self) {}
+    pub(crate) fn finish(self) {}
 }
 
 impl Drop for Progress {
@@ -260,7 +265,7 @@ impl Drop for Progress {
 /// and the tab are kept: they are the lines and columns of our own
 /// multi-line messages (a name that holds one shows as more lines, never as
 /// a terminal command).
-pub fn safe(text: &str) -> Cow<'_, str> {
+pub(crate) fn safe(text: &str) -> Cow<'_, str> {
     if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
     }
@@ -278,7 +283,7 @@ pub fn safe(text: &str) -> Cow<'_, str> {
 /// [`safe`] for JSON text: the characters JSON itself does not escape
 /// (DEL, C1, bidirectional overrides) as `\u00XX` escapes, which read back
 /// as the same string.
-pub fn safe_json(json: &str) -> Cow<'_, str> {
+pub(crate) fn safe_json(json: &str) -> Cow<'_, str> {
     if !json.chars().any(unsafe_char) {
         return Cow::Borrowed(json);
     }
@@ -304,19 +309,19 @@ fn unsafe_char(c: char) -> bool {
 }
 
 /// Prints a report (a command's result) on stdout through [`safe`].
-pub fn out(text: &str) {
+pub(crate) fn out(text: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(safe(text).as_bytes());
 }
 
 /// Prints one line of a report on stdout through [`safe`].
-pub fn out_line(text: &str) {
+pub(crate) fn out_line(text: &str) {
     out(&format!("{text}\n"));
 }
 
 /// Prints a JSON report on stdout, a newline after it, through [`safe_json`].
-pub fn out_json(json: &str) {
+pub(crate) fn out_json(json: &str) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(safe_json(json).as_bytes());
@@ -335,11 +340,11 @@ macro_rules! outln {
 /// [`safe`], and only then gets its colour (an SGR code of ours), so text
 /// from outside never carries an escape of its own.
 #[derive(Debug, Default)]
-pub struct Styled(String);
+pub(crate) struct Styled(String);
 
 impl Styled {
     /// Appends `text`, escaped, coloured with `sgr` (`"1;31"`) when given.
-    pub fn push(&mut self, text: &str, sgr: Option<&str>) {
+    pub(crate) fn push(&mut self, text: &str, sgr: Option<&str>) {
         match sgr {
             Some(code) if !text.is_empty() => self
                 .0
@@ -348,13 +353,14 @@ impl Styled {
         }
     }
 
-    pub fn as_str(&self) -> &str {
+    #[cfg(test)]
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 }
 
 /// Prints [`Styled`] text on stdout as it is (it was escaped piece by piece).
-pub fn out_styled(text: &Styled) {
+pub(crate) fn out_styled(text: &Styled) {
     use std::io::Write;
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.0.as_bytes());
@@ -362,7 +368,7 @@ pub fn out_styled(text: &Styled) {
 
 /// A size as people read it, the one spelling every message uses: `512 B`,
 /// `12.3 KiB`, `4.0 MiB`, `1.2 GiB`.
-pub fn human_size(bytes: u64) -> String {
+pub(crate) fn human_size(bytes: u64) -> String {
     match bytes {
         0..1024 => format!("{bytes} B"),
         1024..1048576 => format!("{:.1} KiB", bytes as f64 / 1024.0),

@@ -22,30 +22,30 @@ pub const CACHE_ENV: &str = "PATCHKIT_CACHE_DIR";
 /// Points the tool at another project root.
 pub const ROOT_ENV: &str = "PATCHKIT_ROOT";
 /// The nfpm binary the bench compares with.
-pub const NFPM_ENV: &str = "PATCHKIT_NFPM";
+pub(crate) const NFPM_ENV: &str = "PATCHKIT_NFPM";
 /// The cap of a git fetch of every branch and tag.
-pub const GIT_MAX_BYTES_ENV: &str = "PATCHKIT_GIT_MAX_BYTES";
+pub(crate) const GIT_MAX_BYTES_ENV: &str = "PATCHKIT_GIT_MAX_BYTES";
 /// The deb822 sources file the apt fetch derives its sources from.
-pub const APT_SOURCES_ENV: &str = "PATCHKIT_APT_SOURCES";
+pub(crate) const APT_SOURCES_ENV: &str = "PATCHKIT_APT_SOURCES";
 
 /// Every setting, parsed.
 #[derive(Debug, Clone)]
 pub struct Settings {
     /// `PATCHKIT_ROOT`: the project root, when not the checkout's.
-    pub root: Option<PathBuf>,
+    pub(crate) root: Option<PathBuf>,
     /// `PATCHKIT_CACHE_DIR`: the cache, when no `--cache-dir` is given.
-    pub cache_dir: Option<PathBuf>,
+    pub(crate) cache_dir: Option<PathBuf>,
     /// The `PATCHKIT_HTTP_*` limits of the HTTP client.
-    pub http: HttpConfig,
+    pub(crate) http: HttpConfig,
     /// `PATCHKIT_GIT_MAX_BYTES`: the most a fetch of every branch and tag
     /// may receive unless `--allow-full-fetch`, default 256 MiB.
-    pub git_max_bytes: u64,
+    pub(crate) git_max_bytes: u64,
     /// `PATCHKIT_EXTRACT_MAX_BYTES` and `_FILES`: how much one extraction
     /// may write.
     pub extract: Limits,
     /// `PATCHKIT_APT_SOURCES`: the machine's apt sources, when not Debian's
     /// usual file.
-    pub apt_sources: Option<PathBuf>,
+    pub(crate) apt_sources: Option<PathBuf>,
     /// `PATCHKIT_NFPM`: the nfpm binary the bench compares with, when not
     /// the one on `PATH`.
     pub nfpm: Option<PathBuf>,
@@ -65,7 +65,7 @@ impl Settings {
     /// The settings of `env` (the process's, read once), which they keep;
     /// a bad value is invalid input (exit status 2), named with what it
     /// accepts.
-    pub fn of(env: Environment) -> Result<Settings> {
+    pub(crate) fn of(env: Environment) -> Result<Settings> {
         let mut settings = Settings::read(|name| env.get(name).map(OsStr::to_owned))
             .map_err(|err| anyhow::Error::new(UsageError(format!("{err:#}"))))?;
         settings.env = env;
@@ -74,7 +74,7 @@ impl Settings {
 
     /// The settings of an environment given by `get` (a variable's value,
     /// `None` when unset); an empty value is an unset one.
-    pub fn read(get: impl Fn(&str) -> Option<OsString>) -> Result<Settings> {
+    pub(crate) fn read(get: impl Fn(&str) -> Option<OsString>) -> Result<Settings> {
         let env = Vars(&get);
         let ms =
             |name, default| Ok::<_, anyhow::Error>(Duration::from_millis(env.num(name, default)?));
@@ -107,28 +107,28 @@ impl Settings {
 /// Limits of the HTTP client; each can be moved by an environment variable
 /// (tests use them to stay fast), read here.
 #[derive(Debug, Clone)]
-pub struct HttpConfig {
+pub(crate) struct HttpConfig {
     /// `PATCHKIT_HTTP_CONNECT_TIMEOUT_MS`, default 15 s.
-    pub connect_timeout: Duration,
+    pub(crate) connect_timeout: Duration,
     /// `PATCHKIT_HTTP_READ_TIMEOUT_MS`, default 30 s: the longest wait for
     /// the response headers or for the next piece of the body.
-    pub read_timeout: Duration,
+    pub(crate) read_timeout: Duration,
     /// `PATCHKIT_HTTP_ATTEMPTS`, default 4.
-    pub attempts: u32,
+    pub(crate) attempts: u32,
     /// `PATCHKIT_HTTP_RETRY_BASE_MS`, default 500 ms, doubled at each retry.
-    pub backoff: Duration,
+    pub(crate) backoff: Duration,
     /// `PATCHKIT_HTTP_MAX_BYTES`, default 4 GiB.
-    pub max_bytes: u64,
+    pub(crate) max_bytes: u64,
     /// `PATCHKIT_HTTP_DEADLINE_MS`, default 1 hour: the longest one
     /// download may take, retries and their waits included.
-    pub deadline: Duration,
+    pub(crate) deadline: Duration,
     /// `PATCHKIT_HTTP_MIN_RATE` (bytes per second), default 1024, 0 for
     /// none: a body that brings less over a whole read timeout is dropped
     /// (and retried), so a server that trickles a byte now and then cannot
     /// hold a fetch.
-    pub min_rate: u64,
+    pub(crate) min_rate: u64,
     /// Redirects followed at most, default 10.
-    pub max_redirects: usize,
+    pub(crate) max_redirects: usize,
 }
 
 /// Environment variable that raises the limit of bytes one extraction writes.
@@ -141,8 +141,8 @@ pub const MAX_FILES_ENV: &str = "PATCHKIT_EXTRACT_MAX_FILES";
 /// room and stop a bomb.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
-    pub bytes: u64,
-    pub files: u64,
+    pub(crate) bytes: u64,
+    pub(crate) files: u64,
 }
 
 impl Limits {
@@ -166,12 +166,13 @@ pub struct Environment(BTreeMap<OsString, OsString>);
 
 impl Environment {
     /// This process's environment, now.
-    pub fn of_process() -> Environment {
+    pub(crate) fn of_process() -> Environment {
         Environment(std::env::vars_os().collect())
     }
 
-    /// An environment of these variables alone (tests, library use).
-    pub fn of<K: Into<OsString>, V: Into<OsString>>(
+    #[cfg(test)]
+    /// An environment of these variables alone (unit tests).
+    pub(crate) fn of<K: Into<OsString>, V: Into<OsString>>(
         vars: impl IntoIterator<Item = (K, V)>,
     ) -> Environment {
         Environment(
@@ -182,22 +183,22 @@ impl Environment {
     }
 
     /// The value of `name`, when set (perhaps empty).
-    pub fn get(&self, name: &str) -> Option<&OsStr> {
+    pub(crate) fn get(&self, name: &str) -> Option<&OsStr> {
         self.0.get(OsStr::new(name)).map(OsString::as_os_str)
     }
 
     /// The value of `name`, when set and not empty.
-    pub fn non_empty(&self, name: &str) -> Option<&OsStr> {
+    pub(crate) fn non_empty(&self, name: &str) -> Option<&OsStr> {
         self.get(name).filter(|v| !v.is_empty())
     }
 
     /// The value of `name` as a path, when set and not empty.
-    pub fn path(&self, name: &str) -> Option<PathBuf> {
+    pub(crate) fn path(&self, name: &str) -> Option<PathBuf> {
         self.non_empty(name).map(PathBuf::from)
     }
 
     /// Every variable, in name order.
-    pub fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&OsStr, &OsStr)> {
         self.0.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()))
     }
 

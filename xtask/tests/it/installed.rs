@@ -12,12 +12,12 @@ use crate::support::doctor::{fault, next, FakeMachine};
 use crate::support::inplace::{debian, digests, kernel_digests, place};
 use crate::support::{repo_root, Run};
 
-pub const VENV: &str = "home/user/venv";
-pub const TORCH_LIB: &str = "home/user/venv/lib/python3.12/site-packages/torch/lib";
+pub(crate) const VENV: &str = "home/user/venv";
+pub(crate) const TORCH_LIB: &str = "home/user/venv/lib/python3.12/site-packages/torch/lib";
 
 /// The binary copied into `<root>/home/user/venv/bin/`, a venv as pip
 /// makes it (`pyvenv.cfg`); its path.
-pub fn install(root: &Path) -> PathBuf {
+pub(crate) fn install(root: &Path) -> PathBuf {
     let venv = root.join(VENV);
     std::fs::create_dir_all(venv.join("bin")).unwrap();
     std::fs::write(
@@ -33,7 +33,7 @@ pub fn install(root: &Path) -> PathBuf {
 /// `rocm-patchkit <args>` by its bare name, found on `PATH` in the venv's
 /// `bin/`, run from an empty folder with no checkout to read; a text
 /// report's items each on one line (`doctor_text.rs` holds the layout).
-pub fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
+pub(crate) fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
     let path = format!(
         "{}:{}",
         m.root().join(VENV).join("bin").display(),

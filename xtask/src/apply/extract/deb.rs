@@ -20,10 +20,10 @@ use crate::apply::state::{FileId, TreeListing};
 
 pub(super) const AR_MAGIC: &[u8] = b"!<arch>\n";
 /// Where the control members go, as `dpkg-deb -R` puts them.
-pub const CONTROL_DIR: &str = "DEBIAN";
+pub(crate) const CONTROL_DIR: &str = "DEBIAN";
 /// The data's modes other than 0644/0755 (0755 for a folder), in
 /// [`CONTROL_DIR`]: `<octal mode> <path>` lines, sorted by path.
-pub const MODES_FILE: &str = ".patchkit-modes";
+pub(crate) const MODES_FILE: &str = ".patchkit-modes";
 
 /// Extracts the package read from `input` (positioned at the `ar` magic) into `dest`.
 pub(super) fn deb(mut input: impl BufRead, dest: &Path, limits: Limits) -> Result<TreeListing> {
@@ -124,7 +124,7 @@ fn keep_meta(dest: &Path, meta: &ArchiveMeta) -> Result<Option<(String, FileId)>
 
 /// The modes `DEBIAN/.patchkit-modes` of an extracted package lists, by
 /// path; empty when it has none.
-pub fn data_modes(tree: &Path) -> Result<std::collections::BTreeMap<String, u32>> {
+pub(crate) fn data_modes(tree: &Path) -> Result<std::collections::BTreeMap<String, u32>> {
     let path = tree.join(CONTROL_DIR).join(MODES_FILE);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,

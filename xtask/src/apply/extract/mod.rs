@@ -31,7 +31,7 @@ use crate::input::recipe::Source;
 use crate::shared::report::Reporter;
 
 pub use archive::{archive, archive_pinned};
-pub use deb::{data_modes, CONTROL_DIR, MODES_FILE};
+pub(crate) use deb::{data_modes, CONTROL_DIR, MODES_FILE};
 pub use dir::dir;
 pub use git::git;
 pub use limits::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};
@@ -49,7 +49,7 @@ pub struct Selection {
 }
 
 impl Selection {
-    pub fn of(source: &Source) -> Selection {
+    pub(crate) fn of(source: &Source) -> Selection {
         match source {
             Source::Git { paths, .. } => Selection {
                 paths: paths.clone(),
@@ -69,7 +69,7 @@ impl Selection {
 }
 
 /// How a tree records the source it was extracted from.
-pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
+pub(crate) fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
     let (kind, pin) = match source {
         FetchedSource::Archive { sha256, .. } => ("archive", Some(sha256.clone())),
         FetchedSource::Dir { .. } => ("dir", None),
@@ -90,7 +90,7 @@ pub fn source_pin(source: &FetchedSource, sel: &Selection) -> state::SourcePin {
 
 /// Extracts `source` into the existing, empty folder `dest`, writing at
 /// most `limits` (the settings').
-pub fn extract(
+pub(crate) fn extract(
     source: &FetchedSource,
     sel: &Selection,
     dest: &Path,

@@ -31,12 +31,12 @@ pub(super) struct Sink {
 /// keep (files are 0644 or 0755, folders 0755, all root's): the modes and
 /// owners that differ, by path.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ArchiveMeta {
+pub(crate) struct ArchiveMeta {
     /// Permission bits (setuid, setgid and sticky included) of the files
     /// and folders whose bits are not 0644/0755 (0755 for a folder).
-    pub modes: BTreeMap<String, u32>,
+    pub(crate) modes: BTreeMap<String, u32>,
     /// `(uid, gid, user, group)` of the entries not owned by root.
-    pub owners: BTreeMap<String, (u64, u64, String, String)>,
+    pub(crate) owners: BTreeMap<String, (u64, u64, String, String)>,
 }
 
 /// Links followed one through another before a chain counts as a loop

@@ -22,9 +22,9 @@ use crate::shared::hash::sha256_hex;
 pub struct FileFailure {
     pub file: String,
     /// What was wrong when it was not the hunks (missing file, path refused).
-    pub problem: Option<String>,
+    pub(crate) problem: Option<String>,
     /// What the file's git blob id says, when the patch carries `index` ids.
-    pub blob: Option<Box<BlobNote>>,
+    pub(crate) blob: Option<Box<BlobNote>>,
     pub hunks: Vec<HunkFailure>,
 }
 
@@ -46,7 +46,7 @@ impl std::fmt::Display for FileFailure {
 /// `index <pre>..<post>` line against the blob id of the file in the tree.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "kebab-case")]
-pub enum BlobNote {
+pub(crate) enum BlobNote {
     /// The file is neither the patch's pre-image nor its post-image.
     OtherVersion {
         file: String,
@@ -119,14 +119,18 @@ fn short_path(path: &str) -> String {
 }
 
 /// What applying one patch changes, before it is committed to the tree.
-pub struct Applied {
-    pub changes: BTreeMap<String, Option<Entry>>,
-    pub files: Vec<FileChange>,
-    pub notes: Vec<HunkRecord>,
+pub(crate) struct Applied {
+    pub(crate) changes: BTreeMap<String, Option<Entry>>,
+    pub(crate) files: Vec<FileChange>,
+    pub(crate) notes: Vec<HunkRecord>,
 }
 
 /// Works out the changes `files` make to `tree`, all or nothing.
-pub fn patch(tree: &Tree, files: &[FilePatch], tol: Tolerance) -> Result<Applied, FileFailure> {
+pub(crate) fn patch(
+    tree: &Tree,
+    files: &[FilePatch],
+    tol: Tolerance,
+) -> Result<Applied, FileFailure> {
     let mut changes: BTreeMap<String, Option<Entry>> = BTreeMap::new();
     let mut before: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut notes = Vec::new();
@@ -257,9 +261,9 @@ fn failure(fp: &FilePatch, problem: String) -> FileFailure {
 
 /// A patch of a series that did not apply.
 #[derive(Debug)]
-pub struct SeriesError {
-    pub patch: String,
-    pub failure: FileFailure,
+pub(crate) struct SeriesError {
+    pub(crate) patch: String,
+    pub(crate) failure: FileFailure,
 }
 
 impl std::fmt::Display for SeriesError {
@@ -296,7 +300,7 @@ pub fn series(tree: &mut Tree, patches: &[PatchInput], tol: Tolerance) -> Result
 /// The recipe's `produces` against what the patch left: every pinned file
 /// must have its pinned git blob id. A mismatch names the file, both ids
 /// and the hunks that changed that file (with where each landed).
-pub fn check_produces(
+pub(crate) fn check_produces(
     tree: &Tree,
     input: &PatchInput,
     files: &[FilePatch],
@@ -356,7 +360,7 @@ pub enum PatchState {
 }
 
 impl PatchState {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             PatchState::Applied => "applied",
             PatchState::NotApplied => "not applied",
@@ -368,13 +372,13 @@ impl PatchState {
 /// The verdict on one patch of a series, with the hunks that failed.
 #[derive(Debug, Clone, Serialize)]
 pub struct Check {
-    pub patch: String,
+    pub(crate) patch: String,
     pub verdict: PatchState,
     /// Forward failures, when the verdict is `conflicts`.
     pub failures: Vec<FileFailure>,
     /// Hunks that would land away from their stated line (or with fuzz),
     /// when the verdict is `not applied`.
-    pub placements: Vec<HunkRecord>,
+    pub(crate) placements: Vec<HunkRecord>,
 }
 
 /// Checks each patch of a series against the tree at `root` without writing:

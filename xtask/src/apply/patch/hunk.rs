@@ -15,7 +15,7 @@ use crate::fetch::diff::{Hunk, HunkLine};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct Tolerance {
     /// Ignore up to this many context lines at each end of a hunk.
-    pub fuzz: usize,
+    pub(crate) fuzz: usize,
 }
 
 impl Tolerance {
@@ -30,7 +30,7 @@ impl Tolerance {
     }
 
     /// This tolerance, with at least the fuzz a recipe allows one patch.
-    pub fn with_fuzz_at_least(self, fuzz: usize) -> Tolerance {
+    pub(crate) fn with_fuzz_at_least(self, fuzz: usize) -> Tolerance {
         Tolerance {
             fuzz: self.fuzz.max(fuzz),
         }
@@ -39,14 +39,14 @@ impl Tolerance {
 
 /// A hunk that did not land exactly at its stated line.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HunkNote {
+pub(crate) struct HunkNote {
     /// 1-based hunk number within its file.
-    pub hunk: usize,
+    pub(crate) hunk: usize,
     /// 1-based line of the file (before the patch) where the hunk's first
     /// compared line landed.
-    pub line: usize,
-    pub offset: isize,
-    pub fuzz: usize,
+    pub(crate) line: usize,
+    pub(crate) offset: isize,
+    pub(crate) fuzz: usize,
 }
 
 /// A hunk that found no place to land.
@@ -54,19 +54,19 @@ pub struct HunkNote {
 pub struct HunkFailure {
     /// 1-based hunk number within its file.
     pub hunk: usize,
-    pub header: String,
+    pub(crate) header: String,
     /// 1-based line of the file where the first expected line did not match.
-    pub line: usize,
+    pub(crate) line: usize,
     /// The hunk's line that was expected there.
-    pub expected: String,
+    pub(crate) expected: String,
     /// What the file holds there (`None` past the end of the file).
-    pub found: Option<String>,
+    pub(crate) found: Option<String>,
     /// 1-based lines where the whole context matches, when it matches at
     /// more than one place and none is the stated line: refused as ambiguous.
-    pub ambiguous: Vec<usize>,
+    pub(crate) ambiguous: Vec<usize>,
     /// The fuzz that would let the hunk land (and the offset it would land
     /// at), when only fuzz would.
-    pub would_apply_with_fuzz: Option<(usize, isize)>,
+    pub(crate) would_apply_with_fuzz: Option<(usize, isize)>,
 }
 
 impl std::fmt::Display for HunkFailure {
@@ -151,7 +151,7 @@ fn split(content: &[u8]) -> Vec<Line> {
 
 /// Applies `hunks` to `content`. On failure returns every hunk that did not
 /// land (later hunks are still tried, so a report shows them all).
-pub fn apply(
+pub(crate) fn apply(
     content: &[u8],
     hunks: &[Hunk],
     tol: Tolerance,

@@ -4,9 +4,9 @@
 //! ([`stage`]). Apply reads and writes only the files the patches name.
 
 pub mod apply;
-pub mod hunk;
-pub mod pristine;
-pub mod scan;
+pub(crate) mod hunk;
+pub(crate) mod pristine;
+pub(crate) mod scan;
 pub mod stage;
 pub mod tree;
 
@@ -25,16 +25,16 @@ use crate::shared::hash::sha256_hex;
 /// One patch of a series, its bytes in memory (patches are small).
 #[derive(Debug, Clone)]
 pub struct PatchInput {
-    pub name: String,
-    pub bytes: Vec<u8>,
-    pub sha256: String,
+    pub(crate) name: String,
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) sha256: String,
     /// The fuzz the recipe allows this patch (0: exact context).
     pub fuzz: usize,
     /// Where its paths land in the tree.
-    pub place: Placement,
+    pub(crate) place: Placement,
     /// Tree path -> the git blob id the file must have once the patch
     /// landed (the recipe's `produces`); checked by [`apply::series`].
-    pub produces: std::collections::BTreeMap<String, String>,
+    pub(crate) produces: std::collections::BTreeMap<String, String>,
 }
 
 impl PatchInput {
@@ -51,7 +51,7 @@ impl PatchInput {
 
     /// The same patch with what its recipe entry (by name) says of it: the
     /// fuzz it allows and where its paths land.
-    pub fn for_recipe(mut self, recipe: &Recipe) -> PatchInput {
+    pub(crate) fn for_recipe(mut self, recipe: &Recipe) -> PatchInput {
         if let Some(p) = recipe.patches.iter().find(|p| p.name == self.name) {
             self.fuzz = p.fuzz;
             self.place = p.place.clone();
@@ -68,7 +68,7 @@ impl PatchInput {
     }
 
     /// Reads a fetched patch and checks it still has the sha256 it was verified by.
-    pub fn fetched(patch: &FetchedPatch) -> Result<PatchInput> {
+    pub(crate) fn fetched(patch: &FetchedPatch) -> Result<PatchInput> {
         let input = PatchInput::read(&patch.name, &patch.path)?;
         if input.sha256 != patch.sha256 {
             bail!(
@@ -83,7 +83,7 @@ impl PatchInput {
     }
 
     /// The file changes the patch makes, at the paths its placement gives.
-    pub fn parse(&self) -> Result<Vec<crate::fetch::diff::FilePatch>> {
+    pub(crate) fn parse(&self) -> Result<Vec<crate::fetch::diff::FilePatch>> {
         let mut files = apply::parse_named(&self.name, &self.bytes)?;
         if self.place == Placement::default() {
             return Ok(files);
@@ -104,7 +104,7 @@ impl PatchInput {
 
 /// The series of a recipe whose patches are all curated files, read without
 /// fetching; `None` when some patch must be fetched first.
-pub fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
+pub(crate) fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
     let mut inputs = Vec::new();
     for patch in &recipe.patches {
         match &patch.origin {
@@ -119,7 +119,7 @@ pub fn local_series(recipe: &Recipe) -> Result<Option<Vec<PatchInput>>> {
 
 /// The series of a recipe: read in place when every patch is a curated
 /// file, fetched (through the cache) otherwise.
-pub fn recipe_series(
+pub(crate) fn recipe_series(
     ws: &crate::input::workspace::Workspace,
     recipe: &Recipe,
     offline: bool,
@@ -137,7 +137,7 @@ pub fn recipe_series(
 }
 
 /// The fetched patches of `recipe`, each with its entry's fuzz and placement.
-pub fn placed(recipe: &Recipe, fetched: &[FetchedPatch]) -> Result<Vec<PatchInput>> {
+pub(crate) fn placed(recipe: &Recipe, fetched: &[FetchedPatch]) -> Result<Vec<PatchInput>> {
     fetched
         .iter()
         .map(|p| Ok(PatchInput::fetched(p)?.for_recipe(recipe)))

@@ -20,15 +20,15 @@ use crate::shared::report::Reporter;
 
 /// A verified pristine tree and its listing.
 #[derive(Debug, Clone)]
-pub struct Pristine {
-    pub dir: PathBuf,
-    pub manifest: TreeListing,
+pub(crate) struct Pristine {
+    pub(crate) dir: PathBuf,
+    pub(crate) manifest: TreeListing,
 }
 
 /// The pristine tree of `recipe` at `dir`: the kept one when its pin and
 /// selection are these and every file hashes as listed, else extracted
 /// afresh (an unpinned local folder is extracted every time).
-pub fn ensure(
+pub(crate) fn ensure(
     recipe: &Recipe,
     source: &FetchedSource,
     dir: &Path,
@@ -112,7 +112,7 @@ fn remove(path: &Path) -> Result<()> {
 /// Fills the empty folder `to` with `from`: folders made, files hard-linked
 /// (copied where a link cannot be made, across file systems), symlinks
 /// made again.
-pub fn link_copy(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn link_copy(from: &Path, to: &Path) -> Result<()> {
     let mut stack = vec![(from.to_path_buf(), to.to_path_buf())];
     while let Some((src, dst)) = stack.pop() {
         for entry in

@@ -12,7 +12,7 @@ use crate::shared::hash::memo::{Memo, Want};
 use crate::shared::report::Reporter;
 
 /// Every file below `root` but `.patchkit/`, hashed on every core.
-pub fn scan(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeListing> {
+pub(crate) fn scan(root: &Path, memo: &Memo, reporter: &Reporter) -> Result<TreeListing> {
     let mut files: Vec<(String, PathBuf)> = Vec::new();
     let mut manifest = TreeListing::new();
     let mut stack = vec![(String::new(), root.to_path_buf())];

@@ -20,10 +20,10 @@ use crate::shared::report::Reporter;
 /// What `apply` did.
 #[derive(Debug, Clone)]
 pub struct Report {
-    pub dest: PathBuf,
+    pub(crate) dest: PathBuf,
     pub state: State,
     /// Files in the tree (the manifest's length).
-    pub files: usize,
+    pub(crate) files: usize,
 }
 
 /// A fresh staging folder beside a tree that is to be made
@@ -32,7 +32,7 @@ pub struct Report {
 /// that a refusal leaves nothing behind, unless [`StagedTree::commit`] moved it
 /// into place.
 pub(crate) struct StagedTree {
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     cleanup: RemoveOnDrop,
 }
 
@@ -88,7 +88,7 @@ pub fn apply_recipe(
 
 /// [`apply_recipe`] starting from a hard-link copy of the kept `pristine`
 /// tree of `fetched.source` instead of extracting it again.
-pub fn apply_recipe_from(
+pub(crate) fn apply_recipe_from(
     recipe: &Recipe,
     fetched: &Fetched,
     pristine: &super::pristine::Pristine,
@@ -259,7 +259,7 @@ fn update_manifest(
 /// nothing: replacing it would delete the user's files. A tree of ours has
 /// a state record this tool wrote (of any format: a tree of an older
 /// version is replaced too), not merely a file at `.patchkit/state.json`.
-pub fn check_replaceable(dest: &Path) -> Result<()> {
+pub(crate) fn check_replaceable(dest: &Path) -> Result<()> {
     replaceable(dest, false)
 }
 
@@ -267,7 +267,7 @@ pub fn check_replaceable(dest: &Path) -> Result<()> {
 /// the record must also name the tree it is in, its listing's every path
 /// present, so that a record copied into a folder of one's own (or another
 /// tool's `.patchkit/`) never lets apply delete that folder.
-pub fn check_into(dest: &Path) -> Result<()> {
+pub(crate) fn check_into(dest: &Path) -> Result<()> {
     replaceable(dest, true)
 }
 

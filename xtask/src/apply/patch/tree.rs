@@ -9,9 +9,9 @@ use anyhow::{bail, Context, Result};
 
 /// A regular file's bytes and permission bits (`0o644`, `0o755`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub data: Vec<u8>,
-    pub mode: u32,
+pub(crate) struct Entry {
+    pub(crate) data: Vec<u8>,
+    pub(crate) mode: u32,
 }
 
 /// A tree on disk, seen through the changes made to it so far.
@@ -40,12 +40,8 @@ impl Tree {
         }
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
     /// The file at `rel`, `None` if there is none.
-    pub fn read(&self, rel: &str) -> Result<Option<Entry>> {
+    pub(crate) fn read(&self, rel: &str) -> Result<Option<Entry>> {
         if let Some(entry) = self.layer.get(rel) {
             return Ok(entry.clone());
         }
@@ -66,7 +62,7 @@ impl Tree {
     }
 
     /// Makes `changes` (path -> new entry, `None` to delete) part of the tree.
-    pub fn commit(&mut self, changes: BTreeMap<String, Option<Entry>>) -> Result<()> {
+    pub(crate) fn commit(&mut self, changes: BTreeMap<String, Option<Entry>>) -> Result<()> {
         for (rel, entry) in changes {
             if !self.write {
                 self.layer.insert(rel, entry);
@@ -121,7 +117,7 @@ impl Tree {
 
 /// Refuses a patch path that is absolute, climbs with `..`, or names the
 /// tool's own record folder.
-pub fn confine(rel: &str) -> Result<()> {
+pub(crate) fn confine(rel: &str) -> Result<()> {
     if rel.is_empty() {
         bail!("empty patch path");
     }
@@ -144,7 +140,7 @@ pub fn confine(rel: &str) -> Result<()> {
 }
 
 /// Permission bits as `0o755` or `0o644` (git records nothing finer).
-pub fn mode_of(meta: &std::fs::Metadata) -> u32 {
+pub(crate) fn mode_of(meta: &std::fs::Metadata) -> u32 {
     use std::os::unix::fs::PermissionsExt;
     if meta.permissions().mode() & 0o111 != 0 {
         0o755

@@ -25,18 +25,18 @@ use crate::input::workspace::Workspace;
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// Where the patched tree goes; replaced only when the whole series
     /// applied, and only if DIR is new, empty or a tree apply made (with its
     /// .patchkit/state.json): a folder of your own files is refused
     /// [default: target/patchkit/work/<recipe>/tree]
     #[arg(long, value_name = "DIR")]
-    pub into: Option<PathBuf>,
+    pub(crate) into: Option<PathBuf>,
     #[command(flatten)]
-    pub series: super::SeriesArgs,
+    pub(crate) series: super::SeriesArgs,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let dest = args
         .into
@@ -75,6 +75,6 @@ pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
 }
 
 /// `<work_dir>/<recipe>/tree`, where `apply` puts a tree by default.
-pub fn default_tree(ws: &Workspace, recipe: &str) -> PathBuf {
+pub(crate) fn default_tree(ws: &Workspace, recipe: &str) -> PathBuf {
     ws.work_dir.join(recipe).join("tree")
 }

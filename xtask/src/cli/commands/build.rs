@@ -43,30 +43,30 @@ use crate::shared::diag::UsageError;
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// dkms: the kernel release to build for [default: the newest with headers]
     #[arg(long, value_name = "RELEASE")]
-    pub kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
     #[arg(long, value_delimiter = ',', value_parser = |text: &str| super::parse_format(text, None), value_name = super::formats_value_name(None))]
-    pub formats: Option<Vec<Format>>,
+    pub(crate) formats: Option<Vec<Format>>,
     /// hipblaslt: the ROCm prefix [default: $ROCM_PATH, else /opt/rocm]
     #[arg(long, value_name = "PATH")]
-    pub rocm: Option<PathBuf>,
+    pub(crate) rocm: Option<PathBuf>,
     /// hipblaslt: GPU targets, separated by `;` or `,` [default: gfx1200;gfx1201]
     #[arg(long, value_name = "LIST")]
-    pub gpu_targets: Option<String>,
+    pub(crate) gpu_targets: Option<String>,
     /// hipblaslt: whether to build the library [default: auto]
     #[arg(long, value_enum, value_name = "WHEN")]
-    pub build: Option<BuildMode>,
+    pub(crate) build: Option<BuildMode>,
     /// hipblaslt: parallel compile jobs [default: the number of CPUs]
     #[arg(long, short, value_name = "N")]
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     #[command(flatten)]
-    pub publish: super::PublishArgs,
+    pub(crate) publish: super::PublishArgs,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     check_flags(&recipe, args)?;
     let defaults = Settings::default();

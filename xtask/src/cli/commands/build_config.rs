@@ -11,7 +11,7 @@ use crate::input::workspace::Workspace;
 use crate::line::{self, Options};
 
 /// The recipe built when none is named.
-pub const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
+pub(crate) const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
 
 /// Build a configuration package (the amdgpu-cwsr-off stop-gap) into dist/<recipe>/
 ///
@@ -37,15 +37,15 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-cwsr-off";
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
     #[arg(default_value = DEFAULT_RECIPE)]
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
     #[arg(long, value_delimiter = ',', value_parser = |text: &str| super::parse_format(text, Some(KindName::Config)), value_name = super::formats_value_name(Some(KindName::Config)))]
-    pub formats: Option<Vec<Format>>,
+    pub(crate) formats: Option<Vec<Format>>,
     #[command(flatten)]
-    pub publish: super::PublishArgs,
+    pub(crate) publish: super::PublishArgs,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
         formats: args.formats.clone(),
         ..args.publish.options(&args.recipe, Some(KindName::Config))

@@ -10,7 +10,7 @@ use crate::input::workspace::Workspace;
 use crate::line::{self, Options};
 
 /// The recipe built when none is named.
-pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
+pub(crate) const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
 
 /// Build a DKMS recipe into dist/<recipe>/ (the main job)
 ///
@@ -36,19 +36,19 @@ pub const DEFAULT_RECIPE: &str = "amdgpu-debian-6.12";
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
     #[arg(default_value = DEFAULT_RECIPE)]
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// Kernel release to build for (checked against the recipe's range)
     /// [default: the newest with headers in /lib/modules/*/build, else the running one]
     #[arg(long, value_name = "RELEASE")]
-    pub kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// Package formats, comma-separated [default: the recipe's `target.formats`]
     #[arg(long, value_delimiter = ',', value_parser = |text: &str| super::parse_format(text, Some(KindName::Dkms)), value_name = super::formats_value_name(Some(KindName::Dkms)))]
-    pub formats: Option<Vec<Format>>,
+    pub(crate) formats: Option<Vec<Format>>,
     #[command(flatten)]
-    pub publish: super::PublishArgs,
+    pub(crate) publish: super::PublishArgs,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let opts = Options {
         kernel: args.kernel.clone(),
         formats: args.formats.clone(),

@@ -30,36 +30,36 @@ use crate::shared::diag::{display_path, UsageError};
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name or path [default: the hipblaslt recipe for the found ROCm release]
-    pub recipe: Option<String>,
+    pub(crate) recipe: Option<String>,
     /// The ROCm prefix to build with [default: $ROCM_PATH, else /opt/rocm]
     #[arg(long, value_name = "PATH")]
-    pub rocm: Option<PathBuf>,
+    pub(crate) rocm: Option<PathBuf>,
     /// GPU targets, separated by `;` or `,`
     #[arg(long, value_name = "LIST", default_value = hipblaslt_cmake::DEFAULT_GPU_TARGETS)]
-    pub gpu_targets: String,
+    pub(crate) gpu_targets: String,
     /// Whether to build the library
     #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
-    pub build: BuildMode,
+    pub(crate) build: BuildMode,
     /// Parallel compile jobs [default: the number of CPUs]
     #[arg(long, short, value_name = "N")]
-    pub jobs: Option<usize>,
+    pub(crate) jobs: Option<usize>,
     /// The output folder; new, empty or an earlier publication (with its
     /// manifest.json), as the whole folder is replaced [default: dist/<recipe>]
     #[arg(long, value_name = "DIR")]
-    pub out: Option<PathBuf>,
+    pub(crate) out: Option<PathBuf>,
     /// Use only inputs already in the cache (no network)
     #[arg(long)]
-    pub offline: bool,
+    pub(crate) offline: bool,
     /// Fetch inputs that carry no pin yet, recording the pins taken
     #[arg(long)]
-    pub allow_unpinned: bool,
+    pub(crate) allow_unpinned: bool,
 }
 
 /// This command, as a kind names the command that builds it: the recipes
 /// it builds are those whose kind names it.
 const COMMAND: &str = "build-hipblaslt";
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let name = match &args.recipe {
         Some(name) => name.clone(),
         None => default_recipe(ws, args)?,

@@ -72,46 +72,46 @@ use crate::shared::report;
 pub struct Args {
     /// Read the machine below this folder instead of / (a copy or a fake tree)
     #[arg(long, value_name = "DIR", default_value = "/")]
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Print the report as JSON (keys sorted; docs/doctor-json.md)
     #[arg(long, conflicts_with = "report")]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Print the report as a Markdown block to paste into a bug report:
     /// machine, kernel and module, libraries, knobs, verdicts, firmware,
     /// the GPU faults of the logs; home folders shown as ~ and your user
     /// name as <user>, no environment variable doctor does not know
     #[arg(long)]
-    pub report: bool,
+    pub(crate) report: bool,
     /// Also look for PyTorch's hipBLASLt in this Python environment (a venv,
     /// conda env or site-packages folder; repeatable; taken below --root)
     #[arg(long, value_name = "DIR")]
-    pub python: Vec<PathBuf>,
+    pub(crate) python: Vec<PathBuf>,
     /// Read every kernel file again instead of trusting cached "off" verdicts
     #[arg(long)]
-    pub no_cache: bool,
+    pub(crate) no_cache: bool,
     /// Judge this running program instead of what could be loaded: the
     /// hipBLASLt, HIP, comgr and rocBLAS it mapped (/proc/PID/maps), its
     /// environment (/proc/PID/environ) and its GPU nodes (below --root)
     #[arg(long, value_name = "PID")]
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// Judge access to /dev/kfd and the render nodes for this user of the
     /// machine (its /etc/passwd and /etc/group) instead of for you
     #[arg(long, value_name = "NAME")]
-    pub user: Option<String>,
+    pub(crate) user: Option<String>,
     /// Read the GPU faults of these saved logs (dmesg, journalctl -k, a
     /// job's stderr, an AMD_LOG_LEVEL=3 HIP log) instead of this boot's
     /// kernel log; repeatable (host paths, not taken below --root)
     #[arg(long, value_name = "FILE", num_args = 1..)]
-    pub log: Vec<PathBuf>,
+    pub(crate) log: Vec<PathBuf>,
     /// Colour the text report: auto (on a terminal, unless NO_COLOR is
     /// set), always or never
     #[arg(long, value_name = "WHEN", default_value = "auto")]
-    pub color: Color,
+    pub(crate) color: Color,
 }
 
 /// When the text report is coloured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Color {
+pub(crate) enum Color {
     Auto,
     Always,
     Never,
@@ -119,7 +119,7 @@ pub enum Color {
 
 /// Prints the report; a known fault affecting the machine unmitigated ends
 /// in [`Error::FaultsAffect`] (exit status 3).
-pub fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
     let report = diagnose(ws, args)?;
     if args.json {
         report::out_json(&report.to_json(&ws.invocation)?);
@@ -276,7 +276,7 @@ fn installed_recipes(knowledge: &Knowledge) -> (BTreeSet<String>, BTreeSet<Strin
 /// environment this binary is installed in first (a wheel's script; with
 /// `--root`, only when the binary lies below it), then `--python`,
 /// `$VIRTUAL_ENV`, `$CONDA_PREFIX` and the user's home.
-pub fn places(ws: &Workspace, root: &Path, python: &[PathBuf]) -> doctor::hipblaslt::Places {
+pub(crate) fn places(ws: &Workspace, root: &Path, python: &[PathBuf]) -> doctor::hipblaslt::Places {
     let mut places = doctor::hipblaslt::Places::from_env(python, &ws.settings.env);
     let own = ws.invocation.python_env.as_deref().and_then(|env| {
         let below = env.strip_prefix(root).ok()?;

@@ -16,21 +16,21 @@ use crate::input::workspace::Workspace;
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// The upstream: `git:<repo>#<commit>` or `<repo>@<commit>` (a local git
     /// repository; the commit may be a tag or a branch), a tar/tar.gz/tar.xz/
     /// tar.zst archive (the recipe's strip and include apply), or a folder
     /// holding the tree
     #[arg(long, value_name = "UPSTREAM")]
-    pub against: String,
+    pub(crate) against: String,
     /// Print the report as JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    pub series: super::SeriesArgs,
+    pub(crate) series: super::SeriesArgs,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let against = Against::parse(&args.against)
         .map_err(|e| crate::shared::diag::UsageError(format!("--against: {e:#}")))?;

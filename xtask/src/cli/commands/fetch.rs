@@ -29,25 +29,25 @@ use crate::input::workspace::Workspace;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// Open no network connection; fail listing every input missing from
     /// the cache
     #[arg(long)]
-    pub offline: bool,
+    pub(crate) offline: bool,
     /// Fetch inputs that have no pin as they are now, and record the pins
     /// taken in <cache>/taken-pins/<recipe>.toml (`cargo xtask lock` writes
     /// pins into the recipe instead)
     #[arg(long)]
-    pub allow_unpinned: bool,
+    pub(crate) allow_unpinned: bool,
     /// When a git server will not hand out one commit by id, fetch every
     /// branch and tag of the repository even past the size cap
     /// (PATCHKIT_GIT_MAX_BYTES, 256 MiB); for a kernel tree that is
     /// gigabytes. Give the patch a `urls` entry instead where you can
     #[arg(long)]
-    pub allow_full_fetch: bool,
+    pub(crate) allow_full_fetch: bool,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let opts = FetchOptions {
         offline: args.offline,

@@ -9,7 +9,7 @@ use crate::input::workspace::Workspace;
 #[derive(Debug, clap::Args)]
 pub struct Args {}
 
-pub fn run(ws: &Workspace, _args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, _args: &Args) -> Result<()> {
     let names = recipe::list(&ws.root)?;
     let width = names.iter().map(String::len).max().unwrap_or(0);
     for name in names {

@@ -21,10 +21,10 @@ use crate::shared::diag::display_path;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
-    pub recipe: String,
+    pub(crate) recipe: String,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let changes = lock::lock(ws, &recipe)?;
     let file = display_path(&recipe.path);

@@ -1,19 +1,19 @@
 //! One file per `cargo xtask` command, each with its clap `Args` and one `run`.
 
-pub mod apply;
-pub mod build;
-pub mod build_config;
-pub mod build_dkms;
-pub mod build_hipblaslt;
+pub(crate) mod apply;
+pub(crate) mod build;
+pub(crate) mod build_config;
+pub(crate) mod build_dkms;
+pub(crate) mod build_hipblaslt;
 pub mod doctor;
-pub mod drift;
-pub mod fetch;
-pub mod list;
-pub mod lock;
-pub mod plan;
-pub mod publish_repo;
-pub mod rewrite_hipblaslt;
-pub mod verify;
+pub(crate) mod drift;
+pub(crate) mod fetch;
+pub(crate) mod list;
+pub(crate) mod lock;
+pub(crate) mod plan;
+pub(crate) mod publish_repo;
+pub(crate) mod rewrite_hipblaslt;
+pub(crate) mod verify;
 
 use crate::formats::Format;
 use crate::input::recipe::KindName;
@@ -21,49 +21,49 @@ use crate::input::recipe::KindName;
 /// The flags of every command that applies or checks a recipe's series:
 /// where the inputs may come from, and how far a hunk may stray.
 #[derive(Debug, clap::Args)]
-pub struct SeriesArgs {
+pub(crate) struct SeriesArgs {
     /// Use only inputs already in the cache (no network)
     #[arg(long)]
-    pub offline: bool,
+    pub(crate) offline: bool,
     /// Also let a hunk ignore up to N context lines at each end (opt-in, as
     /// a patch's `fuzz = N` in the recipe; reported, and recorded hunk by
     /// hunk by apply). Better: refresh the patch against the tree
     #[arg(long, value_name = "N", default_value_t = 0)]
-    pub fuzz: usize,
+    pub(crate) fuzz: usize,
 }
 
 impl SeriesArgs {
-    pub fn tolerance(&self) -> crate::apply::patch::Tolerance {
+    pub(crate) fn tolerance(&self) -> crate::apply::patch::Tolerance {
         crate::apply::patch::Tolerance::fuzz(self.fuzz)
     }
 }
 
 /// The publication flags every `build*` command takes.
 #[derive(Debug, clap::Args)]
-pub struct PublishArgs {
+pub(crate) struct PublishArgs {
     /// Where to publish; DIR must be new, empty or an earlier publication
     /// (with its manifest.json), as the whole folder is replaced
     /// [default: dist/<recipe>]
     #[arg(long, value_name = "DIR")]
-    pub out: Option<std::path::PathBuf>,
+    pub(crate) out: Option<std::path::PathBuf>,
     /// Open no network connection: every input must be in the cache
     #[arg(long)]
-    pub offline: bool,
+    pub(crate) offline: bool,
     /// Fetch inputs that have no pin, and record the pins taken
     #[arg(long)]
-    pub allow_unpinned: bool,
+    pub(crate) allow_unpinned: bool,
     /// The .deb's compressor and level: xz[:0-6], zstd[:1-19] or gzip[:1-9]
     /// (xz:6 is dpkg-deb's own, 28% smaller and nine times slower; zstd
     /// members need dpkg >= 1.21.18, and lintian 2.116 calls them
     /// malformed) [default: the recipe's `package.compression`, else xz:2]
     #[arg(long, value_name = "CODEC[:LEVEL]")]
-    pub compression: Option<crate::formats::Compression>,
+    pub(crate) compression: Option<crate::formats::Compression>,
 }
 
 impl PublishArgs {
     /// The build of `recipe` these flags ask for, with every other option
     /// at its default (the recipe's formats, the newest kernel, ...).
-    pub fn options(
+    pub(crate) fn options(
         &self,
         recipe: &str,
         kind: Option<crate::input::recipe::KindName>,
@@ -81,7 +81,7 @@ impl PublishArgs {
         }
     }
 
-    pub fn fetch(&self) -> crate::fetch::FetchOptions {
+    pub(crate) fn fetch(&self) -> crate::fetch::FetchOptions {
         crate::fetch::FetchOptions {
             offline: self.offline,
             allow_unpinned: self.allow_unpinned,

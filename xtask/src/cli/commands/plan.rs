@@ -11,17 +11,17 @@ use crate::input::workspace::Workspace;
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A recipe name (file stem in recipes/) or a path to a recipe file
-    pub recipe: String,
+    pub(crate) recipe: String,
     /// Print the plan as JSON (keys sorted, stable)
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     /// Fail (exit status 2) when an input has no pin, naming the `lock`
     /// command to run on a maintainer's machine; CI builds pinned recipes only
     #[arg(long)]
-    pub require_pinned: bool,
+    pub(crate) require_pinned: bool,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let recipe = Recipe::load(&ws.root, &args.recipe)?;
     let unpinned = recipe.unpinned();
     if args.require_pinned && !unpinned.is_empty() {

@@ -37,27 +37,27 @@ use crate::release::repos::{self, Options, RepoFormat};
 pub struct Args {
     /// Published dist/<recipe>/ folders
     #[arg(required = true, value_name = "DIST")]
-    pub dists: Vec<PathBuf>,
+    pub(crate) dists: Vec<PathBuf>,
     /// The folder to publish into
     #[arg(long, value_name = "DIR")]
-    pub to: PathBuf,
+    pub(crate) to: PathBuf,
     /// Where DIR will be served from, e.g. https://example.org/rocm-patchkit
     #[arg(long)]
-    pub url: String,
+    pub(crate) url: String,
     /// The signing key (fingerprint, key id or user id) [default: the one
     /// secret signing key of the GnuPG home]
     #[arg(long, value_name = "KEY")]
-    pub key: Option<String>,
+    pub(crate) key: Option<String>,
     /// The GnuPG home holding the key [default: $GNUPGHOME, else ~/.gnupg]
     #[arg(long, value_name = "DIR")]
-    pub gnupghome: Option<PathBuf>,
+    pub(crate) gnupghome: Option<PathBuf>,
     /// The apt suite (and codename)
     #[arg(long, default_value = "stable")]
-    pub suite: String,
+    pub(crate) suite: String,
     /// The repositories to write, comma-separated
     #[arg(long, value_delimiter = ',', value_parser = parse_format, value_name = "apt,rpm,pacman",
           default_value = "apt,rpm,pacman")]
-    pub formats: Vec<RepoFormat>,
+    pub(crate) formats: Vec<RepoFormat>,
 }
 
 fn parse_format(text: &str) -> Result<RepoFormat, String> {
@@ -67,7 +67,7 @@ fn parse_format(text: &str) -> Result<RepoFormat, String> {
         .ok_or_else(|| format!("`{text}` is not one of apt, rpm, pacman"))
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let epoch = crate::input::target::epoch_of(&ws.settings.env)?;
     let opts = Options {
         dists: args.dists.clone(),

@@ -42,35 +42,35 @@ use crate::shared::report::human_size;
 pub struct Args {
     /// A folder holding libhipblaslt.so, or its hipblaslt/library kernel folder
     #[arg(value_name = "PATH")]
-    pub paths: Vec<PathBuf>,
+    pub(crate) paths: Vec<PathBuf>,
     /// The PyTorch or TheRock wheel of this Python environment (a venv, conda env or
     /// site-packages folder; repeatable), as doctor takes it
     #[arg(long, value_name = "DIR")]
-    pub python: Vec<PathBuf>,
+    pub(crate) python: Vec<PathBuf>,
     /// Every hipBLASLt doctor finds that switches expert scheduling on (with
     /// --undo: every one rewritten in place)
     #[arg(long)]
-    pub all: bool,
+    pub(crate) all: bool,
     /// Say what would change and change nothing
     #[arg(long)]
-    pub check: bool,
+    pub(crate) check: bool,
     /// Put back the original kernel files of a rewritten library, byte for
     /// byte; refuses, naming it, when a file changed since the rewrite
     #[arg(long)]
-    pub undo: bool,
+    pub(crate) undo: bool,
     /// Threads reading and rewriting kernel files [default: the CPUs]
     #[arg(long, value_name = "N")]
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Rewrite gated kernel files too: those switch expert scheduling on
     /// only when the kernel reports KFD ABI 1.20 (the trap-handler fix in),
     /// and are left alone without it
     #[arg(long)]
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 /// The examples of `--help`, for the program the user runs (`cargo xtask`,
 /// `rocm-patchkit`).
-pub fn examples(program: &str) -> String {
+pub(crate) fn examples(program: &str) -> String {
     let root = if program == "cargo xtask" {
         "sudo target/debug/xtask".to_owned()
     } else {
@@ -182,7 +182,7 @@ fn libraries(ws: &Workspace, args: &Args, threads: usize) -> Result<Vec<PathBuf>
     Ok(out)
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let threads = crate::shared::par::threads(args.threads);
     let opts = Options {
         check: args.check,

@@ -26,18 +26,18 @@ use crate::input::workspace::Workspace;
 #[command(verbatim_doc_comment)]
 pub struct Args {
     /// The tree (or published dist/<recipe>/ folder) to check
-    pub tree: PathBuf,
+    pub(crate) tree: PathBuf,
     /// Check a tree without a record against this recipe's series
     #[arg(long, value_name = "RECIPE")]
-    pub recipe: Option<String>,
+    pub(crate) recipe: Option<String>,
     /// Print the report as JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
     #[command(flatten)]
-    pub series: super::SeriesArgs,
+    pub(crate) series: super::SeriesArgs,
 }
 
-pub fn run(ws: &Workspace, args: &Args) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
     let has_record = crate::apply::state::state_path(&args.tree).is_file();
     if !has_record && args.recipe.is_none() && args.tree.join(crate::release::dist::SUMS).is_file()
     {

@@ -29,7 +29,7 @@ impl Shell {
 }
 
 /// The completion script for `shell`.
-pub fn completion(shell: Shell) -> String {
+pub(crate) fn completion(shell: Shell) -> String {
     let mut cmd = Cli::command();
     let mut out = Vec::new();
     let name = cmd.get_name().to_owned();

@@ -37,21 +37,21 @@ use crate::shared::error::Error;
     version,
     max_term_width = 100
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Print warnings and errors only
     #[arg(long, short, global = true)]
-    pub quiet: bool,
+    pub(crate) quiet: bool,
     /// Read the knowledge files (faults.toml, knobs.toml) from this folder
     /// (or its knowledge/) instead of the ones built in: newer facts without
     /// a new binary
     #[arg(long, global = true, value_name = "DIR")]
-    pub knowledge: Option<PathBuf>,
+    pub(crate) knowledge: Option<PathBuf>,
     #[command(subcommand)]
-    pub command: Command,
+    pub(crate) command: Command,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     Doctor(commands::doctor::Args),
     #[command(after_long_help = commands::rewrite_hipblaslt::examples(crate::input::invocation::INSTALLED))]
     RewriteHipblaslt(commands::rewrite_hipblaslt::Args),
@@ -69,12 +69,12 @@ pub enum Command {
 /// only when everything agrees. (Checking a tree against a recipe's series
 /// is `cargo xtask verify --recipe` in a checkout.)
 #[derive(Debug, clap::Args)]
-pub struct VerifyArgs {
+pub(crate) struct VerifyArgs {
     /// The published folder or the patched tree to check
-    pub tree: PathBuf,
+    pub(crate) tree: PathBuf,
     /// Print the report as JSON
     #[arg(long)]
-    pub json: bool,
+    pub(crate) json: bool,
 }
 
 /// Print the shell completion script for bash, zsh or fish
@@ -83,10 +83,10 @@ pub struct VerifyArgs {
 /// share/zsh/site-functions, share/fish/vendor_completions.d); for another
 /// place: `rocm-patchkit completions bash > ~/.local/share/bash-completion/completions/rocm-patchkit`.
 #[derive(Debug, clap::Args)]
-pub struct CompletionsArgs {
+pub(crate) struct CompletionsArgs {
     /// The shell
     #[arg(value_enum)]
-    pub shell: docs::Shell,
+    pub(crate) shell: docs::Shell,
 }
 
 /// Parses the command line and runs the command.

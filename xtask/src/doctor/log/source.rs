@@ -20,24 +20,24 @@ use crate::doctor::fsread::{Root, Unread};
 use crate::input::knowledge::Glob;
 
 /// All logs of one run are read within this.
-pub const TIME: Duration = Duration::from_secs(6);
+pub(crate) const TIME: Duration = Duration::from_secs(6);
 /// The kernel log below `--root`.
 const KERN_LOG: &str = "var/log/kern.log";
 
 /// What to read, passed by the command.
-pub struct Settings<'a> {
+pub(crate) struct Settings<'a> {
     /// The machine (`/`, or a copy below which its own log is read).
-    pub root: &'a Path,
+    pub(crate) root: &'a Path,
     /// `--log` files, as given.
-    pub files: &'a [PathBuf],
+    pub(crate) files: &'a [PathBuf],
     /// Kernel-name patterns of the known faults.
-    pub patterns: Vec<Glob>,
+    pub(crate) patterns: Vec<Glob>,
     /// The program run for this boot's kernel log when the root is `/`.
-    pub journalctl: &'a OsStr,
+    pub(crate) journalctl: &'a OsStr,
 }
 
 /// Reads the logs `settings` name; what cannot be read is an [`Unread`].
-pub fn read(settings: &Settings) -> (Scan, Vec<Unread>) {
+pub(crate) fn read(settings: &Settings) -> (Scan, Vec<Unread>) {
     let deadline = Instant::now() + TIME;
     let mut scan = Scan::default();
     let mut unread = Vec::new();

@@ -21,7 +21,7 @@ const DENIED_HINT: &str = "not seeing messages from other users and the system";
 
 /// What running journalctl gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Journal {
+pub(crate) enum Journal {
     /// Kernel-log lines were read (into the scan).
     Read,
     /// It ran, but shows this user no kernel log.
@@ -33,7 +33,12 @@ pub enum Journal {
 }
 
 /// Runs `program -k -b` and reads what it prints into `scan`.
-pub fn run(program: &OsStr, patterns: &[Glob], scan: &mut Scan, deadline: Instant) -> Journal {
+pub(crate) fn run(
+    program: &OsStr,
+    patterns: &[Glob],
+    scan: &mut Scan,
+    deadline: Instant,
+) -> Journal {
     let spawned = Command::new(program)
         .args(["-k", "-b", "--no-pager", "-o", "short", "-n", LINES])
         .env("SYSTEMD_COLORS", "0")

@@ -7,17 +7,17 @@ use std::io::Read;
 /// Magic of a compressed bundle.
 pub const CCOB: &[u8; 4] = b"CCOB";
 /// Magic of an uncompressed bundle.
-pub const BUNDLE: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
+pub(crate) const BUNDLE: &[u8; 24] = b"__CLANG_OFFLOAD_BUNDLE__";
 /// Magic of an ELF file.
 pub const ELF: &[u8; 4] = b"\x7fELF";
 
 /// llvm::compression::Format as the CCOB header stores it.
-pub const ZLIB: u16 = 0;
-pub const ZSTD: u16 = 1;
+pub(crate) const ZLIB: u16 = 0;
+pub(crate) const ZSTD: u16 = 1;
 
 /// The most bytes a bundle may decompress to, whatever its header says: the
 /// largest of Debian's hipBLASLt 7.1.1 is 171 MB.
-pub const MAX_UNCOMPRESSED: u64 = 1 << 30;
+pub(crate) const MAX_UNCOMPRESSED: u64 = 1 << 30;
 /// The zstd level the rewritten frames are made at ([`Scratch::compress`]).
 pub const ZSTD_LEVEL: i32 = 9;
 
@@ -44,7 +44,7 @@ impl Scratch {
     /// `out` as one zstd frame at the rewrite's level (long-distance
     /// matching on), its size stated, a window of at most 2^`window_log`
     /// (zstd makes it single-segment when that covers the whole content).
-    pub fn compress(&mut self, window_log: u32, checksum: bool) -> Result<Vec<u8>, String> {
+    pub(crate) fn compress(&mut self, window_log: u32, checksum: bool) -> Result<Vec<u8>, String> {
         use zstd::zstd_safe::{CCtx, CParameter, ResetDirective};
         let err = |code| format!("zstd: {}", zstd::zstd_safe::get_error_name(code));
         let cctx = self.cctx.get_or_insert_with(CCtx::create);
@@ -79,10 +79,10 @@ pub struct Header {
     /// [`ZLIB`] or [`ZSTD`].
     pub method: u16,
     /// The whole file's size, as v2 and v3 state it.
-    pub total: Option<u64>,
+    pub(crate) total: Option<u64>,
     pub uncompressed: u64,
     /// The first 8 bytes of the MD5, as they lie in the file.
-    pub hash: [u8; 8],
+    pub(crate) hash: [u8; 8],
 }
 
 impl Header {
@@ -93,7 +93,7 @@ impl Header {
     }
 
     /// The header's bytes; an error when a size does not fit its field.
-    pub fn to_bytes(&self) -> Result<Vec<u8>, String> {
+    pub(crate) fn to_bytes(&self) -> Result<Vec<u8>, String> {
         let mut out = CCOB.to_vec();
         out.extend(self.version.to_le_bytes());
         out.extend(self.method.to_le_bytes());
@@ -246,9 +246,9 @@ pub struct Frame {
     pub single_segment: bool,
     /// The window a decoder must hold, in bytes.
     pub window: u64,
-    pub content_size: Option<u64>,
-    pub checksum: bool,
-    pub dictionary: bool,
+    pub(crate) content_size: Option<u64>,
+    pub(crate) checksum: bool,
+    pub(crate) dictionary: bool,
 }
 
 /// Parses the header of the zstd frame at the start of `bytes`.

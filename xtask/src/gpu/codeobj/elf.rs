@@ -26,28 +26,28 @@ const MACHS: &[(u32, &str)] = &[
 /// 0xB), opcode 0x13 in bits 27..23, simm16 = 26 | 0 << 6 | (2 - 1) << 11,
 /// the sdst field (bits 22..16) zero as the assembler writes it; the 32-bit
 /// value follows.
-pub const SETREG_SCHED_MODE: u32 = 0xb000_0000 | (0x13 << 23) | (26 | (1 << 11));
+pub(crate) const SETREG_SCHED_MODE: u32 = 0xb000_0000 | (0x13 << 23) | (26 | (1 << 11));
 /// The SCHED_MODE value that switches expert scheduling on.
-pub const EXPERT_SCHED_ON: u32 = 2;
+pub(crate) const EXPERT_SCHED_ON: u32 = 2;
 
 /// A parsed AMDGPU code object: its mach value, its `.text` bytes and
 /// where they lie, and the function symbols that point into `.text`.
 #[derive(Debug)]
 pub struct CodeObject<'a> {
-    pub mach: u32,
-    pub text: &'a [u8],
+    pub(crate) mach: u32,
+    pub(crate) text: &'a [u8],
     /// Where `.text` starts in the ELF file.
-    pub text_offset: usize,
+    pub(crate) text_offset: usize,
     /// `.text`'s address (`sh_addr`), which symbol values count from.
-    pub text_addr: u64,
+    pub(crate) text_addr: u64,
     /// Offsets in `.text` of its `STT_FUNC` symbols (the kernels' entries),
     /// sorted, each once.
-    pub functions: Vec<usize>,
+    pub(crate) functions: Vec<usize>,
 }
 
 impl CodeObject<'_> {
     /// The target name, or `mach 0x..` when it is not one of [`MACHS`].
-    pub fn gfx(&self) -> String {
+    pub(crate) fn gfx(&self) -> String {
         MACHS
             .iter()
             .find(|(m, _)| *m == self.mach)
@@ -56,7 +56,7 @@ impl CodeObject<'_> {
             })
     }
 
-    pub fn is_gfx12(&self) -> bool {
+    pub(crate) fn is_gfx12(&self) -> bool {
         matches!(self.mach, 0x048 | 0x04e)
     }
 }
@@ -260,13 +260,13 @@ fn function_offsets(
 
 /// A symbol of the file's `.symtab`, named.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Symbol {
-    pub name: String,
+pub(crate) struct Symbol {
+    pub(crate) name: String,
     /// `STT_*` (2 a function, 1 an object).
-    pub kind: u8,
-    pub section: u64,
-    pub value: u64,
-    pub size: u64,
+    pub(crate) kind: u8,
+    pub(crate) section: u64,
+    pub(crate) value: u64,
+    pub(crate) size: u64,
 }
 
 const SHT_NOTE: u32 = 7;
@@ -275,7 +275,7 @@ const STT_OBJECT: u8 = 1;
 const MAX_NAME: usize = 4096;
 
 /// Every named function and object symbol of the file's `.symtab`.
-pub fn symbols(bytes: &[u8]) -> Result<Vec<Symbol>, String> {
+pub(crate) fn symbols(bytes: &[u8]) -> Result<Vec<Symbol>, String> {
     let elf = Elf(bytes);
     header(elf)?;
     let table = SectionTable::read(elf)?;
@@ -326,7 +326,11 @@ pub fn symbols(bytes: &[u8]) -> Result<Vec<Symbol>, String> {
 }
 
 /// The `len` bytes of the file at symbol `sym`'s address (in its section).
-pub fn symbol_bytes<'a>(bytes: &'a [u8], sym: &Symbol, len: u64) -> Result<&'a [u8], String> {
+pub(crate) fn symbol_bytes<'a>(
+    bytes: &'a [u8],
+    sym: &Symbol,
+    len: u64,
+) -> Result<&'a [u8], String> {
     let elf = Elf(bytes);
     let table = SectionTable::read(elf)?;
     if sym.section == 0 || sym.section >= table.count {
@@ -346,7 +350,7 @@ pub fn symbol_bytes<'a>(bytes: &'a [u8], sym: &Symbol, len: u64) -> Result<&'a [
 
 /// The descriptors of the notes named `name` of type `kind` in the file's
 /// `SHT_NOTE` sections (AMDGPU metadata: `AMDGPU`, 32).
-pub fn notes<'a>(bytes: &'a [u8], name: &str, kind: u32) -> Result<Vec<&'a [u8]>, String> {
+pub(crate) fn notes<'a>(bytes: &'a [u8], name: &str, kind: u32) -> Result<Vec<&'a [u8]>, String> {
     let elf = Elf(bytes);
     let table = SectionTable::read(elf)?;
     let mut out = Vec::new();

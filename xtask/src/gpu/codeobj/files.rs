@@ -18,11 +18,11 @@ pub const MAX_FILE: u64 = 512 << 20;
 /// Folders deeper are not listed.
 const MAX_DEPTH: usize = 3;
 /// The most folder entries one listing of a kernel library looks at.
-pub const MAX_ENTRIES: usize = 200_000;
+pub(crate) const MAX_ENTRIES: usize = 200_000;
 
 /// Why a file was not opened.
 #[derive(Debug)]
-pub enum Unopened {
+pub(crate) enum Unopened {
     /// Nothing is there.
     Missing,
     /// Something other than a regular file: `a FIFO`, `a symlink`...
@@ -52,7 +52,7 @@ impl fmt::Display for Unopened {
 }
 
 /// What a file type is, in words: `a FIFO`.
-pub fn kind_of(t: std::fs::FileType) -> &'static str {
+pub(crate) fn kind_of(t: std::fs::FileType) -> &'static str {
     if t.is_symlink() {
         "a symlink"
     } else if t.is_dir() {
@@ -75,7 +75,11 @@ pub fn kind_of(t: std::fs::FileType) -> &'static str {
 /// followed (one in the folders above it always is). Anything else is
 /// refused before it is opened, and the file opened must be the one looked
 /// at (nothing swapped between).
-pub fn open_regular(path: &Path, limit: u64, follow: bool) -> Result<(File, Metadata), Unopened> {
+pub(crate) fn open_regular(
+    path: &Path,
+    limit: u64,
+    follow: bool,
+) -> Result<(File, Metadata), Unopened> {
     let looked = if follow {
         std::fs::metadata(path)
     } else {
@@ -127,7 +131,7 @@ pub fn read_kernel_file(path: &Path, buf: &mut Vec<u8>) -> Result<(), String> {
 
 /// Whether a file name says it holds only targets other than gfx12
 /// (`..._gfx1100.co`); a name without a target says nothing.
-pub fn named_for_other_targets(name: &str) -> bool {
+pub(crate) fn named_for_other_targets(name: &str) -> bool {
     let targets: Vec<&str> = name
         .match_indices("gfx")
         .map(|(i, _)| {
@@ -143,7 +147,7 @@ pub fn named_for_other_targets(name: &str) -> bool {
 }
 
 /// Whether `name` is a kernel file's (`*.co`, `*.hsaco`).
-pub fn is_kernel_name(name: &str) -> bool {
+pub(crate) fn is_kernel_name(name: &str) -> bool {
     name.ends_with(".co") || name.ends_with(".hsaco")
 }
 

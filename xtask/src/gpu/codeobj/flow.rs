@@ -9,7 +9,7 @@ use super::listing::{may_write, Listing};
 
 /// A register: VGPR or SGPR number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Reg {
+pub(crate) enum Reg {
     V(u16),
     S(u16),
 }
@@ -131,7 +131,7 @@ fn scc_compare(insn: &[u32]) -> Option<(Relation, Operand, Operand)> {
 /// The register whose value decides whether the site after the branch
 /// `branch_op` (0x21 scc0, 0x22 scc1, 0x23 vccz, 0x24 vccnz) runs, when
 /// the compare `insn` before it makes the site run for 1 and skip for 0.
-pub fn tested(insn: &[u32], branch_op: u32) -> Result<Reg, String> {
+pub(crate) fn tested(insn: &[u32], branch_op: u32) -> Result<Reg, String> {
     let on_vcc = matches!(branch_op, 0x23 | 0x24);
     let compare = if on_vcc {
         vcc_compare(insn)
@@ -227,7 +227,7 @@ fn pointer_update(insn: &[u32], lo: u16) -> Option<Option<i64>> {
 /// byte `arg_offset` of the kernel-argument segment into: loads from the
 /// pointer pair the kernel starts with at `kernarg` (followed through
 /// constant adds and `s_mov_b64` copies, in address order).
-pub fn argument_sgprs(
+pub(crate) fn argument_sgprs(
     listing: &Listing,
     range: (usize, usize),
     kernarg: u16,
@@ -268,7 +268,7 @@ pub fn argument_sgprs(
 /// Follows `reg` back from the end of `range`: the last write to a VGPR
 /// must be a `v_mov_b32` from an SGPR, and the last write to that SGPR a
 /// scalar load, into one of `loaded`. The chain as text (`v5 <- s47`).
-pub fn from_argument(
+pub(crate) fn from_argument(
     listing: &Listing,
     range: (usize, usize),
     reg: Reg,

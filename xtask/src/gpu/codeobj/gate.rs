@@ -40,7 +40,7 @@ use super::kernels::{self, Kernel};
 use super::listing::{branch, target, Listing};
 
 /// The kernel argument the gate tests.
-pub const ARGUMENT: &str = "ESMRuntimeSupported";
+pub(crate) const ARGUMENT: &str = "ESMRuntimeSupported";
 
 /// A gated site: the kernel, the argument and the register tested.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,7 +56,7 @@ pub struct Gate {
 
 /// What the analysis keeps per code object: its symbols, and per function
 /// its kernel and where its branches land.
-pub struct Context<'a> {
+pub(crate) struct Context<'a> {
     elf: &'a [u8],
     /// `.text`'s address, which symbol values count from.
     text_addr: u64,
@@ -73,7 +73,7 @@ struct Function {
 
 impl<'a> Context<'a> {
     /// For the ELF code object `elf`, whose `.text` is at `text_addr`.
-    pub fn new(elf: &'a [u8], text_addr: u64) -> Self {
+    pub(crate) fn new(elf: &'a [u8], text_addr: u64) -> Self {
         Context {
             elf,
             text_addr,
@@ -122,7 +122,11 @@ impl<'a> Context<'a> {
 
 /// Whether the site at `.text+site` (an instruction of `listing`) is
 /// gated, and on what; `Err` says why not.
-pub fn gate_of(cx: &mut Context<'_>, listing: &Listing, site: usize) -> Result<Gate, String> {
+pub(crate) fn gate_of(
+    cx: &mut Context<'_>,
+    listing: &Listing,
+    site: usize,
+) -> Result<Gate, String> {
     let i = listing
         .index_of(site)
         .ok_or_else(|| format!(".text+0x{site:x} starts no instruction"))?;

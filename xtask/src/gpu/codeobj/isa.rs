@@ -49,7 +49,7 @@ const SDWA: u32 = 249;
 /// the stream that ends there); 0 for an encoding gfx12 does not have
 /// ([`unknown`] says which). Plain arithmetic, its helpers inlined: it
 /// runs once per instruction of 4 GB of code, in test builds too.
-pub fn length(w0: u32, w1: u32) -> usize {
+pub(crate) fn length(w0: u32, w1: u32) -> usize {
     if w0 >> 30 == 0b10 {
         return salu_length(w0);
     }
@@ -142,7 +142,7 @@ fn vop_length(w0: u32) -> usize {
 }
 
 /// Why [`length`] knows no instruction that starts with `w0`.
-pub fn unknown(w0: u32) -> String {
+pub(crate) fn unknown(w0: u32) -> String {
     if w0 >> 31 == 0 && w0 & 0x1ff == SDWA {
         format!("an SDWA operand (src0 249, first dword 0x{w0:08x}), which gfx12 does not have")
     } else {
@@ -172,7 +172,7 @@ fn dwords(text: &[u8]) -> std::borrow::Cow<'_, [u32]> {
 /// says so (the test is a plain function so the loop stays tight). Checks
 /// that every function symbol starts an instruction and that the last
 /// instruction ends where `.text` does.
-pub fn walk_where(
+pub(crate) fn walk_where(
     code: &CodeObject,
     wanted: fn(&[u32]) -> bool,
     mut each: impl FnMut(usize, &[u32]),
@@ -238,7 +238,7 @@ pub fn walk_where(
 }
 
 /// Calls `each(offset, dwords)` for every instruction of `code`'s `.text`.
-pub fn walk(code: &CodeObject, each: impl FnMut(usize, &[u32])) -> Result<(), String> {
+pub(crate) fn walk(code: &CodeObject, each: impl FnMut(usize, &[u32])) -> Result<(), String> {
     walk_where(code, |_| true, each)
 }
 
@@ -246,7 +246,7 @@ pub fn walk(code: &CodeObject, each: impl FnMut(usize, &[u32])) -> Result<(), St
 /// (offset, length in bytes), for a caller that reads another listing
 /// beside them (`llvm::compare_disassembly`); the same decoder as
 /// [`walk_where`], which also checks the kernel symbols.
-pub struct Instructions<'a> {
+pub(crate) struct Instructions<'a> {
     words: std::borrow::Cow<'a, [u32]>,
     tail: usize,
     i: usize,
@@ -254,7 +254,7 @@ pub struct Instructions<'a> {
 }
 
 impl<'a> Instructions<'a> {
-    pub fn of(code: &'a CodeObject) -> Self {
+    pub(crate) fn of(code: &'a CodeObject) -> Self {
         let whole = code.text.len() / 4 * 4;
         Instructions {
             words: dwords(&code.text[..whole]),
@@ -299,15 +299,16 @@ impl Iterator for Instructions<'_> {
     }
 }
 
+#[cfg(test)]
 /// The offsets in `.text` where instructions start.
-pub fn boundaries(code: &CodeObject) -> Result<Vec<usize>, String> {
+pub(crate) fn boundaries(code: &CodeObject) -> Result<Vec<usize>, String> {
     let mut out = Vec::new();
     walk(code, |at, _| out.push(at))?;
     Ok(out)
 }
 
 /// Whether `insn` is `s_setreg_imm32_b32 hwreg(26, 0, 2), 2`.
-pub fn is_site(insn: &[u32]) -> bool {
+pub(crate) fn is_site(insn: &[u32]) -> bool {
     insn.len() == 2 && insn[0] == SETREG_SCHED_MODE && insn[1] == EXPERT_SCHED_ON
 }
 
@@ -319,9 +320,10 @@ pub fn sched_mode_sites(code: &CodeObject) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+#[cfg(test)]
 /// The offset in `.text` of the first site, if any (the whole `.text` is
 /// still walked: a stream that does not decode is an error, not "off").
-pub fn first_sched_mode_site(code: &CodeObject) -> Result<Option<usize>, String> {
+pub(crate) fn first_sched_mode_site(code: &CodeObject) -> Result<Option<usize>, String> {
     Ok(sched_mode_sites(code)?.first().copied())
 }
 

@@ -19,30 +19,30 @@ const KERNARG_SEGMENT_PTR: u16 = 1 << 3;
 
 /// One kernel argument as the metadata declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Arg {
-    pub name: Option<String>,
-    pub offset: u64,
-    pub size: u64,
+pub(crate) struct Arg {
+    pub(crate) name: Option<String>,
+    pub(crate) offset: u64,
+    pub(crate) size: u64,
 }
 
 /// One kernel as the metadata declares it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Kernel {
-    pub name: String,
+pub(crate) struct Kernel {
+    pub(crate) name: String,
     /// Its descriptor's symbol (`<name>.kd`).
-    pub symbol: String,
-    pub args: Vec<Arg>,
+    pub(crate) symbol: String,
+    pub(crate) args: Vec<Arg>,
 }
 
 impl Kernel {
     /// The argument called `name`, if declared.
-    pub fn arg(&self, name: &str) -> Option<&Arg> {
+    pub(crate) fn arg(&self, name: &str) -> Option<&Arg> {
         self.args.iter().find(|a| a.name.as_deref() == Some(name))
     }
 }
 
 /// The kernel named `name` in the metadata notes of the ELF `bytes`.
-pub fn named(bytes: &[u8], name: &str) -> Result<Option<Kernel>, String> {
+pub(crate) fn named(bytes: &[u8], name: &str) -> Result<Option<Kernel>, String> {
     for note in elf::notes(bytes, NOTE_NAME, NT_AMDGPU_METADATA)? {
         let root = msgpack::decode(note).map_err(|e| format!("metadata note: {e}"))?;
         let kernels = root
@@ -82,7 +82,11 @@ fn kernel(k: &Value<'_>) -> Result<Kernel, String> {
 /// The first SGPR of the pair that holds the kernel-argument segment
 /// pointer when `kernel` starts, from its descriptor; `Err` when it has
 /// none (or preloads arguments into SGPRs, which no load then shows).
-pub fn kernarg_sgpr(bytes: &[u8], symbols: &[Symbol], kernel: &Kernel) -> Result<u16, String> {
+pub(crate) fn kernarg_sgpr(
+    bytes: &[u8],
+    symbols: &[Symbol],
+    kernel: &Kernel,
+) -> Result<u16, String> {
     let kd = symbols
         .iter()
         .find(|s| s.name == kernel.symbol && s.kind == 1)

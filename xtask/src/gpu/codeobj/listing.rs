@@ -6,17 +6,17 @@ use super::elf::CodeObject;
 use super::regs::writes;
 
 /// A code object's instructions in order: start offsets and the dwords.
-pub struct Listing {
+pub(crate) struct Listing {
     words: Vec<u32>,
     /// Byte offsets of the instructions in `.text`.
-    pub starts: Vec<u32>,
+    pub(crate) starts: Vec<u32>,
     /// Instruction indices where the function symbols start.
     functions: Vec<usize>,
 }
 
 impl Listing {
     /// Walks `code` once ([`super::isa::walk`]).
-    pub fn of(code: &CodeObject) -> Result<Listing, String> {
+    pub(crate) fn of(code: &CodeObject) -> Result<Listing, String> {
         let mut starts = Vec::new();
         super::isa::walk(code, |at, _| starts.push(at as u32))?;
         let words = code
@@ -37,7 +37,7 @@ impl Listing {
     }
 
     /// The dwords of instruction `i`.
-    pub fn insn(&self, i: usize) -> &[u32] {
+    pub(crate) fn insn(&self, i: usize) -> &[u32] {
         let end = self
             .starts
             .get(i + 1)
@@ -46,14 +46,14 @@ impl Listing {
     }
 
     /// The index of the instruction that starts at `.text+offset`.
-    pub fn index_of(&self, offset: usize) -> Option<usize> {
+    pub(crate) fn index_of(&self, offset: usize) -> Option<usize> {
         u32::try_from(offset)
             .ok()
             .and_then(|o| self.starts.binary_search(&o).ok())
     }
 
     /// The instruction range of the function holding instruction `i`.
-    pub fn function_of(&self, i: usize) -> Option<(usize, usize)> {
+    pub(crate) fn function_of(&self, i: usize) -> Option<(usize, usize)> {
         let k = self.functions.partition_point(|f| *f <= i);
         let start = *self.functions.get(k.checked_sub(1)?)?;
         let end = self.functions.get(k).copied().unwrap_or(self.starts.len());
@@ -61,7 +61,7 @@ impl Listing {
     }
 
     /// The `(index, dwords)` of the instructions `lo..hi`.
-    pub fn range(
+    pub(crate) fn range(
         &self,
         (lo, hi): (usize, usize),
     ) -> impl DoubleEndedIterator<Item = (usize, &[u32])> {
@@ -71,7 +71,7 @@ impl Listing {
 
 /// A SOPP branch (`s_branch`, `s_cbranch_*`): its opcode and signed
 /// distance in dwords.
-pub fn branch(insn: &[u32]) -> Option<(u32, i32)> {
+pub(crate) fn branch(insn: &[u32]) -> Option<(u32, i32)> {
     let w0 = insn[0];
     let op = (w0 >> 16) & 0x7f;
     (w0 >> 23 == 0x17f && (0x20..=0x26).contains(&op))
@@ -79,12 +79,12 @@ pub fn branch(insn: &[u32]) -> Option<(u32, i32)> {
 }
 
 /// Where a branch at `.text+at` that jumps `dwords` lands.
-pub fn target(at: u32, dwords: i32) -> i64 {
+pub(crate) fn target(at: u32, dwords: i32) -> i64 {
     i64::from(at) + 4 + 4 * i64::from(dwords)
 }
 
 /// Whether `insn` may write VGPR `n` (`vgpr`) or SGPR `n`.
-pub fn may_write(insn: &[u32], vgpr: bool, n: u16) -> bool {
+pub(crate) fn may_write(insn: &[u32], vgpr: bool, n: u16) -> bool {
     let w = writes(insn);
     if vgpr {
         w.vgpr(n)

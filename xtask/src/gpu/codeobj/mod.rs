@@ -6,7 +6,7 @@
 pub mod bundle;
 mod cache;
 pub mod elf;
-pub mod files;
+pub(crate) mod files;
 mod flow;
 pub mod gate;
 pub mod isa;
@@ -171,7 +171,7 @@ pub enum Judgement {
 impl Judgement {
     /// The same judgement with the file it names (on, gated) passed
     /// through `f` (a path below a root made a path of the machine).
-    pub fn map_file(self, f: impl Fn(&Path) -> PathBuf) -> Judgement {
+    pub(crate) fn map_file(self, f: impl Fn(&Path) -> PathBuf) -> Judgement {
         match self {
             Judgement::On { file, gfx, offset } => Judgement::On {
                 file: f(&file),

@@ -11,7 +11,7 @@ const MAX_ITEMS: usize = 4_000_000;
 
 /// One decoded value; strings and binaries borrow the note.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Value<'a> {
+pub(crate) enum Value<'a> {
     Nil,
     Bool(bool),
     Int(i64),
@@ -26,7 +26,7 @@ pub enum Value<'a> {
 
 impl<'a> Value<'a> {
     /// The value of `key` in a map whose keys are strings.
-    pub fn get(&self, key: &str) -> Option<&Value<'a>> {
+    pub(crate) fn get(&self, key: &str) -> Option<&Value<'a>> {
         match self {
             Value::Map(entries) => entries
                 .iter()
@@ -36,21 +36,21 @@ impl<'a> Value<'a> {
         }
     }
 
-    pub fn as_str(&self) -> Option<&'a str> {
+    pub(crate) fn as_str(&self) -> Option<&'a str> {
         match self {
             Value::Str(s) => std::str::from_utf8(s).ok(),
             _ => None,
         }
     }
 
-    pub fn as_u64(&self) -> Option<u64> {
+    pub(crate) fn as_u64(&self) -> Option<u64> {
         match self {
             Value::Int(i) => u64::try_from(*i).ok(),
             _ => None,
         }
     }
 
-    pub fn as_array(&self) -> Option<&[Value<'a>]> {
+    pub(crate) fn as_array(&self) -> Option<&[Value<'a>]> {
         match self {
             Value::Array(items) => Some(items),
             _ => None,
@@ -59,7 +59,7 @@ impl<'a> Value<'a> {
 }
 
 /// Decodes the one value `bytes` holds (trailing bytes are an error).
-pub fn decode(bytes: &[u8]) -> Result<Value<'_>, String> {
+pub(crate) fn decode(bytes: &[u8]) -> Result<Value<'_>, String> {
     let mut r = Reader {
         bytes,
         at: 0,

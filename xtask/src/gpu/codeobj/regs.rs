@@ -13,15 +13,15 @@
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Writes {
     /// Up to two VGPR ranges (first, count); count 0 is none.
-    pub vgpr: [(u16, u16); 2],
+    pub(crate) vgpr: [(u16, u16); 2],
     /// One SGPR range (first, count); count 0 is none.
-    pub sgpr: (u16, u16),
+    pub(crate) sgpr: (u16, u16),
     /// A second SGPR range (the carry-out of VOP3SD).
-    pub sgpr2: (u16, u16),
+    pub(crate) sgpr2: (u16, u16),
     /// Writes a VGPR it does not name (M0-relative).
-    pub any_vgpr: bool,
+    pub(crate) any_vgpr: bool,
     /// Writes an SGPR it does not name (M0-relative).
-    pub any_sgpr: bool,
+    pub(crate) any_sgpr: bool,
 }
 
 impl Writes {

@@ -25,28 +25,28 @@ use super::isa;
 
 /// The value written in place of [`EXPERT_SCHED_ON`]: SCHED_MODE 0, every
 /// hardware dependency check on.
-pub const SCHED_MODE_NORMAL: u32 = 0;
+pub(crate) const SCHED_MODE_NORMAL: u32 = 0;
 
 /// The largest window (log2) a rewritten frame uses, and no larger than
 /// the original's: 27 is the window every zstd decoder accepts by default.
 pub const ZSTD_WINDOW_LOG: u32 = 27;
 /// How much larger than the original a rewritten file may be, in percent.
-pub const MAX_GROWTH_PERCENT: u64 = 2;
+pub(crate) const MAX_GROWTH_PERCENT: u64 = 2;
 
 /// One place where a gfx12 code object switches expert scheduling on.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Site {
     /// The bundle entry's triple (`hipv4-amdgcn-amd-amdhsa--gfx1201`); for a
     /// bare ELF code object, its target (`gfx1201`).
-    pub entry: String,
+    pub(crate) entry: String,
     /// Offset of the `s_setreg_imm32_b32` in that code object's `.text`.
-    pub text_offset: u64,
+    pub(crate) text_offset: u64,
     /// Offset of its 32-bit value in the uncompressed file (the bundle, or
     /// the ELF itself): the four bytes the rewrite changes.
     pub value_offset: u64,
     /// When it runs only if a kernel argument says so: on what.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub gate: Option<Gate>,
+    pub(crate) gate: Option<Gate>,
 }
 
 /// What [`rewrite_file`] made of a file.
@@ -70,12 +70,12 @@ pub enum Rewrite {
 
 /// The sites still on in a kernel file (empty when none, or when it holds
 /// no gfx12 code).
-pub fn find_sites(file: &[u8]) -> Result<Vec<Site>, String> {
+pub(crate) fn find_sites(file: &[u8]) -> Result<Vec<Site>, String> {
     find_sites_with(file, &mut Scratch::default())
 }
 
 /// [`find_sites`] decompressing into `scratch`, whose memory is reused.
-pub fn find_sites_with(file: &[u8], scratch: &mut Scratch) -> Result<Vec<Site>, String> {
+pub(crate) fn find_sites_with(file: &[u8], scratch: &mut Scratch) -> Result<Vec<Site>, String> {
     let plain = if file.starts_with(bundle::CCOB) {
         bundle::decompress(file, scratch)?;
         &scratch.out[..]
@@ -86,7 +86,7 @@ pub fn find_sites_with(file: &[u8], scratch: &mut Scratch) -> Result<Vec<Site>, 
 }
 
 /// Rewrites one kernel file (see the module's contract).
-pub fn rewrite_file(original: &[u8]) -> Result<Rewrite, String> {
+pub(crate) fn rewrite_file(original: &[u8]) -> Result<Rewrite, String> {
     rewrite_file_with(original, &mut Scratch::default())
 }
 
@@ -98,7 +98,10 @@ pub fn rewrite_file_with(original: &[u8], scratch: &mut Scratch) -> Result<Rewri
 /// [`rewrite_file_with`] that rewrites only the sites that are not gated:
 /// a gated site switches expert scheduling on only where the KFD supports
 /// it (ABI 1.20, the trap-handler fix in), which is the fast path.
-pub fn rewrite_ungated_with(original: &[u8], scratch: &mut Scratch) -> Result<Rewrite, String> {
+pub(crate) fn rewrite_ungated_with(
+    original: &[u8],
+    scratch: &mut Scratch,
+) -> Result<Rewrite, String> {
     rewrite_impl(original, scratch, true)
 }
 

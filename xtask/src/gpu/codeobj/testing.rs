@@ -5,18 +5,18 @@
 use std::io::Write;
 
 /// EF_AMDGPU_MACH of gfx1201.
-pub const GFX1201: u32 = 0x04e;
+pub(crate) const GFX1201: u32 = 0x04e;
 /// EF_AMDGPU_MACH of gfx1100 (not gfx12).
-pub const GFX1100: u32 = 0x041;
+pub(crate) const GFX1100: u32 = 0x041;
 
 /// The little-endian bytes of `words`.
-pub fn words(words: &[u32]) -> Vec<u8> {
+pub(crate) fn words(words: &[u32]) -> Vec<u8> {
     words.iter().flat_map(|w| w.to_le_bytes()).collect()
 }
 
 /// A 64-bit AMDGPU ELF for `mach` whose `.text` (at address 0x1000) is
 /// `text`, with one `STT_FUNC` symbol per offset of `functions`.
-pub fn elf(mach: u32, text: &[u8], functions: &[u64]) -> Vec<u8> {
+pub(crate) fn elf(mach: u32, text: &[u8], functions: &[u64]) -> Vec<u8> {
     const TEXT_AT: usize = 0x100;
     const ADDR: u64 = 0x1000;
     let mut out = vec![0u8; TEXT_AT];
@@ -83,7 +83,7 @@ pub fn elf(mach: u32, text: &[u8], functions: &[u64]) -> Vec<u8> {
 
 /// An uncompressed offload bundle of `entries` (triple, bytes), each
 /// payload at a 4096-byte boundary as clang lays them out.
-pub fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
+pub(crate) fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
     let mut table = b"__CLANG_OFFLOAD_BUNDLE__".to_vec();
     table.extend((entries.len() as u64).to_le_bytes());
     let header_len = 32 + entries.iter().map(|(t, _)| 24 + t.len()).sum::<usize>();
@@ -111,7 +111,7 @@ pub fn bundle(entries: &[(&str, &[u8])]) -> Vec<u8> {
 
 /// `plain` in a `CCOB` wrapper of `version` and `method`, with the right
 /// sizes and hash, its zstd frame at `level` (single-segment: the size is pledged).
-pub fn ccob(version: u16, method: u16, plain: &[u8]) -> Vec<u8> {
+pub(crate) fn ccob(version: u16, method: u16, plain: &[u8]) -> Vec<u8> {
     // written here from the format, not by the code under test
     let frame = if method == 1 {
         zstd::bulk::compress(plain, 3).expect("zstd")

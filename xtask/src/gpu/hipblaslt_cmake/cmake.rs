@@ -14,25 +14,25 @@ use super::toolchain::Toolchain;
 use crate::shared::report::Reporter;
 
 /// Lines of the log printed when a step fails.
-pub const TAIL_LINES: usize = 40;
+pub(crate) const TAIL_LINES: usize = 40;
 
 /// What to build, where, for which GPUs.
 #[derive(Debug, Clone)]
-pub struct BuildSpec<'a> {
-    pub toolchain: &'a Toolchain,
+pub(crate) struct BuildSpec<'a> {
+    pub(crate) toolchain: &'a Toolchain,
     /// `<tree>/projects/hipblaslt`.
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// The CMake build folder (made afresh).
-    pub build: PathBuf,
+    pub(crate) build: PathBuf,
     /// The staging root `cmake --install` writes into via `DESTDIR` (made afresh).
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     /// Absolute install prefix inside the root (`/opt/rocm-patchkit/hipblaslt-7.1.1`).
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// `gfx1200;gfx1201`.
-    pub gpu_targets: String,
-    pub jobs: usize,
-    pub source_date_epoch: i64,
-    pub log: PathBuf,
+    pub(crate) gpu_targets: String,
+    pub(crate) jobs: usize,
+    pub(crate) source_date_epoch: i64,
+    pub(crate) log: PathBuf,
 }
 
 /// The configure arguments: release build, a RUNPATH that finds the
@@ -42,7 +42,7 @@ pub struct BuildSpec<'a> {
 /// names hipBLASLt has used (`GPU_TARGETS`, `AMDGPU_TARGETS`), clients,
 /// tests, samples and benchmarks off under their old (`BUILD_CLIENTS_*`)
 /// and new (`HIPBLASLT_ENABLE_CLIENT`, `HIPBLASLT_BUILD_TESTING`) names.
-pub fn configure_args(spec: &BuildSpec) -> Vec<String> {
+pub(crate) fn configure_args(spec: &BuildSpec) -> Vec<String> {
     let tc = spec.toolchain;
     let mut args = vec![
         "-S".to_owned(),
@@ -74,7 +74,7 @@ pub fn configure_args(spec: &BuildSpec) -> Vec<String> {
 }
 
 /// Configures, builds and installs; the staging root holds the result.
-pub fn build(spec: &BuildSpec, reporter: &Reporter) -> Result<()> {
+pub(crate) fn build(spec: &BuildSpec, reporter: &Reporter) -> Result<()> {
     for dir in [&spec.build, &spec.root] {
         if dir.exists() {
             std::fs::remove_dir_all(dir)
@@ -196,7 +196,7 @@ fn new_lines(path: &Path, from: u64) -> Result<(u64, u64)> {
 }
 
 /// The last `n` lines of a file (lossy UTF-8).
-pub fn tail(path: &Path, n: usize) -> Result<String> {
+pub(crate) fn tail(path: &Path, n: usize) -> Result<String> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let text = String::from_utf8_lossy(&bytes);
     let lines: Vec<&str> = text.lines().collect();

@@ -11,12 +11,17 @@ use crate::gpu::codeobj::{self, Judgement, VerdictCache};
 use crate::input::recipe::{ExpertSched, Recipe};
 
 /// Where an installed hipBLASLt keeps its kernel library, below its prefix.
-pub const LIBRARY: &str = "lib/hipblaslt/library";
+pub(crate) const LIBRARY: &str = "lib/hipblaslt/library";
 
 /// Judges the kernels staged in `root` + `prefix`; errors when the recipe
 /// requires a verdict the kernels do not show. Returns the verdict, for the
 /// manifest.
-pub fn check(recipe: &Recipe, root: &Path, prefix: &str, gpu_targets: &str) -> Result<String> {
+pub(crate) fn check(
+    recipe: &Recipe,
+    root: &Path,
+    prefix: &str,
+    gpu_targets: &str,
+) -> Result<String> {
     let dir = root.join(prefix.trim_start_matches('/')).join(LIBRARY);
     let shown = format!("{prefix}/{LIBRARY}");
     let builds_gfx12 = gpu_targets.split(';').any(|t| t.starts_with("gfx120"));

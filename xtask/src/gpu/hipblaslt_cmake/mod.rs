@@ -2,10 +2,10 @@
 //! ROCm toolchain and its release, GPU targets, the CMake build, the check
 //! of the built gfx12 kernels, and the binary packages' metadata and tree.
 
-pub mod cmake;
-pub mod kernels;
-pub mod packages;
-pub mod toolchain;
+pub(crate) mod cmake;
+pub(crate) mod kernels;
+pub(crate) mod packages;
+pub(crate) mod toolchain;
 
 use std::path::Path;
 
@@ -16,11 +16,11 @@ use crate::shared::diag::UsageError;
 use toolchain::Toolchain;
 
 /// The GPU targets built when none are given: RDNA4 (RX 9060/9070, R9700).
-pub const DEFAULT_GPU_TARGETS: &str = "gfx1200;gfx1201";
+pub(crate) const DEFAULT_GPU_TARGETS: &str = "gfx1200;gfx1201";
 
 /// Whether to build the library.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum BuildMode {
+pub(crate) enum BuildMode {
     /// Build when a ROCm toolchain is found, else publish the source artifacts only
     Auto,
     /// Build, and fail at once when no ROCm toolchain is found
@@ -30,7 +30,7 @@ pub enum BuildMode {
 }
 
 impl BuildMode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             BuildMode::Auto => "auto",
             BuildMode::Always => "always",
@@ -43,7 +43,7 @@ impl BuildMode {
 /// with `--build always` a missing toolchain is an error naming what is
 /// missing, before anything is fetched. `env` is the machine's
 /// (`ROCM_PATH`, `PATH`).
-pub fn toolchain_for(
+pub(crate) fn toolchain_for(
     mode: BuildMode,
     rocm: Option<&Path>,
     env: &crate::shared::settings::Environment,
@@ -64,7 +64,7 @@ pub fn toolchain_for(
 
 /// `gfx1200;gfx1201` from `gfx1200,gfx1201` or `gfx1200;gfx1201`, each
 /// target checked.
-pub fn normalize_gpu_targets(list: &str) -> Result<String> {
+pub(crate) fn normalize_gpu_targets(list: &str) -> Result<String> {
     let targets: Vec<&str> = list
         .split([';', ','])
         .map(str::trim)
@@ -96,7 +96,11 @@ pub fn normalize_gpu_targets(list: &str) -> Result<String> {
 
 /// Warns when the toolchain's ROCm release is not the one the recipe's
 /// version names (a 7.1 hipBLASLt built against a 7.2 HIP).
-pub fn check_release(recipe: &Recipe, tc: &Toolchain, reporter: &crate::shared::report::Reporter) {
+pub(crate) fn check_release(
+    recipe: &Recipe,
+    tc: &Toolchain,
+    reporter: &crate::shared::report::Reporter,
+) {
     let want = toolchain::major_minor(&recipe.package.about.version);
     let have = tc.version.as_deref().and_then(toolchain::major_minor);
     match (want, have) {

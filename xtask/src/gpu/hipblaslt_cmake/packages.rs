@@ -12,16 +12,16 @@ use crate::input::recipe::Recipe;
 
 /// Where every patchkit build of hipBLASLt installs: never below
 /// `/opt/rocm` (AMD's packages) or `/usr` (the distribution's).
-pub const PREFIX_ROOT: &str = "/opt/rocm-patchkit";
+pub(crate) const PREFIX_ROOT: &str = "/opt/rocm-patchkit";
 
 /// `/opt/rocm-patchkit/hipblaslt-<version>`: one prefix per version, so
 /// builds for several ROCm releases can sit side by side.
-pub fn install_prefix(recipe: &Recipe) -> String {
+pub(crate) fn install_prefix(recipe: &Recipe) -> String {
     format!("{PREFIX_ROOT}/hipblaslt-{}", recipe.package.about.version)
 }
 
 /// The package metadata of a recipe's binary packages.
-pub fn meta(recipe: &Recipe) -> PackageMeta {
+pub(crate) fn meta(recipe: &Recipe) -> PackageMeta {
     let p = &recipe.package;
     let patches: Vec<&str> = recipe.patches.iter().map(|x| x.name.as_str()).collect();
     PackageMeta {
@@ -64,7 +64,7 @@ pub fn meta(recipe: &Recipe) -> PackageMeta {
 
 /// The installed files below `prefix` in the staging `root`, refusing a
 /// root where the install wrote anywhere else (those files would be lost).
-pub fn tree(root: &Path, prefix: &str) -> Result<FileTree> {
+pub(crate) fn tree(root: &Path, prefix: &str) -> Result<FileTree> {
     let rel = prefix.trim_matches('/');
     let mut dir = root.to_path_buf();
     let mut shown = String::new();

@@ -10,7 +10,7 @@ use crate::shared::settings::Environment;
 
 /// Where the prefix was taken from, for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     Flag,
     Env,
     Default,
@@ -19,7 +19,7 @@ pub enum Origin {
 }
 
 impl Origin {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Origin::Flag => "--rocm",
             Origin::Env => "ROCM_PATH",
@@ -31,29 +31,29 @@ impl Origin {
 
 /// A ROCm prefix that can build hipBLASLt.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Toolchain {
-    pub prefix: PathBuf,
-    pub origin: Origin,
+pub(crate) struct Toolchain {
+    pub(crate) prefix: PathBuf,
+    pub(crate) origin: Origin,
     /// `amdclang++` when the prefix has it, else `hipcc`.
-    pub cxx: PathBuf,
+    pub(crate) cxx: PathBuf,
     /// `amdclang` beside `amdclang++`, when present.
-    pub cc: Option<PathBuf>,
-    pub cmake: PathBuf,
+    pub(crate) cc: Option<PathBuf>,
+    pub(crate) cmake: PathBuf,
     /// The first line of `<prefix>/.info/version` (`7.1.1-0`), when present.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
 }
 
 /// The prefix that was looked at and everything it lacks.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Missing {
-    pub prefix: PathBuf,
-    pub origin: Origin,
-    pub problems: Vec<String>,
+pub(crate) struct Missing {
+    pub(crate) prefix: PathBuf,
+    pub(crate) origin: Origin,
+    pub(crate) problems: Vec<String>,
 }
 
 impl Missing {
     /// One line: `no ROCm toolchain at /opt/rocm (the default /opt/rocm): ...`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "no usable ROCm toolchain at {} (from {}): {}",
             self.prefix.display(),
@@ -66,7 +66,7 @@ impl Missing {
 /// The prefix to look at: `flag`, else `$ROCM_PATH` of `env`, else
 /// `/opt/rocm`. The first one given is the only one looked at, so a build
 /// never picks up a toolchain the caller did not mean.
-pub fn candidate(flag: Option<&Path>, env: &Environment) -> (PathBuf, Origin) {
+pub(crate) fn candidate(flag: Option<&Path>, env: &Environment) -> (PathBuf, Origin) {
     if let Some(path) = flag {
         return (absolute(path), Origin::Flag);
     }
@@ -121,7 +121,7 @@ fn version(prefix: &Path, hip_cmake: &Path) -> Option<String> {
 
 /// Looks for a toolchain at the candidate prefix (`cmake` on `env`'s
 /// `PATH`).
-pub fn find(flag: Option<&Path>, env: &Environment) -> Result<Toolchain, Missing> {
+pub(crate) fn find(flag: Option<&Path>, env: &Environment) -> Result<Toolchain, Missing> {
     let (prefix, origin) = candidate(flag, env);
     let mut problems = Vec::new();
     let cmake = env.which("cmake");
@@ -171,7 +171,7 @@ pub fn find(flag: Option<&Path>, env: &Environment) -> Result<Toolchain, Missing
 }
 
 /// `7.1` of `7.1.1-0` or `7.1.1`.
-pub fn major_minor(version: &str) -> Option<String> {
+pub(crate) fn major_minor(version: &str) -> Option<String> {
     let mut parts = version.split(['.', '-']);
     let major = parts
         .next()

@@ -23,7 +23,7 @@ const MAX_ENTRY: u64 = 1 << 30;
 /// `AMD_COMGR_CACHE_DIR` names, the default one (where earlier runs without
 /// that variable wrote), and under sudo the invoking user's default one;
 /// the variables are those of `env`.
-pub fn dirs(env: &crate::shared::settings::Environment) -> Vec<PathBuf> {
+pub(crate) fn dirs(env: &crate::shared::settings::Environment) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Some(dir) = env.path("AMD_COMGR_CACHE_DIR") {
         out.push(dir);
@@ -87,14 +87,14 @@ fn outputs(entry: &[u8]) -> Vec<&[u8]> {
 }
 
 /// Whether a cache entry holds gfx12 code that switches expert scheduling on.
-pub fn serves_old_code(entry: &[u8]) -> bool {
+pub(crate) fn serves_old_code(entry: &[u8]) -> bool {
     outputs(entry)
         .into_iter()
         .any(|piece| matches!(codeobj::judge_bytes(piece), FileVerdict::On { .. }))
 }
 
 /// The entries of `dir` that can serve code with expert scheduling on.
-pub fn stale_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(crate) fn stale_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),

@@ -16,20 +16,20 @@ use anyhow::{Context, Result};
 use crate::gpu::codeobj::files::{open_regular, Unopened, MAX_FILE};
 
 /// Suffixes of our files on their way somewhere (all hidden, none a kernel name).
-pub const NEW: &str = "patchkit-new";
-pub const UNDO: &str = "patchkit-undo";
-pub const TMP: &str = "patchkit-tmp";
+pub(crate) const NEW: &str = "patchkit-new";
+pub(crate) const UNDO: &str = "patchkit-undo";
+pub(crate) const TMP: &str = "patchkit-tmp";
 
 /// A hidden name beside `path` for a file on its way there:
 /// `.<name>.<suffix>`, which no kernel scan takes.
-pub fn staging_of(path: &Path, suffix: &str) -> PathBuf {
+pub(crate) fn staging_of(path: &Path, suffix: &str) -> PathBuf {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     path.with_file_name(format!(".{name}.{suffix}"))
 }
 
 /// What went wrong writing, in words a user acts on: no space and a
 /// read-only filesystem said as such.
-pub fn why_not_written(e: &std::io::Error) -> String {
+pub(crate) fn why_not_written(e: &std::io::Error) -> String {
     match e.raw_os_error() {
         Some(libc::ENOSPC) => "no space left on its filesystem".to_owned(),
         Some(libc::EDQUOT) => "the disk quota of this user is used up".to_owned(),
@@ -39,7 +39,7 @@ pub fn why_not_written(e: &std::io::Error) -> String {
 }
 
 /// Whether an error (anywhere in its chain) is a full disk or quota.
-pub fn is_no_space(e: &anyhow::Error) -> bool {
+pub(crate) fn is_no_space(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .and_then(|e| e.raw_os_error())
@@ -51,7 +51,7 @@ pub fn is_no_space(e: &anyhow::Error) -> bool {
 /// `like` is given, the new file takes its owner (when this process is
 /// root), mode, extended attributes and times, so a rewrite changes only
 /// the bytes.
-pub fn write_synced(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
+pub(crate) fn write_synced(path: &Path, bytes: &[u8], like: Option<&Path>) -> Result<()> {
     let _ = std::fs::remove_file(path);
     let mut file = std::fs::OpenOptions::new()
         .write(true)
@@ -164,14 +164,14 @@ fn xattr_call(call: impl Fn(*mut u8, usize) -> isize) -> std::io::Result<Vec<u8>
 }
 
 /// Renames `from` over `to` and syncs `to`'s folder.
-pub fn rename_synced(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn rename_synced(from: &Path, to: &Path) -> Result<()> {
     std::fs::rename(from, to)
         .with_context(|| format!("renaming {} to {}", from.display(), to.display()))?;
     sync_dir(to.parent().unwrap_or(Path::new(".")))
 }
 
 /// Syncs a folder, so the names changed in it survive a crash.
-pub fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|d| d.sync_all())
         .with_context(|| format!("syncing the folder {}", dir.display()))
@@ -179,7 +179,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Gives `path` the owner and group of `like` when this process is root
 /// (a user's venv rewritten by root stays the user's); else nothing.
-pub fn same_owner(path: &Path, like: &Path) -> Result<()> {
+pub(crate) fn same_owner(path: &Path, like: &Path) -> Result<()> {
     // SAFETY: geteuid has no preconditions and cannot fail.
     if unsafe { libc::geteuid() } != 0 {
         return Ok(());
@@ -191,7 +191,7 @@ pub fn same_owner(path: &Path, like: &Path) -> Result<()> {
 
 /// What is at a recorded path now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Found {
+pub(crate) enum Found {
     /// Nothing, or not a regular file (a symlink, a FIFO, a device).
     Gone,
     /// A regular file whose size is none of those asked: not hashed.
@@ -203,7 +203,7 @@ pub enum Found {
 /// The regular file at `path` (a symlink there is not followed), hashed
 /// only when its size is one of `sizes`: a recorded file is never read
 /// past what the record says it holds.
-pub fn digest(path: &Path, sizes: &[u64]) -> Result<Found> {
+pub(crate) fn digest(path: &Path, sizes: &[u64]) -> Result<Found> {
     let limit = sizes.iter().copied().max().unwrap_or(0).min(MAX_FILE);
     let (file, meta) = match open_regular(path, u64::MAX, false) {
         Ok(opened) => opened,
@@ -221,7 +221,7 @@ pub fn digest(path: &Path, sizes: &[u64]) -> Result<Found> {
 
 /// Removes what killed runs left on its way (`.<name>.patchkit-*` files)
 /// in the library and its own folders (symlinked ones not followed).
-pub fn clean_staging(kernels: &Path) -> Result<()> {
+pub(crate) fn clean_staging(kernels: &Path) -> Result<()> {
     let mut stack = vec![(kernels.to_path_buf(), 0)];
     while let Some((dir, depth)) = stack.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
@@ -262,7 +262,7 @@ fn access_w(dir: &Path) -> std::io::Result<()> {
 /// Refuses a folder nothing can be written in, saying why: a read-only
 /// filesystem (which root does not change), or a user's lack of rights
 /// (a system library, which needs root).
-pub fn ensure_writable(kernels: &Path) -> Result<()> {
+pub(crate) fn ensure_writable(kernels: &Path) -> Result<()> {
     let dir = kernels.join(super::trust::DIR);
     let denied = access_w(kernels)
         .err()

@@ -12,13 +12,13 @@ use anyhow::{Context, Result};
 use crate::shared::report::Reporter;
 
 /// Held while a library is read or changed; released when dropped.
-pub struct LibraryLock {
+pub(crate) struct LibraryLock {
     _dir: File,
 }
 
 /// Locks the kernel folder `kernels`: shared when `shared` (a `--check`),
 /// else exclusive; waits, saying so, while another run holds it.
-pub fn lock(kernels: &Path, shared: bool, reporter: &Reporter) -> Result<LibraryLock> {
+pub(crate) fn lock(kernels: &Path, shared: bool, reporter: &Reporter) -> Result<LibraryLock> {
     let dir = File::open(kernels).with_context(|| format!("opening {}", kernels.display()))?;
     let tried = if shared {
         dir.try_lock_shared()

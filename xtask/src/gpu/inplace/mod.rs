@@ -9,11 +9,11 @@
 //! ([`lock`]); a record is read only as [`trust`] allows; files are written
 //! as [`files`] does.
 
-pub mod comgr;
-pub mod files;
-pub mod lock;
-pub mod record;
-pub mod trust;
+pub(crate) mod comgr;
+pub(crate) mod files;
+pub(crate) mod lock;
+pub(crate) mod record;
+pub(crate) mod trust;
 mod undo;
 
 use std::path::{Path, PathBuf};
@@ -26,45 +26,45 @@ use crate::shared::report::Reporter;
 use files::{Found, NEW, TMP};
 use record::{Entry, FileState, Now, Record};
 
-pub use files::ensure_writable;
-pub use undo::{undo, Undone};
+pub(crate) use files::ensure_writable;
+pub(crate) use undo::undo;
 
 /// How a run works.
 #[derive(Debug, Clone, Copy)]
-pub struct Options {
+pub(crate) struct Options {
     /// Say what would change and change nothing.
-    pub check: bool,
+    pub(crate) check: bool,
     /// Threads reading and rewriting kernel files.
-    pub threads: usize,
+    pub(crate) threads: usize,
     /// Rewrite gated sites too ([`codeobj::gate`]): those switch expert
     /// scheduling on only where the KFD supports it.
-    pub force: bool,
+    pub(crate) force: bool,
 }
 
 /// What the rewrite did (or, with `check`, would do) to one library.
 #[derive(Debug, Default)]
-pub struct Summary {
+pub(crate) struct Summary {
     /// Files rewritten by this run (or to be), with their sites.
-    pub rewritten: Vec<(String, usize)>,
+    pub(crate) rewritten: Vec<(String, usize)>,
     /// Files an earlier run rewrote, as it left them.
-    pub already: usize,
+    pub(crate) already: usize,
     /// gfx12 kernel files read that have no site (or no gfx12 code).
-    pub untouched: usize,
+    pub(crate) untouched: usize,
     /// Files left as they are because every site of theirs is gated,
     /// with their sites (the first one's gate for the message).
-    pub gated: Vec<(String, usize)>,
-    pub first_gate: Option<codeobj::gate::Gate>,
+    pub(crate) gated: Vec<(String, usize)>,
+    pub(crate) first_gate: Option<codeobj::gate::Gate>,
     /// Files the engine could not read, and why: the library is left alone.
-    pub unreadable: Vec<(String, String)>,
+    pub(crate) unreadable: Vec<(String, String)>,
     /// Recorded files that changed since their rewrite (an upgrade).
-    pub changed_since: Vec<String>,
+    pub(crate) changed_since: Vec<String>,
     /// Bytes of the rewritten files before and after.
-    pub bytes_before: u64,
-    pub bytes_after: u64,
+    pub(crate) bytes_before: u64,
+    pub(crate) bytes_after: u64,
 }
 
 impl Summary {
-    pub fn sites(&self) -> usize {
+    pub(crate) fn sites(&self) -> usize {
         self.rewritten.iter().map(|(_, s)| s).sum()
     }
 }
@@ -107,7 +107,7 @@ fn rel_of(kernels: &Path, file: &Path) -> String {
 
 /// Whether `kernels` is a system library (below /usr, /opt or /lib), whose
 /// package manager owns its files.
-pub fn system_library(kernels: &Path) -> bool {
+pub(crate) fn system_library(kernels: &Path) -> bool {
     ["/usr/", "/opt/", "/lib/", "/lib64/"]
         .iter()
         .any(|p| kernels.starts_with(p))
@@ -160,7 +160,7 @@ enum Read {
 
 /// Rewrites (or with `check`, judges) every gfx12 kernel file of the kernel
 /// library folder `kernels` that switches expert scheduling on.
-pub fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Summary> {
+pub(crate) fn rewrite(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Summary> {
     let _lock = lock::lock(kernels, opts.check, reporter)?;
     let mut record = Record::load(kernels)?.unwrap_or_default();
     if !opts.check {

@@ -15,14 +15,14 @@ use serde::{Deserialize, Serialize};
 
 use super::files::{self, digest, Found};
 use super::trust;
-pub use super::trust::{original_of, DIR, FILE, ORIGINALS};
+pub(crate) use super::trust::{original_of, DIR, FILE, ORIGINALS};
 
 /// Bump when the record's meaning changes.
 const FORMAT: u32 = 1;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum FileState {
+pub(crate) enum FileState {
     /// The original is kept and the rewritten file may or may not have
     /// replaced it yet (a run killed at the rename): the file's sha256 says.
     Intent,
@@ -33,27 +33,27 @@ pub enum FileState {
 /// One kernel file rewritten in place.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Entry {
-    pub state: FileState,
-    pub size_before: u64,
-    pub sha256_before: String,
-    pub size_after: u64,
-    pub sha256_after: String,
+pub(crate) struct Entry {
+    pub(crate) state: FileState,
+    pub(crate) size_before: u64,
+    pub(crate) sha256_before: String,
+    pub(crate) size_after: u64,
+    pub(crate) sha256_after: String,
     /// `s_setreg_imm32_b32 hwreg(26, 0, 2), 2` instructions whose 2 became 0.
-    pub sites: usize,
+    pub(crate) sites: usize,
     /// The original, relative to the kernel library folder.
-    pub original: String,
+    pub(crate) original: String,
 }
 
 /// Every kernel file of one library rewritten in place, by path relative to
 /// the library folder.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Record {
-    pub format: u32,
+pub(crate) struct Record {
+    pub(crate) format: u32,
     /// The program that wrote it (`rocm-patchkit 0.1.0`).
-    pub tool: String,
-    pub files: BTreeMap<String, Entry>,
+    pub(crate) tool: String,
+    pub(crate) files: BTreeMap<String, Entry>,
 }
 
 impl Default for Record {
@@ -67,14 +67,14 @@ impl Default for Record {
 }
 
 /// The record's path for the kernel library folder `kernels`.
-pub fn path(kernels: &Path) -> PathBuf {
+pub(crate) fn path(kernels: &Path) -> PathBuf {
     kernels.join(DIR).join(FILE)
 }
 
 impl Record {
     /// The record of `kernels`, `None` when there is none; refused whole
     /// (an error naming it, nothing it names read) unless [`trust`] allows it.
-    pub fn load(kernels: &Path) -> Result<Option<Record>> {
+    pub(crate) fn load(kernels: &Path) -> Result<Option<Record>> {
         match std::fs::symlink_metadata(kernels.join(DIR)) {
             Err(e)
                 if e.kind() == std::io::ErrorKind::NotFound
@@ -125,7 +125,7 @@ impl Record {
     /// Writes the record for `kernels`: a temporary file synced, renamed over
     /// the record, then the folder synced. `.patchkit/` is made when missing
     /// and refused when it is not ours.
-    pub fn save(&self, kernels: &Path) -> Result<()> {
+    pub(crate) fn save(&self, kernels: &Path) -> Result<()> {
         let path = path(kernels);
         ensure_dir(kernels, &kernels.join(DIR))?;
         let mut text = serde_json::to_string_pretty(self).context("serialising the record")?;
@@ -140,7 +140,7 @@ impl Record {
 /// The folder `dir` of ours below `kernels` (`.patchkit/`, `originals/`
 /// and its subfolders), made when missing (owned like the library), refused
 /// when it is anything else (a symlink above all).
-pub fn ensure_dir(kernels: &Path, dir: &Path) -> Result<PathBuf> {
+pub(crate) fn ensure_dir(kernels: &Path, dir: &Path) -> Result<PathBuf> {
     let library_uid = std::fs::metadata(kernels)
         .with_context(|| format!("reading {}", kernels.display()))?
         .uid();
@@ -163,7 +163,7 @@ pub fn ensure_dir(kernels: &Path, dir: &Path) -> Result<PathBuf> {
 
 /// What a recorded file is now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Now {
+pub(crate) enum Now {
     /// As the rewrite left it.
     Rewritten,
     /// As it was before the rewrite.
@@ -174,7 +174,7 @@ pub enum Now {
 }
 
 /// Compares a file with its entry (hashed only when of a recorded size).
-pub fn now(kernels: &Path, rel: &str, entry: &Entry) -> Result<Now> {
+pub(crate) fn now(kernels: &Path, rel: &str, entry: &Entry) -> Result<Now> {
     let found = digest(&kernels.join(rel), &[entry.size_after, entry.size_before])?;
     Ok(match found {
         Found::File { sha256, size }
@@ -192,14 +192,14 @@ pub fn now(kernels: &Path, rel: &str, entry: &Entry) -> Result<Now> {
 }
 
 /// Whether the kept original of `entry` is there as recorded.
-pub fn original_kept(kernels: &Path, entry: &Entry) -> Result<bool> {
+pub(crate) fn original_kept(kernels: &Path, entry: &Entry) -> Result<bool> {
     let found = digest(&kernels.join(&entry.original), &[entry.size_before])?;
     Ok(matches!(found, Found::File { sha256, .. } if sha256 == entry.sha256_before))
 }
 
 /// What the record of a kernel library says about it, for doctor.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Status {
+pub(crate) enum Status {
     /// No record (or an empty one).
     None,
     /// Every recorded file is as the rewrite left it.
@@ -212,7 +212,7 @@ pub enum Status {
 }
 
 /// Reads the record of `kernels` and checks every file it names by sha256.
-pub fn status(kernels: &Path) -> Status {
+pub(crate) fn status(kernels: &Path) -> Status {
     let record = match Record::load(kernels) {
         Ok(Some(r)) if !r.files.is_empty() => r,
         Ok(_) => return Status::None,

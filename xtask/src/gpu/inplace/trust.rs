@@ -17,22 +17,22 @@ use crate::gpu::codeobj::files::{is_kernel_name, kind_of, open_regular, Unopened
 
 /// The hidden folder beside the kernel files. No kernel scan takes what is
 /// in it: the originals end in `.orig`, never `.co` or `.hsaco`.
-pub const DIR: &str = ".patchkit";
+pub(crate) const DIR: &str = ".patchkit";
 /// The record's file name inside [`DIR`].
-pub const FILE: &str = "inplace.json";
+pub(crate) const FILE: &str = "inplace.json";
 /// The folder inside [`DIR`] that keeps the originals.
-pub const ORIGINALS: &str = "originals";
+pub(crate) const ORIGINALS: &str = "originals";
 /// Where the original of `rel` is kept, relative to the library folder.
-pub fn original_of(rel: &str) -> String {
+pub(crate) fn original_of(rel: &str) -> String {
     format!("{DIR}/{ORIGINALS}/{rel}.orig")
 }
 
 /// No record this tool writes comes near this (about 400 bytes a file).
-pub const MAX_RECORD: u64 = 64 << 20;
+pub(crate) const MAX_RECORD: u64 = 64 << 20;
 
 /// The one refusal every reader gives for `what` (the record, or the
 /// folder of ours that is not).
-pub fn refusal(what: &Path, why: &str) -> anyhow::Error {
+pub(crate) fn refusal(what: &Path, why: &str) -> anyhow::Error {
     anyhow!(
         "refusing the rewrite record {}: {why}; nothing it names was read, hashed or restored. \
          rewrite-hipblaslt never writes that: if you did not make it, move {} away (the kernel \
@@ -44,7 +44,7 @@ pub fn refusal(what: &Path, why: &str) -> anyhow::Error {
 
 /// Checks the folder of ours at `path` (`.patchkit/`, `originals/`): a real
 /// folder owned by the library's owner or this user; `false` when absent.
-pub fn our_dir(path: &Path, library_uid: u32) -> Result<bool> {
+pub(crate) fn our_dir(path: &Path, library_uid: u32) -> Result<bool> {
     let meta = match std::fs::symlink_metadata(path) {
         Ok(meta) => meta,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
@@ -82,7 +82,7 @@ fn ours(path: &Path, uid: u32, library_uid: u32) -> Result<()> {
 /// The bytes of the record at `path`: a regular file (never a symlink, a
 /// FIFO or a device, never opened before its type is known) of at most
 /// [`MAX_RECORD`] bytes; `None` when there is none.
-pub fn read_record(path: &Path, library_uid: u32) -> Result<Option<Vec<u8>>> {
+pub(crate) fn read_record(path: &Path, library_uid: u32) -> Result<Option<Vec<u8>>> {
     let (file, meta) = match open_regular(path, MAX_RECORD, false) {
         Ok(opened) => opened,
         Err(Unopened::Missing) => return Ok(None),
@@ -117,7 +117,7 @@ pub fn read_record(path: &Path, library_uid: u32) -> Result<Option<Vec<u8>>> {
 
 /// Checks every key and its original of a record read from `path`
 /// against the library folder `kernels`.
-pub fn check_entries<'a>(
+pub(crate) fn check_entries<'a>(
     kernels: &Path,
     path: &Path,
     entries: impl Iterator<Item = (&'a str, &'a str)>,

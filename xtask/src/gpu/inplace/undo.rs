@@ -16,21 +16,21 @@ use crate::shared::report::Reporter;
 
 /// What `undo` did (or, with `check`, would do) to one library.
 #[derive(Debug, Default)]
-pub struct Undone {
+pub(crate) struct Undone {
     /// Files put back as they were.
-    pub restored: Vec<String>,
+    pub(crate) restored: Vec<String>,
     /// Recorded files already as they were.
-    pub already: usize,
+    pub(crate) already: usize,
     /// Whether the library had a record at all.
-    pub had_record: bool,
+    pub(crate) had_record: bool,
     /// `.patchkit/` when it stays because it holds files not ours.
-    pub kept: Option<PathBuf>,
+    pub(crate) kept: Option<PathBuf>,
 }
 
 /// Puts every recorded file of `kernels` back, byte for byte, and removes
 /// the record and the kept originals; refuses, changing nothing, when a
 /// file changed since its rewrite or an original is not as recorded.
-pub fn undo(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Undone> {
+pub(crate) fn undo(kernels: &Path, opts: Options, reporter: &Reporter) -> Result<Undone> {
     let _lock = lock::lock(kernels, opts.check, reporter)?;
     let mut done = Undone::default();
     let Some(mut record) = Record::load(kernels)? else {

@@ -13,19 +13,19 @@ use toml::Spanned;
 use crate::shared::diag::{Diag, InvalidInput};
 
 /// Where the knobs file lives below the project root.
-pub const PATH: &str = "knowledge/knobs.toml";
+pub(crate) const PATH: &str = "knowledge/knobs.toml";
 
 /// Every judged knob, in file order, and the environment prefixes to list.
 #[derive(Debug, Clone, Default)]
 pub struct Knobs {
-    pub env_prefixes: Vec<String>,
+    pub(crate) env_prefixes: Vec<String>,
     pub knobs: Vec<Knob>,
 }
 
 /// Where a knob is set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum KnobKind {
+pub(crate) enum KnobKind {
     /// An environment variable of the program.
     Env,
     /// An amdgpu module parameter.
@@ -35,7 +35,7 @@ pub enum KnobKind {
 /// What a knob does to a known fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Effect {
+pub(crate) enum Effect {
     Fixes,
     Mitigates,
     Unconfirmed,
@@ -49,23 +49,23 @@ pub enum Effect {
 pub struct Knob {
     /// The name; a trailing `*` matches a family.
     pub name: String,
-    pub kind: KnobKind,
+    pub(crate) kind: KnobKind,
     /// The judgement holds for this value only.
-    pub value: Option<String>,
-    pub effect: Effect,
-    pub fault: Option<String>,
+    pub(crate) value: Option<String>,
+    pub(crate) effect: Effect,
+    pub(crate) fault: Option<String>,
     /// Harmful when the value names another GPU than the machine's own and
     /// that GPU is one of `gfx_native` (ROCm supports it as it is).
-    pub gfx_override: bool,
-    pub gfx_native: Vec<String>,
-    pub why: String,
-    pub cost: Option<String>,
+    pub(crate) gfx_override: bool,
+    pub(crate) gfx_native: Vec<String>,
+    pub(crate) why: String,
+    pub(crate) cost: Option<String>,
     pub links: Vec<String>,
 }
 
 impl Knob {
     /// Whether this entry judges `name` set to `value`.
-    pub fn matches(&self, kind: KnobKind, name: &str, value: &str) -> bool {
+    pub(crate) fn matches(&self, kind: KnobKind, name: &str, value: &str) -> bool {
         let name_ok = match self.name.strip_suffix('*') {
             Some(prefix) => name.starts_with(prefix),
             None => name == self.name,
@@ -74,7 +74,7 @@ impl Knob {
     }
 
     /// Whether this entry names `name` at all (any value).
-    pub fn names(&self, kind: KnobKind, name: &str) -> bool {
+    pub(crate) fn names(&self, kind: KnobKind, name: &str) -> bool {
         self.kind == kind
             && match self.name.strip_suffix('*') {
                 Some(prefix) => name.starts_with(prefix),
@@ -113,7 +113,7 @@ struct RawKnob {
 
 /// Parses and validates the knobs file; `faults` are the ids of
 /// faults.toml a knob may name. Every problem comes as `path:line:col`.
-pub fn parse(path: &Path, text: &str, faults: &BTreeSet<String>) -> Result<Knobs> {
+pub(crate) fn parse(path: &Path, text: &str, faults: &BTreeSet<String>) -> Result<Knobs> {
     let raw: RawKnobs = toml::from_str(text).map_err(|err| {
         let at = err.span().map_or(0, |s| s.start);
         InvalidInput(vec![Diag::at(path, text, at, err.message().trim())])

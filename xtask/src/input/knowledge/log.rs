@@ -20,25 +20,25 @@ pub(super) struct RawLog {
 
 /// How a fault shows in logs; empty when the knowledge file says nothing.
 #[derive(Debug, Clone, Default)]
-pub struct LogFacts {
+pub(crate) struct LogFacts {
     /// "Faulty UTCL2 client ID" names of the kernel log (`TCP`, `SDMA0`).
-    pub clients: Vec<String>,
+    pub(crate) clients: Vec<String>,
     /// Kernel-name patterns (`Cijk_*DTVB1*`) of the GPU kernels that fault.
-    pub kernels: Vec<Glob>,
+    pub(crate) kernels: Vec<Glob>,
 }
 
 impl LogFacts {
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.clients.is_empty() && self.kernels.is_empty()
     }
 
     /// Whether a kernel log naming `client` points to this fault.
-    pub fn has_client(&self, client: &str) -> bool {
+    pub(crate) fn has_client(&self, client: &str) -> bool {
         self.clients.iter().any(|c| c == client)
     }
 
     /// The first pattern `kernel` matches.
-    pub fn kernel_match(&self, kernel: &str) -> Option<&Glob> {
+    pub(crate) fn kernel_match(&self, kernel: &str) -> Option<&Glob> {
         self.kernels.iter().find(|g| g.matches(kernel))
     }
 }
@@ -46,22 +46,22 @@ impl LogFacts {
 /// A kernel-name pattern: `*` stands for any run of characters, every
 /// other character for itself; the whole name must match.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Glob(String);
+pub(crate) struct Glob(String);
 
 impl Glob {
-    pub fn as_str(&self) -> &str {
+    pub(crate) fn as_str(&self) -> &str {
         &self.0
     }
 
     /// The first of the longest runs of literal characters: only a line
     /// holding it can name a matching kernel.
-    pub fn anchor(&self) -> &str {
+    pub(crate) fn anchor(&self) -> &str {
         self.0
             .split('*')
             .fold("", |best, s| if s.len() > best.len() { s } else { best })
     }
 
-    pub fn matches(&self, name: &str) -> bool {
+    pub(crate) fn matches(&self, name: &str) -> bool {
         let parts: Vec<&str> = self.0.split('*').collect();
         let (first, rest) = parts.split_first().expect("split yields one part");
         let Some(mut tail) = name.strip_prefix(first) else {
@@ -83,7 +83,7 @@ impl Glob {
 impl Fault {
     /// A fault the knowledge file gives nothing to judge a machine by but
     /// its signature in logs.
-    pub fn judged_only_by_log(&self) -> bool {
+    pub(crate) fn judged_only_by_log(&self) -> bool {
         !self.log.is_empty()
             && self.kernel.is_none()
             && self.rocm.is_none()

@@ -4,8 +4,8 @@
 //! logs. Parsed with unknown keys refused and validated with every problem
 //! reported at once; nothing here reads the machine (that is `doctor`).
 
-pub mod knobs;
-pub mod log;
+pub(crate) mod knobs;
+pub(crate) mod log;
 mod parse;
 mod version;
 
@@ -16,42 +16,41 @@ use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::input::kernel::KernelRange;
-pub use knobs::{Effect, Knob, KnobKind, Knobs};
-pub use log::{Glob, LogFacts};
-pub use parse::parse;
+pub(crate) use knobs::{Effect, Knob, KnobKind, Knobs};
+pub(crate) use log::{Glob, LogFacts};
+pub(crate) use parse::parse;
 pub use version::{Version, VersionRange};
 
 /// Where the knowledge file lives below the project root.
-pub const PATH: &str = "knowledge/faults.toml";
+pub(crate) const PATH: &str = "knowledge/faults.toml";
 
 /// Every known fault, in file order.
 #[derive(Debug, Clone)]
 pub struct Knowledge {
-    pub path: PathBuf,
     pub faults: Vec<Fault>,
     /// The knobs of `knowledge/knobs.toml` (empty when only faults were parsed).
     pub knobs: Knobs,
     /// Which knowledge files these are (doctor's `--json` says it).
-    pub revision: Revision,
+    pub(crate) revision: Revision,
 }
 
 /// The knowledge files read: where from, and a hash of their bytes.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Revision {
+pub(crate) struct Revision {
     /// `built-in` (compiled into the binary), `checkout` (a checkout's
     /// `knowledge/`) or `--knowledge` (a folder given).
-    pub source: &'static str,
+    pub(crate) source: &'static str,
     /// The faults file and the knobs file as read.
-    pub files: Vec<String>,
+    pub(crate) files: Vec<String>,
     /// sha256 of `faults.toml`, a NUL, `knobs.toml`: the same files give
     /// the same revision wherever they were read.
-    pub sha256: String,
+    pub(crate) sha256: String,
 }
 
 /// How much an affected verdict matters: `Fault` makes `doctor` exit 3.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Severity {
+pub(crate) enum Severity {
     Fault,
     Info,
 }
@@ -59,82 +58,74 @@ pub enum Severity {
 /// A library that must be present for a fault to apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum Library {
+pub(crate) enum Library {
     Hipblaslt,
     Miopen,
     Comgr,
 }
 
-impl Library {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Library::Hipblaslt => "hipBLASLt",
-            Library::Miopen => "MIOpen",
-            Library::Comgr => "comgr",
-        }
-    }
-}
+impl Library {}
 
 /// The kind of a fix recipe (`build = "dkms"`), which names the `cargo
 /// xtask build-*` command that builds it: the recipe's own kind word, one
 /// whose [`KindName::doctor_fix`] doctor can give.
-pub use crate::input::recipe::KindName as Build;
+pub(crate) use crate::input::recipe::KindName as Build;
 
 /// One known fault, validated.
 #[derive(Debug, Clone)]
 pub struct Fault {
     pub id: String,
-    pub title: String,
-    pub severity: Severity,
+    pub(crate) title: String,
+    pub(crate) severity: Severity,
     /// GPU targets (`gfx1201`) or families (`gfx103*`).
-    pub gfx: Vec<String>,
-    pub summary: String,
+    pub(crate) gfx: Vec<String>,
+    pub(crate) summary: String,
     pub links: Vec<String>,
-    pub kernel: Option<KernelFacts>,
-    pub kfd_fixed: Option<VersionRange>,
-    pub rocm: Option<VersionRange>,
-    pub hipblaslt: Option<VersionRange>,
-    pub hipblaslt_fixed: Option<VersionRange>,
+    pub(crate) kernel: Option<KernelFacts>,
+    pub(crate) kfd_fixed: Option<VersionRange>,
+    pub(crate) rocm: Option<VersionRange>,
+    pub(crate) hipblaslt: Option<VersionRange>,
+    pub(crate) hipblaslt_fixed: Option<VersionRange>,
     /// Versions of a distribution's comgr package (`libamd-comgr3`,
     /// upstream part of the package version) affected.
     pub comgr: Option<VersionRange>,
-    pub trigger_rocm: Option<VersionRange>,
+    pub(crate) trigger_rocm: Option<VersionRange>,
     /// Triggered only by hipBLASLt kernels that switch expert scheduling on
     /// for gfx12: doctor reads the kernels of every hipBLASLt it finds.
-    pub trigger_expert_sched: bool,
-    pub needs: Option<Library>,
+    pub(crate) trigger_expert_sched: bool,
+    pub(crate) needs: Option<Library>,
     pub fixed_by_packages: Vec<String>,
-    pub mitigation: Mitigation,
+    pub(crate) mitigation: Mitigation,
     pub stopgap: Option<String>,
-    pub workaround: String,
+    pub(crate) workaround: String,
     pub fixes: Vec<Fix>,
     /// How it shows in logs (`[fault.log]`), for `doctor --log`.
-    pub log: LogFacts,
+    pub(crate) log: LogFacts,
 }
 
 /// The kernels a kernel-side fault affects, is fixed in, or cannot happen on.
 #[derive(Debug, Clone)]
-pub struct KernelFacts {
-    pub affected: KernelRange,
-    pub fixed: Option<KernelRange>,
-    pub unsupported: Option<KernelRange>,
-    pub unsupported_why: Option<String>,
+pub(crate) struct KernelFacts {
+    pub(crate) affected: KernelRange,
+    pub(crate) fixed: Option<KernelRange>,
+    pub(crate) unsupported: Option<KernelRange>,
+    pub(crate) unsupported_why: Option<String>,
     /// Affected kernels we build no fix for any more (a retired recipe),
     /// and what their users do instead.
-    pub retired: Option<KernelRange>,
-    pub retired_why: Option<String>,
+    pub(crate) retired: Option<KernelRange>,
+    pub(crate) retired_why: Option<String>,
     /// Judge by the gfx12 CWSR trap handler of the amdgpu module modprobe
     /// would load: its content wins over the ranges.
-    pub trap_handler: bool,
+    pub(crate) trap_handler: bool,
 }
 
 /// What makes the fault harmless without fixing it.
 #[derive(Debug, Clone, Default)]
-pub struct Mitigation {
+pub(crate) struct Mitigation {
     /// Compute wave save/restore switched off (`amdgpu.cwsr_enable=0`).
-    pub cwsr_off: bool,
+    pub(crate) cwsr_off: bool,
     /// Environment variables that, all set to these values, avoid it.
-    pub env: BTreeMap<String, String>,
+    pub(crate) env: BTreeMap<String, String>,
 }
 
 /// A recipe that fixes the fault, and when it applies.
@@ -143,15 +134,15 @@ pub struct Fix {
     pub recipe: String,
     pub build: Build,
     pub kernel: Option<KernelRange>,
-    pub rocm: Option<VersionRange>,
+    pub(crate) rocm: Option<VersionRange>,
     /// Applies only when the kernel release contains this (`+deb`).
-    pub release_contains: Option<String>,
-    pub note: Option<String>,
+    pub(crate) release_contains: Option<String>,
+    pub(crate) note: Option<String>,
 }
 
 impl Fault {
     /// Whether a GPU target such as `gfx1201` is one this fault affects.
-    pub fn affects_gfx(&self, gfx: &str) -> bool {
+    pub(crate) fn affects_gfx(&self, gfx: &str) -> bool {
         self.gfx
             .iter()
             .any(|pattern| match pattern.strip_suffix('*') {
@@ -163,7 +154,7 @@ impl Fault {
 
 /// Where the knowledge files come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     /// `<root>/knowledge/` of a checkout (`cargo xtask`).
     Checkout(PathBuf),
     /// The files this binary was built with (the installed command).
@@ -178,7 +169,7 @@ const BUILT_IN_KNOBS: &str = include_str!("../../../../knowledge/knobs.toml");
 
 impl Knowledge {
     /// Reads and validates the knowledge files of `source`.
-    pub fn read(source: &Source) -> Result<Knowledge> {
+    pub(crate) fn read(source: &Source) -> Result<Knowledge> {
         match source {
             Source::Checkout(root) => Knowledge::load(root),
             Source::BuiltIn => Knowledge::parse_both(
@@ -216,7 +207,7 @@ impl Knowledge {
 
     /// `--knowledge DIR`: `faults.toml` and `knobs.toml` in DIR, or in
     /// DIR/knowledge/ (a checkout).
-    pub fn load_dir(dir: &Path) -> Result<Knowledge> {
+    pub(crate) fn load_dir(dir: &Path) -> Result<Knowledge> {
         let folder = if dir.join("faults.toml").is_file() {
             dir.to_path_buf()
         } else if dir.join(PATH).is_file() {

@@ -88,7 +88,7 @@ struct RawFix {
 
 /// Parses and validates the text of a knowledge file; every problem is
 /// reported as `path:line:col: message` (an [`InvalidInput`], exit status 2).
-pub fn parse(path: &Path, text: &str) -> Result<Knowledge> {
+pub(crate) fn parse(path: &Path, text: &str) -> Result<Knowledge> {
     let raw: RawKnowledge = toml::from_str(text).map_err(|err| {
         let at = err.span().map_or(0, |s| s.start);
         InvalidInput(vec![Diag::at(path, text, at, err.message().trim())])
@@ -118,7 +118,6 @@ pub fn parse(path: &Path, text: &str) -> Result<Knowledge> {
     }
     if c.diags.is_empty() {
         Ok(Knowledge {
-            path: path.to_owned(),
             faults,
             knobs: Default::default(),
             revision: Default::default(),

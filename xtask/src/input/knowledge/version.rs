@@ -79,7 +79,7 @@ impl Range<Version> {
     /// and 10.x, whose "7.10" is older code than legacy 7.2.4. A ROCm
     /// range must say which: every alternative bounded below and above,
     /// both bounds on the same side of 7.9.
-    pub fn one_rocm_stream(&self) -> Result<(), String> {
+    pub(crate) fn one_rocm_stream(&self) -> Result<(), String> {
         let therock = Version(vec![7, 9]);
         for set in self.alternatives() {
             let lower = set.iter().find(|(op, _)| op.bounds_below());

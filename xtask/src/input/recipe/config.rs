@@ -8,10 +8,10 @@ use super::raw::RawConfig;
 use super::{Config, ConfigFile};
 
 /// Folders a config package may install into.
-pub const DEST_ROOTS: [&str; 2] = ["/etc/", "/usr/lib/modprobe.d/"];
+pub(crate) const DEST_ROOTS: [&str; 2] = ["/etc/", "/usr/lib/modprobe.d/"];
 
 /// An absolute file path below one of [`DEST_ROOTS`], in plain characters.
-pub fn check_dest(value: &str) -> Result<(), String> {
+pub(crate) fn check_dest(value: &str) -> Result<(), String> {
     let plain = value
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b"/_-.+@".contains(&b));
@@ -31,7 +31,7 @@ pub fn check_dest(value: &str) -> Result<(), String> {
     }
 }
 
-pub fn config(c: &mut Checker, raw: &RawConfig, table_at: usize) -> Config {
+pub(crate) fn config(c: &mut Checker, raw: &RawConfig, table_at: usize) -> Config {
     if raw.files.is_empty() {
         c.err(
             table_at,

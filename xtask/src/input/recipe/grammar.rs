@@ -21,7 +21,7 @@ fn lower_hex(value: &str, len: usize) -> bool {
             .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
-pub fn check_commit(value: &str) -> Result<(), String> {
+pub(crate) fn check_commit(value: &str) -> Result<(), String> {
     refuse_unless(
         lower_hex(value, 40),
         value,
@@ -29,7 +29,7 @@ pub fn check_commit(value: &str) -> Result<(), String> {
     )
 }
 
-pub fn check_sha256(value: &str) -> Result<(), String> {
+pub(crate) fn check_sha256(value: &str) -> Result<(), String> {
     refuse_unless(
         lower_hex(value, 64),
         value,
@@ -194,7 +194,7 @@ pub(super) fn spec_directive_line(text: &str) -> Option<(usize, &str)> {
 /// A recipe file's name and path reach comments of dkms.conf, the spec and
 /// the PKGBUILD and name `patches/<stem>/`: a plain file name, and no control
 /// character anywhere in the path.
-pub fn check_recipe_path(path: &Path) -> Result<(), String> {
+pub(crate) fn check_recipe_path(path: &Path) -> Result<(), String> {
     let shown = path.to_string_lossy();
     if let Some(c) = shown.chars().find(|c| c.is_control()) {
         return Err(format!(

@@ -37,7 +37,7 @@ pub enum KindName {
 }
 
 impl KindName {
-    pub const ALL: [(&'static str, KindName); 4] = [
+    pub(crate) const ALL: [(&'static str, KindName); 4] = [
         ("dkms", KindName::Dkms),
         ("hipblaslt", KindName::Hipblaslt),
         ("config", KindName::Config),
@@ -55,7 +55,7 @@ impl KindName {
 
     /// The `cargo xtask` command that builds a recipe of this kind: its own
     /// `build-<kind>`, or `build` for a kind that has none (rewrite).
-    pub fn build_command(self) -> &'static str {
+    pub(crate) fn build_command(self) -> &'static str {
         match self {
             KindName::Dkms => "build-dkms",
             KindName::Hipblaslt => "build-hipblaslt",
@@ -68,7 +68,7 @@ impl KindName {
     /// that costs, and what follows its install; none for a kind that is
     /// no fix of the knowledge file (config is the stop-gap, a rewrite the
     /// in-place fix's package).
-    pub fn doctor_fix(self) -> Option<DoctorFix> {
+    pub(crate) fn doctor_fix(self) -> Option<DoctorFix> {
         match self {
             KindName::Dkms => Some(DoctorFix {
                 what: "build the DKMS package of the fix",
@@ -87,25 +87,25 @@ impl KindName {
     /// Whether the kind's package is a library installed under a prefix of
     /// its own (`/opt/rocm-patchkit/hipblaslt-<version>`), which doctor
     /// finds and judges.
-    pub fn is_library(self) -> bool {
+    pub(crate) fn is_library(self) -> bool {
         matches!(self, KindName::Hipblaslt)
     }
 
     /// Whether the kind's package is a kernel module (built by DKMS), which
     /// doctor finds in `dkms status` and judges from the module.
-    pub fn is_kernel_module(self) -> bool {
+    pub(crate) fn is_kernel_module(self) -> bool {
         matches!(self, KindName::Dkms)
     }
 
     /// Whether the kind needs `target.kernel` (or `target.kernel_regex`):
     /// a kernel module's; every other kind refuses both.
-    pub fn needs_kernel(self) -> bool {
+    pub(crate) fn needs_kernel(self) -> bool {
         self.is_kernel_module()
     }
 
     /// The `target.expert_sched` a recipe of this kind must give (`off`
     /// for a rewrite, `None` when it is free), and whether it may give one.
-    pub fn expert_sched_rule(self) -> (Option<ExpertSched>, bool) {
+    pub(crate) fn expert_sched_rule(self) -> (Option<ExpertSched>, bool) {
         match self {
             KindName::Rewrite => (Some(ExpertSched::Off), true),
             KindName::Hipblaslt => (None, true),
@@ -115,13 +115,13 @@ impl KindName {
 
     /// Whether a recipe of this kind takes the place of the binary package
     /// its source is (its name and version are that package's).
-    pub fn replaces_its_source(self) -> bool {
+    pub(crate) fn replaces_its_source(self) -> bool {
         matches!(self, KindName::Rewrite)
     }
 
     /// Why `target.formats` of a recipe of this kind is refused when the
     /// kind does not [accept](KindName::accepts) them.
-    pub fn formats_refused(self) -> &'static str {
+    pub(crate) fn formats_refused(self) -> &'static str {
         match self {
             KindName::Rewrite => "`target.formats`: a rewrite recipe builds the `deb` that takes the place of its source package: `formats = [\"deb\"]`",
             _ => "`target.formats`: a config recipe builds `deb`, `rpm` and `arch` packages; `tar` is for DKMS sources",
@@ -132,7 +132,7 @@ impl KindName {
     /// that packages a DKMS source alone (`tar`) is a DKMS output; a
     /// rewrite writes only the package that takes the place of its source
     /// (the `.deb`).
-    pub fn makes(self, format: Format) -> bool {
+    pub(crate) fn makes(self, format: Format) -> bool {
         let format = format.get();
         match self {
             KindName::Dkms => true,
@@ -145,7 +145,7 @@ impl KindName {
     /// `formats`: a config recipe only for those it makes (never `tar`), a
     /// rewrite for its `deb` alone; hipBLASLt takes `tar` and makes nothing
     /// of it.
-    pub fn accepts(self, formats: &[Format]) -> bool {
+    pub(crate) fn accepts(self, formats: &[Format]) -> bool {
         let all_made = formats.iter().all(|f| self.makes(*f));
         match self {
             KindName::Config => all_made,
@@ -155,7 +155,7 @@ impl KindName {
     }
 
     /// The formats of a recipe that names none.
-    pub fn default_formats(self) -> Vec<Format> {
+    pub(crate) fn default_formats(self) -> Vec<Format> {
         let all = Format::ALL.iter().copied();
         match self {
             KindName::Dkms | KindName::Hipblaslt => all.collect(),
@@ -167,7 +167,7 @@ impl KindName {
 impl Kind {
     /// The kind named `name` with its tables as validation read them (a
     /// config recipe without `[config]` was refused; it gets an empty one).
-    pub fn of(
+    pub(crate) fn of(
         name: KindName,
         dkms: Option<Dkms>,
         config: Option<Config>,
@@ -184,7 +184,7 @@ impl Kind {
     }
 
     /// The table a recipe of kind `name` takes: `dkms`, `config`, or none.
-    pub fn table(name: KindName) -> Option<&'static str> {
+    pub(crate) fn table(name: KindName) -> Option<&'static str> {
         match name {
             KindName::Dkms => Some("dkms"),
             KindName::Config => Some("config"),
@@ -210,7 +210,7 @@ impl Kind {
     }
 
     /// The `[config]` table of a config recipe.
-    pub fn config(&self) -> Option<&Config> {
+    pub(crate) fn config(&self) -> Option<&Config> {
         match self {
             Kind::Config(config) => Some(config),
             _ => None,
@@ -219,7 +219,7 @@ impl Kind {
 
     /// `target.expert_sched`: what the gfx12 kernels built or rewritten
     /// must show.
-    pub fn expert_sched(&self) -> Option<ExpertSched> {
+    pub(crate) fn expert_sched(&self) -> Option<ExpertSched> {
         match self {
             Kind::Hipblaslt { expert_sched } => *expert_sched,
             Kind::Rewrite { expert_sched } => Some(*expert_sched),
@@ -232,23 +232,23 @@ impl Kind {
 /// package installs, such as a modprobe.d snippet.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Config {
-    pub files: Vec<ConfigFile>,
+    pub(crate) files: Vec<ConfigFile>,
 }
 
 /// One installed file of a config package.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ConfigFile {
     /// Relative to the source tree.
-    pub source: String,
+    pub(crate) source: String,
     /// Absolute, below `/etc` or `/usr/lib/modprobe.d`.
-    pub dest: String,
+    pub(crate) dest: String,
 }
 
 impl ConfigFile {
     /// Whether the package marks the file as configuration the admin may
     /// edit (a Debian conffile, rpm `%config(noreplace)`, Arch `backup`):
     /// every file below `/etc`.
-    pub fn is_conffile(&self) -> bool {
+    pub(crate) fn is_conffile(&self) -> bool {
         self.dest.starts_with("/etc/")
     }
 }
@@ -260,21 +260,21 @@ pub struct Dkms {
     /// The folder of the patched tree that becomes `/usr/src/<name>-<version>/`.
     pub tree: String,
     /// `MAKE[0]` of dkms.conf; DKMS's default when absent.
-    pub make: Option<String>,
+    pub(crate) make: Option<String>,
     /// `CLEAN` of dkms.conf; DKMS's default when absent.
-    pub clean: Option<String>,
-    pub modules: Vec<Module>,
+    pub(crate) clean: Option<String>,
+    pub(crate) modules: Vec<Module>,
 }
 
 /// One kernel module the DKMS tree builds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Module {
     /// `BUILT_MODULE_NAME`: the `.ko` without its extension.
-    pub name: String,
+    pub(crate) name: String,
     /// `BUILT_MODULE_LOCATION`: where the build leaves it, relative to the tree.
-    pub location: String,
+    pub(crate) location: String,
     /// `DEST_MODULE_LOCATION`: default `/updates/dkms`.
-    pub dest: String,
+    pub(crate) dest: String,
 }
 
 /// The expert-scheduling verdict a hipblaslt or rewrite recipe requires.
@@ -285,7 +285,7 @@ pub enum ExpertSched {
 }
 
 impl ExpertSched {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             ExpertSched::Off => "off",
             ExpertSched::On => "on",
@@ -295,11 +295,11 @@ impl ExpertSched {
 
 /// doctor's words for a fix of one kind ([`KindName::doctor_fix`]).
 #[derive(Debug, Clone, Copy)]
-pub struct DoctorFix {
+pub(crate) struct DoctorFix {
     /// The build step, e.g. "build the DKMS package of the fix".
-    pub what: &'static str,
+    pub(crate) what: &'static str,
     /// What the build takes.
-    pub cost: &'static str,
+    pub(crate) cost: &'static str,
     /// What the user does once the package is installed.
-    pub after_install: &'static str,
+    pub(crate) after_install: &'static str,
 }

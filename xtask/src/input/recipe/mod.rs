@@ -26,7 +26,7 @@ pub struct Recipe {
     /// The recipe file.
     pub path: PathBuf,
     /// The project root: the folder that holds `recipes/` and `patches/`.
-    pub root: PathBuf,
+    pub(crate) root: PathBuf,
     pub package: PackageInfo,
     pub source: Source,
     pub patches: Vec<Patch>,
@@ -37,7 +37,7 @@ pub struct Recipe {
     /// checked against.
     pub source_pinned_from: Vec<String>,
     /// `source.why_unpinned`: why the source carries no pin.
-    pub source_why_unpinned: Option<String>,
+    pub(crate) source_why_unpinned: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -50,7 +50,7 @@ pub struct PackageInfo {
     /// `package.compression`: the `.deb` members' compressor and level
     /// (`xz:6`, `zstd:19`, `gzip:9`); `--compression` overrides it.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub compression: Option<crate::formats::Compression>,
+    pub(crate) compression: Option<crate::formats::Compression>,
 }
 
 /// Where the pristine upstream source comes from.
@@ -91,25 +91,25 @@ pub enum Source {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct DebSource {
     /// The binary package's name (`libhipblaslt1`).
-    pub package: String,
+    pub(crate) package: String,
     /// Its exact version (`7.1.1+dfsg-4`).
-    pub version: String,
+    pub(crate) version: String,
     /// Its architecture (`amd64`).
-    pub arch: String,
+    pub(crate) arch: String,
     /// The sha256 of the `.deb` file: the pin, whichever way it is fetched.
-    pub sha256: String,
+    pub(crate) sha256: String,
     /// Where apt is not: the `.deb` over HTTP(S).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub url: Option<String>,
+    pub(crate) url: Option<String>,
     /// Or a `.deb` file on this machine.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub local: Option<PathBuf>,
+    pub(crate) local: Option<PathBuf>,
 }
 
 impl DebSource {
     /// `libhipblaslt1_7.1.1+dfsg-4_amd64.deb`: the file name apt gives it
     /// (an epoch's `:` spelled `%3a`).
-    pub fn file_name(&self) -> String {
+    pub(crate) fn file_name(&self) -> String {
         format!(
             "{}_{}_{}.deb",
             self.package,
@@ -138,9 +138,9 @@ pub struct Patch {
     pub origin: PatchOrigin,
     /// Context lines a hunk may ignore at each end (`fuzz = N`, opt-in; 0
     /// means the whole context must match, at any offset).
-    pub fuzz: usize,
+    pub(crate) fuzz: usize,
     /// Where its paths land in the tree.
-    pub place: crate::input::placement::Placement,
+    pub(crate) place: crate::input::placement::Placement,
     /// What pins the fix itself, beside `sha256` of a rendering.
     pub pin: PatchPin,
 }
@@ -151,7 +151,7 @@ pub struct Patch {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct PatchPin {
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub diff_sha256: Option<String>,
+    pub(crate) diff_sha256: Option<String>,
     /// Tree path (after `strip`/`directory`) -> 40-hex git blob id.
     #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
     pub produces: std::collections::BTreeMap<String, String>,
@@ -163,7 +163,7 @@ pub struct PatchPin {
     pub pinned_from: Vec<String>,
     /// Why the patch carries no pin, when it does not.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub why_unpinned: Option<String>,
+    pub(crate) why_unpinned: Option<String>,
 }
 
 impl PatchPin {
@@ -193,8 +193,8 @@ pub enum PatchOrigin {
 #[derive(Debug, Clone)]
 pub struct Target {
     pub kernel: Option<crate::input::kernel::KernelRange>,
-    pub kernel_regex: Option<String>,
-    pub formats: Vec<crate::formats::Format>,
+    pub(crate) kernel_regex: Option<String>,
+    pub(crate) formats: Vec<crate::formats::Format>,
 }
 
 impl Recipe {
@@ -249,7 +249,7 @@ impl Recipe {
     /// The recipe key and value that name the source, and the recipe file:
     /// `` `source.tarball` = https://... of recipes/x.toml ``, for messages
     /// about what was fetched from there.
-    pub fn source_origin(&self) -> String {
+    pub(crate) fn source_origin(&self) -> String {
         let (key, value) = match &self.source {
             Source::Git { url, commit, .. } => (
                 "source.git",
@@ -277,11 +277,6 @@ impl Recipe {
             "`{key}` = {value} of {}",
             crate::shared::diag::display_path(&self.path).display()
         )
-    }
-
-    /// `patches/<name>/` for this recipe.
-    pub fn patches_dir(&self) -> PathBuf {
-        self.root.join("patches").join(&self.name)
     }
 }
 

@@ -5,137 +5,137 @@
 use serde::Deserialize;
 use toml::Spanned;
 
-pub type Str = Option<Spanned<String>>;
-pub type StrList = Option<Spanned<Vec<Spanned<String>>>>;
+pub(crate) type Str = Option<Spanned<String>>;
+pub(crate) type StrList = Option<Spanned<Vec<Spanned<String>>>>;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRecipe {
-    pub package: Option<Spanned<RawPackage>>,
-    pub source: Option<Spanned<RawSource>>,
+pub(crate) struct RawRecipe {
+    pub(crate) package: Option<Spanned<RawPackage>>,
+    pub(crate) source: Option<Spanned<RawSource>>,
     #[serde(default)]
-    pub patch: Vec<Spanned<RawPatch>>,
-    pub target: Option<Spanned<RawTarget>>,
-    pub dkms: Option<Spanned<RawDkms>>,
-    pub config: Option<Spanned<RawConfig>>,
+    pub(crate) patch: Vec<Spanned<RawPatch>>,
+    pub(crate) target: Option<Spanned<RawTarget>>,
+    pub(crate) dkms: Option<Spanned<RawDkms>>,
+    pub(crate) config: Option<Spanned<RawConfig>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPackage {
-    pub name: Str,
-    pub version: Str,
-    pub release: Str,
-    pub summary: Str,
-    pub description: Str,
-    pub license: Str,
-    pub homepage: Str,
-    pub maintainer: Str,
-    pub compression: Str,
+pub(crate) struct RawPackage {
+    pub(crate) name: Str,
+    pub(crate) version: Str,
+    pub(crate) release: Str,
+    pub(crate) summary: Str,
+    pub(crate) description: Str,
+    pub(crate) license: Str,
+    pub(crate) homepage: Str,
+    pub(crate) maintainer: Str,
+    pub(crate) compression: Str,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawSource {
-    pub git: Str,
-    pub tarball: Str,
-    pub local: Str,
-    pub commit: Str,
+pub(crate) struct RawSource {
+    pub(crate) git: Str,
+    pub(crate) tarball: Str,
+    pub(crate) local: Str,
+    pub(crate) commit: Str,
     #[serde(rename = "ref")]
-    pub reference: Str,
-    pub paths: StrList,
-    pub sha256: Str,
-    pub strip: Option<Spanned<i64>>,
-    pub include: StrList,
+    pub(crate) reference: Str,
+    pub(crate) paths: StrList,
+    pub(crate) sha256: Str,
+    pub(crate) strip: Option<Spanned<i64>>,
+    pub(crate) include: StrList,
     /// The public records the pin was checked against (named in messages
     /// when the pin does not match).
-    pub pinned_from: StrList,
+    pub(crate) pinned_from: StrList,
     /// Why a shipped recipe's source carries no pin (shown by `list`).
-    pub why_unpinned: Str,
+    pub(crate) why_unpinned: Str,
     /// A binary package by name (`deb = "libhipblaslt1"`), with `version`,
     /// `arch`, `sha256`, and optionally `url` or `local` where apt is not.
-    pub deb: Str,
-    pub version: Str,
-    pub arch: Str,
-    pub url: Str,
+    pub(crate) deb: Str,
+    pub(crate) version: Str,
+    pub(crate) arch: Str,
+    pub(crate) url: Str,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPatch {
-    pub file: Str,
-    pub name: Str,
-    pub url: Str,
-    pub git: Str,
-    pub commit: Str,
-    pub sha256: Str,
-    pub fuzz: Option<Spanned<i64>>,
+pub(crate) struct RawPatch {
+    pub(crate) file: Str,
+    pub(crate) name: Str,
+    pub(crate) url: Str,
+    pub(crate) git: Str,
+    pub(crate) commit: Str,
+    pub(crate) sha256: Str,
+    pub(crate) fuzz: Option<Spanned<i64>>,
     /// Leading path components to drop from every path of the patch (after
     /// `a/` / `b/`), as `patch -p` counts them beyond the first.
-    pub strip: Option<Spanned<i64>>,
+    pub(crate) strip: Option<Spanned<i64>>,
     /// The folder of the tree the patch applies under (`git am --directory`).
-    pub directory: Str,
+    pub(crate) directory: Str,
     /// sha256 of the normalised diff (file headers and hunks only).
-    pub diff_sha256: Str,
+    pub(crate) diff_sha256: Str,
     /// Tree path -> git blob id of the file the patch must leave.
-    pub produces: Option<Spanned<std::collections::BTreeMap<String, Spanned<String>>>>,
+    pub(crate) produces: Option<Spanned<std::collections::BTreeMap<String, Spanned<String>>>>,
     /// Patch URLs of a git patch's commit, tried before git.
-    pub urls: StrList,
+    pub(crate) urls: StrList,
     /// The public records the pins were checked against.
-    pub pinned_from: StrList,
+    pub(crate) pinned_from: StrList,
     /// Why the patch carries no pin (shown by `list`).
-    pub why_unpinned: Str,
+    pub(crate) why_unpinned: Str,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawTarget {
-    pub kind: Str,
-    pub kernel: Str,
-    pub kernel_regex: Str,
-    pub formats: StrList,
+pub(crate) struct RawTarget {
+    pub(crate) kind: Str,
+    pub(crate) kernel: Str,
+    pub(crate) kernel_regex: Str,
+    pub(crate) formats: StrList,
     /// hipblaslt: the gfx12 expert-scheduling verdict the built kernels must show.
-    pub expert_sched: Str,
+    pub(crate) expert_sched: Str,
 }
 
 /// A key serde refused (unknown, or of the wrong type), blanked before the
 /// next try.
-pub struct Problem {
-    pub offset: usize,
-    pub message: String,
-    pub key: Option<String>,
+pub(crate) struct Problem {
+    pub(crate) offset: usize,
+    pub(crate) message: String,
+    pub(crate) key: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawDkms {
-    pub tree: Str,
-    pub make: Str,
-    pub clean: Str,
+pub(crate) struct RawDkms {
+    pub(crate) tree: Str,
+    pub(crate) make: Str,
+    pub(crate) clean: Str,
     #[serde(default)]
-    pub module: Vec<Spanned<RawModule>>,
+    pub(crate) module: Vec<Spanned<RawModule>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawModule {
-    pub name: Str,
-    pub location: Str,
-    pub dest: Str,
+pub(crate) struct RawModule {
+    pub(crate) name: Str,
+    pub(crate) location: Str,
+    pub(crate) dest: Str,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawConfig {
+pub(crate) struct RawConfig {
     #[serde(default)]
-    pub files: Vec<Spanned<RawConfigFile>>,
+    pub(crate) files: Vec<Spanned<RawConfigFile>>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawConfigFile {
-    pub source: Str,
-    pub dest: Str,
+pub(crate) struct RawConfigFile {
+    pub(crate) source: Str,
+    pub(crate) dest: Str,
 }
 
 /// Deserializes `text`, collecting every unknown key and wrongly typed value.
@@ -143,7 +143,7 @@ pub struct RawConfigFile {
 /// serde stops at the first error; each time it does, the offending entry
 /// is blanked out with spaces (so every byte offset stays valid for the
 /// original text) and deserialization runs again.
-pub fn deserialize_all(text: &str) -> (Option<RawRecipe>, Vec<Problem>) {
+pub(crate) fn deserialize_all(text: &str) -> (Option<RawRecipe>, Vec<Problem>) {
     let mut text = text.to_owned();
     let mut problems = Vec::new();
     for _ in 0..256 {

@@ -19,7 +19,7 @@ use crate::formats::{Compression, Format};
 use crate::input::kernel::KernelRange;
 use crate::shared::diag::InvalidInput;
 
-pub fn validate(path: &Path, root: &Path, text: &str) -> Result<Recipe> {
+pub(crate) fn validate(path: &Path, root: &Path, text: &str) -> Result<Recipe> {
     let name = path
         .file_stem()
         .and_then(|s| s.to_str())

@@ -19,12 +19,12 @@ use crate::input::recipe::Recipe;
 use crate::shared::report::Reporter;
 
 /// The name the transform is recorded by.
-pub const TRANSFORM: &str = "expert-sched-off";
+pub(crate) const TRANSFORM: &str = "expert-sched-off";
 
 /// Links the pristine tree into a staging folder, rewrites every kernel
 /// file there (each replaced by rename), writes the state record and moves
 /// the tree into place at `dest`.
-pub fn apply(
+pub(crate) fn apply(
     recipe: &Recipe,
     fetched: &Fetched,
     pristine: &Pristine,
@@ -141,7 +141,7 @@ fn rewrite_all(
 }
 
 /// Whether `tree` verifies against its record and no kernel file has a site.
-pub fn check(
+pub(crate) fn check(
     tree: &Path,
     memo: &crate::shared::hash::memo::Memo,
     reporter: &Reporter,
@@ -160,7 +160,7 @@ pub fn check(
 }
 
 /// Every kernel file below `tree` read again: those with sites left, and how many.
-pub fn sites_left(tree: &Path) -> Result<Vec<(String, usize)>> {
+pub(crate) fn sites_left(tree: &Path) -> Result<Vec<(String, usize)>> {
     let (_, manifest) = state::read(tree)?.context("the tree has a state record")?;
     let paths: Vec<PathBuf> = manifest
         .keys()

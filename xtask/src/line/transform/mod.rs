@@ -7,7 +7,7 @@
 //! whole state record is the one the transform would write ([`made_by`]),
 //! and a reused tree that no longer verifies is made again once.
 
-pub mod expert_sched_off;
+pub(crate) mod expert_sched_off;
 
 use std::path::{Path, PathBuf};
 
@@ -25,7 +25,7 @@ use crate::shared::report::Reporter;
 
 /// What the apply stage does to the pristine tree.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Transform {
+pub(crate) enum Transform {
     /// The recipe's patch series, applied by the patch engine with this
     /// tolerance; hunk placements recorded.
     Patches(Tolerance),
@@ -36,10 +36,10 @@ pub enum Transform {
 
 /// The tree a transform made: where it is, the pristine tree it was made
 /// from, and whether an earlier run left it.
-pub struct Applied {
-    pub tree: PathBuf,
-    pub pristine: Pristine,
-    pub reused: bool,
+pub(crate) struct Applied {
+    pub(crate) tree: PathBuf,
+    pub(crate) pristine: Pristine,
+    pub(crate) reused: bool,
 }
 
 impl Transform {
@@ -122,7 +122,12 @@ impl Transform {
 /// and selection, the same patches in order, the same rewrites, the same
 /// tolerance, this tool. A tree applied with `apply --fuzz N` is not the
 /// strict tree a build makes.
-pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, transform: Transform) -> bool {
+pub(crate) fn made_by(
+    recorded: &State,
+    recipe: &Recipe,
+    fetched: &Fetched,
+    transform: Transform,
+) -> bool {
     let pin = crate::apply::extract::source_pin(&fetched.source, &Selection::of(&recipe.source));
     let patches = transform.patches(fetched);
     let same_patches = recorded.patches().len() == patches.len()
@@ -154,7 +159,7 @@ pub fn made_by(recorded: &State, recipe: &Recipe, fetched: &Fetched, transform: 
 /// verified, and the tree at `<work>/tree`, kept when its state record is
 /// exactly what `transform` would write (checked again by [`verify`]),
 /// else made afresh from a hard-link copy of the pristine tree.
-pub fn ensure_applied(
+pub(crate) fn ensure_applied(
     transform: Transform,
     recipe: &Recipe,
     fetched: &Fetched,
@@ -194,7 +199,7 @@ pub fn ensure_applied(
 /// The verify step: the tree against its state record (a kept tree that
 /// no longer matches is made again once), then what the transform did
 /// copied into the build manifest.
-pub fn verify(
+pub(crate) fn verify(
     transform: Transform,
     applied: &Applied,
     recipe: &Recipe,

@@ -13,7 +13,7 @@ use crate::input::recipe::Recipe;
 use crate::release::render::{Rendered, Renderer};
 
 /// The folder of `templates/` that holds a config recipe's templates.
-pub const TEMPLATES: &str = "config/";
+pub(crate) const TEMPLATES: &str = "config/";
 
 /// What the rendered files need to know beyond the recipe.
 #[derive(Debug, Clone)]

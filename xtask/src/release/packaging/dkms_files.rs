@@ -139,7 +139,7 @@ fn script_templates() -> std::collections::BTreeSet<String> {
 /// The maintainer scripts of each format's DKMS package, from a rendering
 /// holding `scripts/`: every format has its entry (none for the tarball,
 /// which `dkms ldtarball` loads), since every format names its scripts.
-pub fn scripts(rendered: &Rendered) -> Result<BTreeMap<Format, Scripts>> {
+pub(crate) fn scripts(rendered: &Rendered) -> Result<BTreeMap<Format, Scripts>> {
     Format::ALL
         .iter()
         .map(|format| Ok((*format, format.get().dkms_scripts().fill(rendered)?)))

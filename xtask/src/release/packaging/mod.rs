@@ -15,7 +15,7 @@ use crate::release::render::Rendered;
 /// The Debian packager's `debian/copyright`, `debian/changelog` and
 /// `debian/<package>.lintian-overrides`: the very texts the `.deb` carries,
 /// so a package rebuilt with dpkg-buildpackage documents itself as ours.
-pub fn debian_docs(meta: &PackageMeta, epoch: u64) -> Result<Rendered> {
+pub(crate) fn debian_docs(meta: &PackageMeta, epoch: u64) -> Result<Rendered> {
     let mut out = Rendered::new();
     out.insert(names::DEBIAN_COPYRIGHT.to_owned(), deb::copyright(meta)?);
     out.insert(
@@ -29,7 +29,7 @@ pub fn debian_docs(meta: &PackageMeta, epoch: u64) -> Result<Rendered> {
 }
 
 /// Where a recipe's source comes from, in words, for the changelog.
-pub fn source_line(source: &Source) -> String {
+pub(crate) fn source_line(source: &Source) -> String {
     match source {
         Source::Git { url, commit, .. } => format!(
             "{url} at {}",
@@ -53,7 +53,7 @@ pub fn source_line(source: &Source) -> String {
 }
 
 /// The calendar year (UTC) of `epoch`.
-pub fn year(epoch: i64) -> i64 {
+pub(crate) fn year(epoch: i64) -> i64 {
     crate::formats::civil_from_days(epoch.div_euclid(86400)).0
 }
 

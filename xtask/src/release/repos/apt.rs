@@ -20,10 +20,10 @@ use super::sums::{self, Sums};
 use super::Site;
 
 /// The one component.
-pub const COMPONENT: &str = "main";
+pub(crate) const COMPONENT: &str = "main";
 /// Architectures every repository indexes, whatever its packages are built
 /// for (`all` packages are listed under each).
-pub const BASE_ARCHITECTURES: [&str; 1] = ["amd64"];
+pub(crate) const BASE_ARCHITECTURES: [&str; 1] = ["amd64"];
 
 /// One `.deb` as the indexes list it.
 struct Listed {
@@ -36,7 +36,7 @@ struct Listed {
 
 /// Writes the repository below `root` (the `apt/` folder) from `debs`;
 /// returns each package's path below `root`, by file name.
-pub fn write(
+pub(crate) fn write(
     root: &Path,
     debs: &[PathBuf],
     site: &Site,
@@ -136,7 +136,7 @@ fn list(root: &Path, deb: &Path) -> Result<Listed> {
 }
 
 /// Debian's pool folder of a source: `libf` for `libfoo`, else its first letter.
-pub fn pool_prefix(source: &str) -> String {
+pub(crate) fn pool_prefix(source: &str) -> String {
     match source.strip_prefix("lib") {
         Some(rest) if !rest.is_empty() => format!(
             "lib{}",

@@ -7,14 +7,14 @@ use anyhow::{bail, Result};
 /// One paragraph: its fields in order, each with the text after its colon
 /// (the leading space and every continuation line kept).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Paragraph {
+pub(crate) struct Paragraph {
     fields: Vec<(String, String)>,
 }
 
 impl Paragraph {
     /// The value of `name` (case-insensitive), trimmed: the whole text of a
     /// multi-line field.
-    pub fn get(&self, name: &str) -> Option<&str> {
+    pub(crate) fn get(&self, name: &str) -> Option<&str> {
         self.fields
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -22,7 +22,7 @@ impl Paragraph {
     }
 
     /// The value of `name`, or an error naming the field and `what` holds it.
-    pub fn need(&self, name: &str, what: &str) -> Result<&str> {
+    pub(crate) fn need(&self, name: &str, what: &str) -> Result<&str> {
         match self.get(name) {
             Some(value) if !value.is_empty() => Ok(value),
             _ => bail!("{what} has no `{name}` field"),
@@ -31,7 +31,7 @@ impl Paragraph {
 
     /// The lines of a multi-line field after its first (`Files:`,
     /// `Checksums-Sha256:`), trimmed, empty ones left out.
-    pub fn lines_of(&self, name: &str) -> Vec<&str> {
+    pub(crate) fn lines_of(&self, name: &str) -> Vec<&str> {
         self.fields
             .iter()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -47,13 +47,13 @@ impl Paragraph {
 
     /// Adds a field at the end (`value` is the text after `Name:`, without
     /// the space).
-    pub fn push(&mut self, name: &str, value: &str) {
+    pub(crate) fn push(&mut self, name: &str, value: &str) {
         self.fields.push((name.to_owned(), format!(" {value}")));
     }
 
     /// The paragraph with `extra` inserted before the field named `before`
     /// (at the end when it has none).
-    pub fn with_before(&self, before: &str, extra: &Paragraph) -> Paragraph {
+    pub(crate) fn with_before(&self, before: &str, extra: &Paragraph) -> Paragraph {
         let at = self
             .fields
             .iter()
@@ -66,7 +66,7 @@ impl Paragraph {
     }
 
     /// The paragraph as text, each field `Name:value`, newline-terminated.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         self.fields
             .iter()
             .map(|(name, value)| format!("{name}:{value}\n"))
@@ -75,7 +75,7 @@ impl Paragraph {
 }
 
 /// Every paragraph of `text`; `what` names it in errors (`path:line`).
-pub fn parse(text: &str, what: &str) -> Result<Vec<Paragraph>> {
+pub(crate) fn parse(text: &str, what: &str) -> Result<Vec<Paragraph>> {
     let mut paragraphs = Vec::new();
     let mut current = Paragraph::default();
     for (i, line) in text.lines().enumerate() {
@@ -114,7 +114,7 @@ pub fn parse(text: &str, what: &str) -> Result<Vec<Paragraph>> {
 }
 
 /// The one paragraph of `text` (a `.deb`'s `control`, a `.dsc`).
-pub fn parse_one(text: &str, what: &str) -> Result<Paragraph> {
+pub(crate) fn parse_one(text: &str, what: &str) -> Result<Paragraph> {
     let mut all = parse(text, what)?;
     match all.len() {
         1 => Ok(all.remove(0)),

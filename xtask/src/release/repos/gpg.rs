@@ -15,16 +15,16 @@ use crate::shared::settings::Environment;
 
 /// A secret key that can sign, found in a GnuPG home.
 #[derive(Debug, Clone)]
-pub struct Signer {
+pub(crate) struct Signer {
     gpg: PathBuf,
     home: Option<PathBuf>,
     /// The primary key's fingerprint (40 hex digits for a v4 key).
-    pub fingerprint: String,
+    pub(crate) fingerprint: String,
     /// Its first user id, as gpg prints it (`Name <address>`).
-    pub uid: String,
+    pub(crate) uid: String,
     /// When the newest of its signing keys was made: no signature may be
     /// older than its key.
-    pub created: i64,
+    pub(crate) created: i64,
     /// The time every signature carries.
     time: i64,
     /// The machine's environment, whose `PATH` holds the signing tools.
@@ -61,7 +61,11 @@ impl Signer {
     /// The key `key` names (a fingerprint, key id or user id gpg takes),
     /// or, when none is named, the one signing key of the GnuPG home; gpg
     /// and the other tools are looked for on `env`'s `PATH`.
-    pub fn find(home: Option<&Path>, key: Option<&str>, env: &Environment) -> Result<Signer> {
+    pub(crate) fn find(
+        home: Option<&Path>,
+        key: Option<&str>,
+        env: &Environment,
+    ) -> Result<Signer> {
         let gpg = env.which("gpg").ok_or_else(|| {
             UsageError(
                 "gpg is not installed: install gnupg (apt-get install gnupg, dnf install gnupg2, \
@@ -134,29 +138,29 @@ impl Signer {
     /// faked time at all and lets its clock run (gnupg's `gnupg_set_time`),
     /// so a signature dated this very second (a key made just now) could
     /// carry the next one: the publication waits for that second to pass.
-    pub fn at(mut self, time: i64) -> Signer {
+    pub(crate) fn at(mut self, time: i64) -> Signer {
         self.time = time.max(self.created);
         wait_past(self.time);
         self
     }
 
     /// The time every signature carries.
-    pub fn time(&self) -> i64 {
+    pub(crate) fn time(&self) -> i64 {
         self.time
     }
 
     /// The gpg program (rpmsign is told to run the same one).
-    pub fn gpg(&self) -> &Path {
+    pub(crate) fn gpg(&self) -> &Path {
         &self.gpg
     }
 
     /// The GnuPG home it reads, when one was named.
-    pub fn home(&self) -> Option<&Path> {
+    pub(crate) fn home(&self) -> Option<&Path> {
         self.home.as_deref()
     }
 
     /// The argument gpg takes to sign at [`Signer::time`].
-    pub fn faked_time_arg(&self) -> String {
+    pub(crate) fn faked_time_arg(&self) -> String {
         format!("--faked-system-time={}!", self.time)
     }
 
@@ -181,7 +185,7 @@ impl Signer {
 
     /// `text` in a clear-signed message (`InRelease`, a signed `.dsc` or
     /// `.changes`).
-    pub fn clearsign(&self, text: &[u8], what: &str) -> Result<Vec<u8>> {
+    pub(crate) fn clearsign(&self, text: &[u8], what: &str) -> Result<Vec<u8>> {
         let mut cmd = self.signing();
         cmd.arg("--clearsign");
         run_with_input(cmd, text, &format!("clear-signing {what}"))
@@ -189,7 +193,7 @@ impl Signer {
 
     /// A detached signature of the file at `path`: ASCII-armored
     /// (`Release.gpg`, `repomd.xml.asc`) or binary (pacman's `.sig`).
-    pub fn detach_file(&self, path: &Path, armor: bool) -> Result<Vec<u8>> {
+    pub(crate) fn detach_file(&self, path: &Path, armor: bool) -> Result<Vec<u8>> {
         let mut cmd = self.signing();
         if armor {
             cmd.arg("--armor");
@@ -200,7 +204,7 @@ impl Signer {
 
     /// The public key (primary key, subkeys and self-signatures only),
     /// ASCII-armored or binary.
-    pub fn public_key(&self, armor: bool) -> Result<Vec<u8>> {
+    pub(crate) fn public_key(&self, armor: bool) -> Result<Vec<u8>> {
         let mut cmd = self.command();
         if armor {
             cmd.arg("--armor");
@@ -312,7 +316,7 @@ fn unescape(text: &str) -> String {
 
 impl Signer {
     /// The first `program` on the machine's `PATH`.
-    pub fn which(&self, program: &str) -> Option<PathBuf> {
+    pub(crate) fn which(&self, program: &str) -> Option<PathBuf> {
         self.env.which(program)
     }
 }

@@ -14,36 +14,35 @@ use crate::shared::diag::UsageError;
 
 /// One verified dist folder and what it holds.
 #[derive(Debug)]
-pub struct Input {
-    pub dir: PathBuf,
+pub(crate) struct Input {
     /// What the repository's manifest records of it.
-    pub record: InputRecord,
+    pub(crate) record: InputRecord,
     /// Binary packages: `.deb`, `.rpm` (not `.src.rpm`), `.pkg.tar.zst`.
-    pub debs: Vec<PathBuf>,
-    pub rpms: Vec<PathBuf>,
-    pub arch: Vec<PathBuf>,
+    pub(crate) debs: Vec<PathBuf>,
+    pub(crate) rpms: Vec<PathBuf>,
+    pub(crate) arch: Vec<PathBuf>,
     /// Debian source packages (`source/*.dsc`) and source rpms.
-    pub dscs: Vec<PathBuf>,
-    pub srpms: Vec<PathBuf>,
+    pub(crate) dscs: Vec<PathBuf>,
+    pub(crate) srpms: Vec<PathBuf>,
 }
 
 /// A dist folder as the repository's manifest names it: by what it is, not
 /// where it was, so the same inputs give the same manifest anywhere.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct InputRecord {
-    pub recipe: String,
-    pub package: String,
-    pub version: String,
-    pub release: String,
-    pub source_date_epoch: i64,
+pub(crate) struct InputRecord {
+    pub(crate) recipe: String,
+    pub(crate) package: String,
+    pub(crate) version: String,
+    pub(crate) release: String,
+    pub(crate) source_date_epoch: i64,
     /// The build's no-op key, from its manifest.
-    pub inputs_digest: String,
+    pub(crate) inputs_digest: String,
     /// sha256 of its `SHA256SUMS`, which names every file it published.
-    pub sums_sha256: String,
+    pub(crate) sums_sha256: String,
 }
 
 /// Reads and checks the dist folder `dir`.
-pub fn read(dir: &Path) -> Result<Input> {
+pub(crate) fn read(dir: &Path) -> Result<Input> {
     let shown = crate::shared::diag::display_path(dir);
     if !dir.join(crate::release::dist::SUMS).is_file() {
         bail!(UsageError(format!(
@@ -94,7 +93,6 @@ fn sort(dir: &Path, manifest: &Manifest) -> Result<Input> {
     let (sums_sha256, _) =
         crate::shared::hash::sha256_file_sized(&dir.join(crate::release::dist::SUMS))?;
     let mut input = Input {
-        dir: dir.to_path_buf(),
         record: InputRecord {
             recipe: manifest.recipe.clone(),
             package: manifest.package.name.clone(),
@@ -131,7 +129,9 @@ fn sort(dir: &Path, manifest: &Manifest) -> Result<Input> {
 /// Files of the same name from several inputs: once when their bytes are
 /// the same, an error naming both when they differ (a repository cannot
 /// serve two files under one name).
-pub fn unique_by_name<'a>(files: impl IntoIterator<Item = &'a PathBuf>) -> Result<Vec<PathBuf>> {
+pub(crate) fn unique_by_name<'a>(
+    files: impl IntoIterator<Item = &'a PathBuf>,
+) -> Result<Vec<PathBuf>> {
     let mut seen: BTreeMap<String, (PathBuf, String)> = BTreeMap::new();
     for path in files {
         let name = path

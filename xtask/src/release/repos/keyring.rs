@@ -19,22 +19,22 @@ use crate::formats::{self, About, Architecture, FileTree, Format, PackageMeta, P
 use crate::release::render::Renderer;
 
 /// The package's name, in every format.
-pub const NAME: &str = "rocm-patchkit-archive-keyring";
+pub(crate) const NAME: &str = "rocm-patchkit-archive-keyring";
 /// Where apt's snippet says the key is.
-pub const APT_KEYRING: &str = "usr/share/keyrings/rocm-patchkit-archive-keyring.gpg";
-pub const APT_SOURCES: &str = "etc/apt/sources.list.d/rocm-patchkit.sources";
-pub const RPM_KEY: &str = "etc/pki/rpm-gpg/RPM-GPG-KEY-rocm-patchkit";
-pub const DNF_REPO: &str = "etc/yum.repos.d/rocm-patchkit.repo";
+pub(crate) const APT_KEYRING: &str = "usr/share/keyrings/rocm-patchkit-archive-keyring.gpg";
+pub(crate) const APT_SOURCES: &str = "etc/apt/sources.list.d/rocm-patchkit.sources";
+pub(crate) const RPM_KEY: &str = "etc/pki/rpm-gpg/RPM-GPG-KEY-rocm-patchkit";
+pub(crate) const DNF_REPO: &str = "etc/yum.repos.d/rocm-patchkit.repo";
 /// pacman's keyrings folder and the keyring's name there.
-pub const PACMAN_KEYRINGS: &str = "usr/share/pacman/keyrings";
+pub(crate) const PACMAN_KEYRINGS: &str = "usr/share/pacman/keyrings";
 
 /// The templates of `templates/repos/`, each for one file: apt's source
 /// (in the .deb), dnf's `.repo` (in the .rpm and beside the repository),
 /// the Arch install script, and the pacman.conf section the setup appends.
-pub const APT_SOURCES_TEMPLATE: &str = "repos/apt.sources";
-pub const DNF_REPO_TEMPLATE: &str = "repos/dnf.repo";
-pub const ARCH_INSTALL_TEMPLATE: &str = "repos/keyring.install";
-pub const PACMAN_CONF_TEMPLATE: &str = "repos/pacman.conf";
+pub(crate) const APT_SOURCES_TEMPLATE: &str = "repos/apt.sources";
+pub(crate) const DNF_REPO_TEMPLATE: &str = "repos/dnf.repo";
+pub(crate) const ARCH_INSTALL_TEMPLATE: &str = "repos/keyring.install";
+pub(crate) const PACMAN_CONF_TEMPLATE: &str = "repos/pacman.conf";
 pub const TEMPLATES: [&str; 4] = [
     APT_SOURCES_TEMPLATE,
     DNF_REPO_TEMPLATE,
@@ -43,13 +43,13 @@ pub const TEMPLATES: [&str; 4] = [
 ];
 
 /// The public key in both forms.
-pub struct Key {
-    pub binary: Vec<u8>,
-    pub armored: Vec<u8>,
+pub(crate) struct Key {
+    pub(crate) binary: Vec<u8>,
+    pub(crate) armored: Vec<u8>,
 }
 
 /// The snippets rendered from `templates/repos/`, by template name.
-pub type Snippets = BTreeMap<String, String>;
+pub(crate) type Snippets = BTreeMap<String, String>;
 
 /// Renders each of [`TEMPLATES`] for `site`.
 pub fn snippets(templates: &Path, site: &Site) -> Result<Snippets> {
@@ -71,7 +71,7 @@ pub fn snippets(templates: &Path, site: &Site) -> Result<Snippets> {
 }
 
 /// The keyring package of each format, written into `dir`: their paths.
-pub fn write(
+pub(crate) fn write(
     dir: &Path,
     site: &Site,
     key: &Key,

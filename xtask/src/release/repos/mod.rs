@@ -11,17 +11,17 @@
 //! publication's time (the newest input's `SOURCE_DATE_EPOCH`, or the key's
 //! creation when that is newer).
 
-pub mod apt;
-pub mod deb822;
-pub mod gpg;
-pub mod inputs;
+pub(crate) mod apt;
+pub(crate) mod deb822;
+pub(crate) mod gpg;
+pub(crate) mod inputs;
 pub mod keyring;
-pub mod pacman;
-pub mod read;
-pub mod rpm_md;
-pub mod setup;
-pub mod sums;
-pub mod uploads;
+pub(crate) mod pacman;
+pub(crate) mod read;
+pub(crate) mod rpm_md;
+pub(crate) mod setup;
+pub(crate) mod sums;
+pub(crate) mod uploads;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -38,22 +38,22 @@ use inputs::{Input, InputRecord};
 
 /// The repositories' name: apt's Origin and Label, the dnf repository id,
 /// the pacman repository and keyring.
-pub const NAME: &str = "rocm-patchkit";
+pub(crate) const NAME: &str = "rocm-patchkit";
 
 /// The repository formats, by folder name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum RepoFormat {
+pub(crate) enum RepoFormat {
     Apt,
     Rpm,
     Pacman,
 }
 
 impl RepoFormat {
-    pub const ALL: [RepoFormat; 3] = [RepoFormat::Apt, RepoFormat::Rpm, RepoFormat::Pacman];
+    pub(crate) const ALL: [RepoFormat; 3] = [RepoFormat::Apt, RepoFormat::Rpm, RepoFormat::Pacman];
 
     /// Its folder and its word on the command line.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             RepoFormat::Apt => "apt",
             RepoFormat::Rpm => "rpm",
@@ -62,7 +62,7 @@ impl RepoFormat {
     }
 
     /// The package format it serves.
-    pub fn package_format(self) -> Format {
+    pub(crate) fn package_format(self) -> Format {
         match self {
             RepoFormat::Apt => Format::Deb,
             RepoFormat::Rpm => Format::Rpm,
@@ -73,22 +73,22 @@ impl RepoFormat {
 
 /// What a publication is asked to do.
 #[derive(Debug, Clone)]
-pub struct Options {
-    pub dists: Vec<PathBuf>,
-    pub to: PathBuf,
+pub(crate) struct Options {
+    pub(crate) dists: Vec<PathBuf>,
+    pub(crate) to: PathBuf,
     /// Where `to` will be served (no trailing `/`).
-    pub url: String,
-    pub suite: String,
-    pub formats: BTreeSet<RepoFormat>,
+    pub(crate) url: String,
+    pub(crate) suite: String,
+    pub(crate) formats: BTreeSet<RepoFormat>,
     /// The signing key, as gpg takes it; none: the one the GnuPG home has.
-    pub key: Option<String>,
-    pub gnupghome: Option<PathBuf>,
+    pub(crate) key: Option<String>,
+    pub(crate) gnupghome: Option<PathBuf>,
     /// `SOURCE_DATE_EPOCH` when set: the publication's time.
-    pub epoch: Option<i64>,
+    pub(crate) epoch: Option<i64>,
     /// The project's `templates/` (the snippets are `templates/repos/`).
-    pub templates: PathBuf,
+    pub(crate) templates: PathBuf,
     /// The machine's environment: `PATH` for gpg, rpmsign, createrepo_c.
-    pub env: Environment,
+    pub(crate) env: Environment,
 }
 
 /// Where the repositories live, as the files they hold say it.
@@ -101,16 +101,15 @@ pub struct Site {
 
 /// What a publication did.
 #[derive(Debug)]
-pub struct Published {
-    pub out: PathBuf,
-    pub site: Site,
-    pub time: i64,
+pub(crate) struct Published {
+    pub(crate) out: PathBuf,
+    pub(crate) site: Site,
     /// Packages listed per repository (the keyring package included).
-    pub counts: BTreeMap<RepoFormat, usize>,
+    pub(crate) counts: BTreeMap<RepoFormat, usize>,
     /// The `.changes` written, relative to `upload/`.
-    pub changes: Vec<String>,
+    pub(crate) changes: Vec<String>,
     /// The setup lines of each distribution (also `setup.txt`).
-    pub setup: String,
+    pub(crate) setup: String,
 }
 
 /// The repository's `manifest.json`.
@@ -127,7 +126,7 @@ struct RepoManifest<'a> {
 }
 
 /// Publishes the repositories `opts` asks for.
-pub fn publish(opts: &Options, reporter: &Reporter) -> Result<Published> {
+pub(crate) fn publish(opts: &Options, reporter: &Reporter) -> Result<Published> {
     let (url, suite) = (check_url(&opts.url)?, check_suite(&opts.suite)?);
     if opts.formats.is_empty() {
         bail!(UsageError(
@@ -180,7 +179,6 @@ pub fn publish(opts: &Options, reporter: &Reporter) -> Result<Published> {
     Ok(Published {
         out,
         site,
-        time: signer.time(),
         counts: made.counts,
         changes: made.changes,
         setup: made.setup,
@@ -300,7 +298,7 @@ fn read_inputs(dists: &[PathBuf]) -> Result<Vec<Input>> {
 }
 
 /// The URL the folder will be served from, without its trailing `/`.
-pub fn check_url(url: &str) -> Result<String> {
+pub(crate) fn check_url(url: &str) -> Result<String> {
     let parsed = url::Url::parse(url).map_err(|e| {
         UsageError(format!(
             "--url `{}` is not a URL ({e}): give where the folder will be served, such as \
@@ -327,7 +325,7 @@ pub fn check_url(url: &str) -> Result<String> {
 }
 
 /// An apt suite name: letters, digits, `.`, `-`, `_`.
-pub fn check_suite(suite: &str) -> Result<String> {
+pub(crate) fn check_suite(suite: &str) -> Result<String> {
     let ok = !suite.is_empty()
         && suite
             .chars()

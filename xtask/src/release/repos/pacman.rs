@@ -68,7 +68,7 @@ const LISTS: [&str; 9] = [
 ];
 
 /// Writes the repository `name` into `dir` from `packages`.
-pub fn write(dir: &Path, name: &str, packages: &[PathBuf], signer: &Signer) -> Result<()> {
+pub(crate) fn write(dir: &Path, name: &str, packages: &[PathBuf], signer: &Signer) -> Result<()> {
     let mut entries = Vec::new();
     for package in packages {
         let file_name = package

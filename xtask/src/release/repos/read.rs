@@ -10,7 +10,7 @@ use std::path::Path;
 use anyhow::{bail, Context, Result};
 
 /// The `control` file of the `.deb` at `path`.
-pub fn deb_control(path: &Path) -> Result<String> {
+pub(crate) fn deb_control(path: &Path) -> Result<String> {
     let what = || format!("reading the control file of {}", path.display());
     let mut input =
         BufReader::new(File::open(path).with_context(|| format!("opening {}", path.display()))?);
@@ -47,7 +47,7 @@ pub fn deb_control(path: &Path) -> Result<String> {
 
 /// The file `name` (`debian/changelog`) of the compressed tarball at `path`
 /// (`.tar.xz`, `.tar.gz`, `.tar.zst`, `.tar`).
-pub fn tarball_file(path: &Path, name: &str) -> Result<Vec<u8>> {
+pub(crate) fn tarball_file(path: &Path, name: &str) -> Result<Vec<u8>> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let file_name = path.file_name().unwrap_or_default().to_string_lossy();
     let codec = file_name
@@ -61,7 +61,7 @@ pub fn tarball_file(path: &Path, name: &str) -> Result<Vec<u8>> {
 
 /// An Arch package's `.PKGINFO` text and the paths it installs (folders
 /// with a trailing `/`), sorted, as `repo-add` lists them.
-pub fn pkginfo(path: &Path) -> Result<(String, Vec<String>)> {
+pub(crate) fn pkginfo(path: &Path) -> Result<(String, Vec<String>)> {
     let file = File::open(path).with_context(|| format!("opening {}", path.display()))?;
     let what = || format!("reading the Arch package {}", path.display());
     let mut archive = tar::Archive::new(decoder(".zst", BufReader::new(file))?);

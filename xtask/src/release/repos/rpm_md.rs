@@ -19,7 +19,7 @@ use super::gpg::Signer;
 use crate::shared::diag::UsageError;
 
 /// Signed copies of `rpms` in `dir`, with `repodata/` and its signature.
-pub fn write(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<()> {
+pub(crate) fn write(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<()> {
     let copies = sign_copies(dir, rpms, signer)?;
     for copy in &copies {
         set_mtime(copy, signer.time())?;
@@ -52,7 +52,7 @@ pub fn write(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<()> {
 
 /// Copies of `rpms` in `dir`, signed there (`rpmsign --addsign` changes the
 /// file it is given, so the published ones are never handed to it).
-pub fn sign_copies(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<Vec<PathBuf>> {
+pub(crate) fn sign_copies(dir: &Path, rpms: &[PathBuf], signer: &Signer) -> Result<Vec<PathBuf>> {
     let mut copies = Vec::new();
     for rpm in rpms {
         let copy = dir.join(rpm.file_name().context("an rpm without a file name")?);

@@ -10,7 +10,7 @@ use crate::release::render::sh_quote;
 
 /// The setup text for `site`; `keyrings` holds each repository's keyring
 /// package path below the site (`apt/pool/main/r/.../x.deb`).
-pub fn text(site: &Site, keyrings: &BTreeMap<RepoFormat, String>) -> String {
+pub(crate) fn text(site: &Site, keyrings: &BTreeMap<RepoFormat, String>) -> String {
     let url = |rel: &str| sh_quote(&format!("{}/{rel}", site.url));
     let k = keyring::NAME;
     let mut out = format!(

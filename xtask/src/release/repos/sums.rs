@@ -11,17 +11,17 @@ use sha2::{Digest, Sha256, Sha512};
 
 /// Size and digests of one file, in lower-case hex.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Sums {
-    pub size: u64,
-    pub md5: String,
-    pub sha1: String,
-    pub sha256: String,
-    pub sha512: String,
+pub(crate) struct Sums {
+    pub(crate) size: u64,
+    pub(crate) md5: String,
+    pub(crate) sha1: String,
+    pub(crate) sha256: String,
+    pub(crate) sha512: String,
 }
 
 impl Sums {
     /// The digests of the file at `path`.
-    pub fn of_file(path: &Path) -> Result<Sums> {
+    pub(crate) fn of_file(path: &Path) -> Result<Sums> {
         let mut all = (Md5::new(), Sha1::new(), Sha256::new(), Sha512::new());
         let size = crate::shared::hash::read_blocks(path, |block| {
             all.0.update(block);
@@ -40,7 +40,7 @@ impl Sums {
     }
 
     /// The digests of `bytes`.
-    pub fn of_bytes(bytes: &[u8]) -> Sums {
+    pub(crate) fn of_bytes(bytes: &[u8]) -> Sums {
         Sums {
             size: bytes.len() as u64,
             md5: hex::encode(Md5::digest(bytes)),
@@ -54,7 +54,7 @@ impl Sums {
 /// Puts the file `from` at `to` (parents made): a hard link where the file
 /// system allows (published files are replaced, never written in place),
 /// else a copy. Never for a file that is changed afterwards (rpmsign).
-pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -66,7 +66,7 @@ pub fn link_or_copy(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Copies `from` to `to` (parents made), mode 0644.
-pub fn copy(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;
@@ -82,7 +82,7 @@ pub fn copy(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// Writes `bytes` to `path` (parents made).
-pub fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
+pub(crate) fn write(path: &Path, bytes: impl AsRef<[u8]>) -> Result<()> {
     if let Some(parent) = path.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

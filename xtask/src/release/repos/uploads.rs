@@ -15,7 +15,7 @@ use super::sums::{self, Sums};
 
 /// Writes the uploads into `dir`; returns the `.changes` files written,
 /// relative to `dir`.
-pub fn write(
+pub(crate) fn write(
     dir: &Path,
     dscs: &[PathBuf],
     srpms: &[PathBuf],

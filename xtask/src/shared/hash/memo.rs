@@ -29,20 +29,20 @@ use sha2::{Digest, Sha256};
 /// Which digests to take of a file's bytes.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Want {
-    pub md5: bool,
-    pub sha256: bool,
+    pub(crate) md5: bool,
+    pub(crate) sha256: bool,
 }
 
 impl Want {
-    pub const SHA256: Want = Want {
+    pub(crate) const SHA256: Want = Want {
         md5: false,
         sha256: true,
     };
-    pub const MD5: Want = Want {
+    pub(crate) const MD5: Want = Want {
         md5: true,
         sha256: false,
     };
-    pub const BOTH: Want = Want {
+    pub(crate) const BOTH: Want = Want {
         md5: true,
         sha256: true,
     };
@@ -63,13 +63,13 @@ impl Want {
 /// The digests of one file's bytes, those taken.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Digests {
-    pub md5: Option<[u8; 16]>,
-    pub sha256: Option<[u8; 32]>,
+    pub(crate) md5: Option<[u8; 16]>,
+    pub(crate) sha256: Option<[u8; 32]>,
 }
 
 impl Digests {
     /// Both digests of bytes in memory.
-    pub fn of_bytes(bytes: &[u8], want: Want) -> Digests {
+    pub(crate) fn of_bytes(bytes: &[u8], want: Want) -> Digests {
         Digests {
             md5: want.md5.then(|| Md5::digest(bytes).into()),
             sha256: want.sha256.then(|| Sha256::digest(bytes).into()),
@@ -161,7 +161,7 @@ impl Memo {
     }
 
     /// What this build already knows of the file `meta` describes.
-    pub fn known(&self, meta: &Metadata) -> Digests {
+    pub(crate) fn known(&self, meta: &Metadata) -> Digests {
         let Some(stamp) = Stamp::of(meta) else {
             return Digests::default();
         };
@@ -174,7 +174,7 @@ impl Memo {
     }
 
     /// Remembers what was taken of the file `meta` described before it was read.
-    pub fn learn(&self, meta: &Metadata, d: Digests) {
+    pub(crate) fn learn(&self, meta: &Metadata, d: Digests) {
         let mut memo = self.lock();
         let all = match Stamp::of(meta) {
             Some(stamp) => {
@@ -192,7 +192,7 @@ impl Memo {
     /// Copies the open file `file` (described by `meta`, taken when it was
     /// opened) to `dst`, hashing only what this build does not know of it
     /// yet; returns the bytes copied and the digests asked for.
-    pub fn copy_file(
+    pub(crate) fn copy_file(
         &self,
         file: &mut dyn Read,
         meta: &Metadata,
@@ -208,7 +208,7 @@ impl Memo {
 
     /// The digests of the file at `path`, from what this build knows or by
     /// reading it, and its metadata.
-    pub fn of_file(&self, path: &Path, want: Want) -> Result<(Digests, Metadata)> {
+    pub(crate) fn of_file(&self, path: &Path, want: Want) -> Result<(Digests, Metadata)> {
         let mut file =
             std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
         let meta = file
@@ -229,7 +229,7 @@ impl Memo {
     /// Takes the digests asked for of every file in `paths` that this build
     /// does not know yet, on all cores, so that the writers that follow read
     /// each file once and hash nothing.
-    pub fn take_all(&self, paths: &[&Path], want: Want) -> Result<()> {
+    pub(crate) fn take_all(&self, paths: &[&Path], want: Want) -> Result<()> {
         let threads = crate::shared::par::cores().min(8);
         crate::shared::par::try_map(paths, threads, |path| self.of_file(path, want).map(|_| ()))?;
         Ok(())
@@ -238,7 +238,7 @@ impl Memo {
     /// Reads the md5s a book at `path` holds into this memo, when it is
     /// whole (its last 32 bytes are the BLAKE3 of the rest); a missing or
     /// damaged book costs only time.
-    pub fn read_book(&self, path: &Path) {
+    pub(crate) fn read_book(&self, path: &Path) {
         let Ok(bytes) = std::fs::read(path) else {
             return;
         };
@@ -263,7 +263,7 @@ impl Memo {
     /// Writes what this memo knows of md5s by sha256 to a book at `path`
     /// (a temporary file, then a rename), sorted so the same knowledge writes
     /// the same bytes.
-    pub fn write_book(&self, path: &Path) -> Result<()> {
+    pub(crate) fn write_book(&self, path: &Path) -> Result<()> {
         let mut pairs: Vec<_> = self.lock().md5_of.iter().map(|(s, m)| (*s, *m)).collect();
         pairs.sort_unstable();
         pairs.truncate(BOOK_LIMIT);

@@ -17,25 +17,28 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
 /// A sha256 fed piece by piece (a download, a listing), finished as
 /// lower-case hex.
 #[derive(Default)]
-pub struct Hasher(Sha256);
+pub(crate) struct Hasher(Sha256);
 
 impl Hasher {
-    pub fn new() -> Hasher {
+    pub(crate) fn new() -> Hasher {
         Hasher::default()
     }
 
-    pub fn update(&mut self, bytes: &[u8]) {
+    pub(crate) fn update(&mut self, bytes: &[u8]) {
         self.0.update(bytes);
     }
 
     /// The digest as lower-case hex.
-    pub fn hex(self) -> String {
+    pub(crate) fn hex(self) -> String {
         hex::encode(self.0.finalize())
     }
 }
 
 /// Copies `from` into `to` and returns the sha256 and length of what passed.
-pub fn copy_hashed(from: &mut impl Read, to: &mut impl Write) -> std::io::Result<(String, u64)> {
+pub(crate) fn copy_hashed(
+    from: &mut impl Read,
+    to: &mut impl Write,
+) -> std::io::Result<(String, u64)> {
     let mut hasher = Hasher::new();
     let size = each_block(from, 256 * 1024, |block| {
         hasher.update(block);
@@ -58,7 +61,7 @@ pub fn sha256_file_sized(path: &Path) -> Result<(String, u64)> {
 
 /// Feeds a file's content to `each` in 1 MiB blocks; returns its size.
 /// Every digest of a whole file goes through here.
-pub fn read_blocks(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64> {
+pub(crate) fn read_blocks(path: &Path, mut each: impl FnMut(&[u8])) -> Result<u64> {
     let mut file =
         std::fs::File::open(path).with_context(|| format!("opening {}", path.display()))?;
     each_block(&mut file, 1 << 20, |block| {

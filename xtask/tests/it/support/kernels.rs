@@ -5,7 +5,7 @@ use std::path::Path;
 
 /// The installed kernel releases of the 6.12 series that have headers,
 /// oldest first.
-pub fn debian_612_releases() -> Vec<String> {
+pub(crate) fn debian_612_releases() -> Vec<String> {
     let mut releases: Vec<(xtask::input::kernel::KernelVersion, String)> =
         std::fs::read_dir("/lib/modules")
             .into_iter()
@@ -22,6 +22,6 @@ pub fn debian_612_releases() -> Vec<String> {
 }
 
 /// The newest installed kernel release of the 6.12 series that has headers.
-pub fn debian_612_headers() -> Option<String> {
+pub(crate) fn debian_612_headers() -> Option<String> {
     debian_612_releases().pop()
 }

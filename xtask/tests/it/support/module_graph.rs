@@ -13,14 +13,14 @@ use super::rust_text::{blank_comments_and_literals, line_at, matching_brace, rus
 /// Modules and the edges between them, each edge with where it is first
 /// made (`file:line`).
 #[derive(Default)]
-pub struct Graph {
-    pub nodes: BTreeSet<String>,
-    pub edges: BTreeMap<(String, String), String>,
+pub(crate) struct Graph {
+    pub(crate) nodes: BTreeSet<String>,
+    pub(crate) edges: BTreeMap<(String, String), String>,
 }
 
 impl Graph {
     /// Records `from -> to`, keeping the first place that made it.
-    pub fn add(&mut self, from: &str, to: &str, at: String) {
+    pub(crate) fn add(&mut self, from: &str, to: &str, at: String) {
         self.edges
             .entry((from.to_owned(), to.to_owned()))
             .or_insert(at);
@@ -48,7 +48,7 @@ impl Graph {
 
     /// The cycles: groups of two or more modules that each reach all the
     /// others (strongly connected components), sorted.
-    pub fn cycles(&self) -> Vec<BTreeSet<String>> {
+    pub(crate) fn cycles(&self) -> Vec<BTreeSet<String>> {
         let reach: BTreeMap<&str, BTreeSet<&str>> = self
             .nodes
             .iter()
@@ -71,7 +71,7 @@ impl Graph {
 
     /// Each cycle as text: its modules, then every edge inside it with
     /// where it is made.
-    pub fn describe_cycles(&self, level: &str) -> Vec<String> {
+    pub(crate) fn describe_cycles(&self, level: &str) -> Vec<String> {
         let mut out = Vec::new();
         for cycle in self.cycles() {
             let names: Vec<&str> = cycle.iter().map(String::as_str).collect();
@@ -87,13 +87,13 @@ impl Graph {
 }
 
 /// The levels of a crate's import graph.
-pub struct CrateGraphs {
+pub(crate) struct CrateGraphs {
     /// Between the crate's top-level modules (`lib.rs` and `main.rs` are
     /// the root, not a module).
-    pub top: Graph,
+    pub(crate) top: Graph,
     /// For each directory module (`a`, `a/b`), between its children, files
     /// and folders (its `mod.rs` is the parent, not a sibling).
-    pub siblings: BTreeMap<String, Graph>,
+    pub(crate) siblings: BTreeMap<String, Graph>,
 }
 
 impl CrateGraphs {
@@ -118,7 +118,7 @@ impl CrateGraphs {
 
 /// Reads the crate whose sources are in `src`; places are named
 /// `{shown}/{file}:{line}`.
-pub fn read_crate(src: &Path, shown: &str) -> CrateGraphs {
+pub(crate) fn read_crate(src: &Path, shown: &str) -> CrateGraphs {
     let files: Vec<(String, String)> = rust_files(src)
         .iter()
         .map(|path| {
@@ -333,7 +333,7 @@ fn tokens(blanked: &str) -> Vec<(usize, Token<'_>)> {
 /// to a path from the crate root, with the offset where it is named: paths
 /// in expressions and types (`crate::x::f()`, `super::y::T`) and every
 /// leaf of a `use` tree (`use super::{a, b::{c, d}}`).
-pub fn referenced_modules(blanked: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+pub(crate) fn referenced_modules(blanked: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
     let toks = tokens(blanked);
     let inline = inline_modules(blanked, &toks);
     let mut out = Vec::new();
@@ -466,7 +466,7 @@ fn use_tree(toks: &[(usize, Token)], i: &mut usize, prefix: Vec<String>, out: &m
 /// `path` as seen from module `base`, from the crate root; `None` for a
 /// path that starts elsewhere (another crate, `std`) or climbs past the
 /// root.
-pub fn resolve(base: &[String], path: &[String]) -> Option<Vec<String>> {
+pub(crate) fn resolve(base: &[String], path: &[String]) -> Option<Vec<String>> {
     let (first, rest) = path.split_first()?;
     match first.as_str() {
         "crate" => Some(rest.to_vec()),

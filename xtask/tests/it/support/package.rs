@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use xtask::formats::{self, names, tar::Names, Artifact, FileTree, PackageMeta};
 
-pub const MODULE: &str = "patchkit-pkgtest";
-pub const VERSION: &str = "0.1.0";
-pub const EPOCH: u64 = 1_735_787_045;
+pub(crate) const MODULE: &str = "patchkit-pkgtest";
+pub(crate) const VERSION: &str = "0.1.0";
+pub(crate) const EPOCH: u64 = 1_735_787_045;
 
 /// The module's files: (relative path, text, executable).
-pub fn files() -> Vec<(&'static str, String, bool)> {
+pub(crate) fn files() -> Vec<(&'static str, String, bool)> {
     vec![
         (
             "dkms.conf",
@@ -54,7 +54,7 @@ pub fn files() -> Vec<(&'static str, String, bool)> {
 /// Writes the module below `root`. `odd` writes it the other way round:
 /// reverse order, files 0600 / executables 0700 / dirs 0700, as a
 /// restrictive umask would leave them.
-pub fn write_module(root: &Path, odd: bool) {
+pub(crate) fn write_module(root: &Path, odd: bool) {
     let mut files = files();
     if odd {
         files.reverse();
@@ -79,7 +79,7 @@ pub fn write_module(root: &Path, odd: bool) {
     }
 }
 
-pub fn meta() -> PackageMeta {
+pub(crate) fn meta() -> PackageMeta {
     PackageMeta {
         name: names::dkms_package(MODULE),
         source: None,
@@ -104,7 +104,7 @@ pub fn meta() -> PackageMeta {
 
 /// Every artifact from the module in `staging`, written to `out`:
 /// deb, rpm, Arch, DKMS tarball, plain source tarball.
-pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
+pub(crate) fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
     let meta = meta();
     let src_dir = names::dkms_source_dir(MODULE, VERSION);
     let tree = FileTree::from_dir(staging, &src_dir).unwrap();
@@ -143,7 +143,7 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
 }
 
 /// A fresh staging dir with the module and an output dir.
-pub fn build_fresh() -> (tempfile::TempDir, Vec<Artifact>) {
+pub(crate) fn build_fresh() -> (tempfile::TempDir, Vec<Artifact>) {
     let dir = tempfile::Builder::new()
         .prefix("patchkit-pkg-")
         .tempdir()
@@ -154,7 +154,7 @@ pub fn build_fresh() -> (tempfile::TempDir, Vec<Artifact>) {
     (dir, artifacts)
 }
 
-pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
+pub(crate) fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
     artifacts
         .iter()
         .find(|a| a.path.to_string_lossy().ends_with(suffix))
@@ -165,7 +165,7 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
 
 /// The maintainer scripts as build-dkms makes them: rendered from the
 /// repository's `templates/scripts/`.
-pub fn scripts(format: formats::Format) -> formats::Scripts {
+pub(crate) fn scripts(format: formats::Format) -> formats::Scripts {
     let mut all = xtask::release::packaging::dkms_files::dkms_scripts(
         &crate::support::repo_root().join("templates"),
         MODULE,
