@@ -37,7 +37,7 @@ pub struct State {
 }
 
 /// What a transform of the tree recorded: one variant per transform
-/// (`build::transform::Transform`).
+/// (`line::transform::Transform`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Record {
     /// The recipe's patches, in series order, with where their hunks landed.

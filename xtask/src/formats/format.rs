@@ -1,5 +1,6 @@
 //! What a package format is: the [`PackageFormat`] trait, implemented once
-//! in each writer's file (`deb.rs`, `rpm.rs`, `arch.rs`, `tarball.rs`), with
+//! per format in its own file (`format_deb.rs`, `format_rpm.rs`,
+//! `format_arch.rs`, `format_tar.rs`, over the writers), with
 //! the name, the file names, the grammar of names and releases, the
 //! maintainer scripts of a DKMS package, the source packages and the writer
 //! of the format. [`super::Format`] names one and hands over to its

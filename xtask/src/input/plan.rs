@@ -1,7 +1,7 @@
 //! The plan of a build as a value: every input with its pin, every patch
 //! with its hash, every output file and the ordered steps, with its two
 //! renderings (stable JSON for `cargo xtask plan --json` and the manifest's
-//! inputs digest, and text for a person). `build::plan` makes it from a
+//! inputs digest, and text for a person). `line::plan` makes it from a
 //! recipe; the executor, the manifest and the packaging values read it.
 
 use std::fmt::Write as _;

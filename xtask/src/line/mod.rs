@@ -73,7 +73,7 @@ pub(crate) struct Assembled {
     /// Entries the manifest's `build` table gains from the build itself.
     pub(crate) params: BTreeMap<String, String>,
     /// A rewrite's upstream control members, which its .deb carries (see
-    /// `package::deb_carried`); none for the kinds whose packages we describe.
+    /// `formats::deb_carried`); none for the kinds whose packages we describe.
     pub(crate) carried: Option<crate::formats::deb_carried::Carried>,
 }
 

@@ -1,7 +1,7 @@
 //! Planning: a pure function from a recipe (and the formats asked for) to
 //! its [`Plan`]: every input with its pin, every patch with its hash, every
 //! output file and the ordered steps the build runs. `cargo xtask plan`
-//! prints it; the executor (`build::exec`) walks its steps; the manifest's
+//! prints it; the executor (`line::exec`) walks its steps; the manifest's
 //! inputs digest is taken over it. Reads only the recipe's patch files.
 
 use std::path::Path;

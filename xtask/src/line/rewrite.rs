@@ -7,7 +7,7 @@
 //!
 //! Its steps beside the transform's: assemble (the rewritten tree without
 //! `DEBIAN/`, and the carried control members), package
-//! (`package::deb_carried`).
+//! (`formats::deb_carried`).
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -2,7 +2,7 @@
 //! handed out one at a time to scoped threads, results in input order.
 //! The one thread-count rule is here too ([`threads`]: the flag when
 //! given, else the machine's cores). The chunked compressor's streaming
-//! workers (`package/pool.rs`), fed one chunk at a time while the writer
+//! workers (`formats/pool.rs`), fed one chunk at a time while the writer
 //! joins the pieces, are a queue rather than a map; they take their count
 //! from [`cores`] as well. Imports nothing of the crate.
 

@@ -1,7 +1,7 @@
 //! `cargo xtask build-config [<recipe>]`: a configuration-only package (the
 //! `amdgpu-cwsr-off` stop-gap) as .deb, .rpm and Arch with their source
 //! packages, published into `dist/<recipe>/` through the one build line
-//! (`build::run`).
+//! (`line::run`).
 
 use anyhow::Result;
 

@@ -1,6 +1,6 @@
 //! `cargo xtask build-dkms [<recipe>]`: the maintainers' main job. Fetch,
 //! apply, verify, render, package and publish a DKMS recipe into
-//! `dist/<recipe>/`, through the one build line (`build::run`).
+//! `dist/<recipe>/`, through the one build line (`line::run`).
 
 use anyhow::Result;
 

@@ -1,5 +1,5 @@
 //! `cargo xtask build-hipblaslt [<recipe>]`: a patched hipBLASLt into
-//! `dist/<recipe>/` through the one build line (`build::run`): the source
+//! `dist/<recipe>/` through the one build line (`line::run`): the source
 //! artifacts always, the library packaged as deb, rpm and Arch packages
 //! when a ROCm toolchain is found.
 

@@ -1,4 +1,4 @@
-//! hipBLASLt's part of the build line (`build::hipblaslt` runs it): the
+//! hipBLASLt's part of the build line (`line::hipblaslt` runs it): the
 //! ROCm toolchain and its release, GPU targets, the CMake build, the check
 //! of the built gfx12 kernels, and the binary packages' metadata and tree.
 

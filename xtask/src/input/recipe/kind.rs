@@ -21,7 +21,7 @@ pub enum Kind {
     /// An upstream binary package (`source.deb`) transformed in place by a
     /// binary rewrite (`target.expert_sched = "off"`: the gfx12 kernels'
     /// expert-scheduling switch written off) and packaged again in its
-    /// place; see `build/rewrite.rs`.
+    /// place; see `line/rewrite.rs`.
     Rewrite { expert_sched: ExpertSched },
 }
 
