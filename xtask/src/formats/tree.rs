@@ -338,6 +338,10 @@ impl FileTree {
         self.entries.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
     /// Sum of file sizes in bytes.
     pub fn content_size(&self) -> u64 {
         self.entries

@@ -93,7 +93,7 @@ impl Header {
     }
 
     /// The header's bytes; an error when a size does not fit its field.
-    pub(crate) fn to_bytes(&self) -> Result<Vec<u8>, String> {
+    pub(crate) fn to_bytes(self) -> Result<Vec<u8>, String> {
         let mut out = CCOB.to_vec();
         out.extend(self.version.to_le_bytes());
         out.extend(self.method.to_le_bytes());
