@@ -9,26 +9,26 @@ use std::time::Instant;
 use anyhow::{bail, Context, Result};
 
 use crate::measure::{measure_ok, median, run_ok};
-use xtask::extract::{self, Selection};
-use xtask::patch::tree::Tree;
-use xtask::patch::{apply, PatchInput, Tolerance};
-use xtask::workspace::Workspace;
+use xtask::apply::extract::{self, Selection};
+use xtask::apply::patch::tree::Tree;
+use xtask::apply::patch::{apply, PatchInput, Tolerance};
+use xtask::input::workspace::Workspace;
 
 /// What `bench apply` runs on.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The kernel source archive (Debian's linux-source-6.12)
-    pub source: PathBuf,
+    pub(crate) source: PathBuf,
     /// Repetitions per tool
-    pub reps: usize,
+    pub(crate) reps: usize,
     /// Patches in the generated series (4 files each)
-    pub patches: usize,
+    pub(crate) patches: usize,
 }
 
 const SUBTREE: &str = "drivers/gpu/drm/amd";
 
 /// `patchkit-bench apply-series`: applies `patches` to `tree` in place, strictly.
-pub fn apply_series(tree: &Path, patches: &[PathBuf]) -> Result<()> {
+pub(crate) fn apply_series(tree: &Path, patches: &[PathBuf]) -> Result<()> {
     let inputs: Vec<PatchInput> = patches
         .iter()
         .map(|p| PatchInput::read(p.display().to_string(), p))
@@ -38,7 +38,7 @@ pub fn apply_series(tree: &Path, patches: &[PathBuf]) -> Result<()> {
 }
 
 /// Runs the benchmark and prints its table.
-pub fn run(ws: &Workspace, args: &Options) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, args: &Options) -> Result<()> {
     for tool in ["git", "quilt", "cp"] {
         if ws.settings.env.which(tool).is_none() {
             bail!("`{tool}` is missing: apt-get install git quilt coreutils");

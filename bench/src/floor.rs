@@ -13,12 +13,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use crate::formats;
-use xtask::hash::memo::{copy_hashed, Want};
-use xtask::package::Format;
-use xtask::package::{Artifact, Compression, FileTree, Output};
+use xtask::formats::Format;
+use xtask::formats::{Artifact, Compression, FileTree, Output};
+use xtask::shared::hash::memo::{copy_hashed, Want};
 
 /// The compressor and level of our `fmt` writer.
-pub fn compression(fmt: Format) -> Compression {
+pub(crate) fn compression(fmt: Format) -> Compression {
     fmt.get().compression()
 }
 
@@ -29,7 +29,7 @@ fn payload_name(fmt: Format) -> String {
 
 /// The compressed payload's file name: the payload's plus `.xz`, `.zst`
 /// or `.gz`.
-pub fn compressed_name(fmt: Format) -> String {
+pub(crate) fn compressed_name(fmt: Format) -> String {
     let ext = match compression(fmt) {
         Compression::None => "",
         Compression::Gzip(_) => ".gz",
@@ -43,7 +43,12 @@ pub fn compressed_name(fmt: Format) -> String {
 /// (below `prefix`) as our `fmt` writer lays it out before compressing it
 /// (deb's data.tar, rpm's cpio, the Arch files' tar, the DKMS tarball's
 /// tar), streamed to disk. Returns its path and size.
-pub fn prepare(fmt: Format, tree: &FileTree, prefix: &str, out: &Path) -> Result<(PathBuf, u64)> {
+pub(crate) fn prepare(
+    fmt: Format,
+    tree: &FileTree,
+    prefix: &str,
+    out: &Path,
+) -> Result<(PathBuf, u64)> {
     std::fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
     let path = out.join(payload_name(fmt));
     let file = File::create(&path).with_context(|| format!("creating {}", path.display()))?;
@@ -62,14 +67,14 @@ pub fn prepare(fmt: Format, tree: &FileTree, prefix: &str, out: &Path) -> Result
 
 /// `patchkit-bench package-one --floor`: streams `payload` through `fmt`'s
 /// compressor into `<out_dir>/<compressed_name>`.
-pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact> {
+pub(crate) fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact> {
     let name = compressed_name(fmt);
     let mut input =
         File::open(payload).with_context(|| format!("opening {}", payload.display()))?;
     let mut out = Output::create(out_dir, &name)?;
     {
         // No chunk cache: the compressor alone, as a cold build runs it.
-        let mut enc = xtask::package::Packing::default().encoder(compression(fmt), out.writer())?;
+        let mut enc = xtask::formats::Packing::default().encoder(compression(fmt), out.writer())?;
         // 256 KiB reads straight into the compressor: never the whole payload.
         copy_hashed(&mut input, &mut enc, Want::default())
             .with_context(|| format!("compressing {} into {name}", payload.display()))?;
@@ -82,7 +87,7 @@ pub fn compress(fmt: Format, payload: &Path, out_dir: &Path) -> Result<Artifact>
 }
 
 /// `xz -6`, `zstd -12`, `gzip -6`: the compressor as its tool is called.
-pub fn describe(c: Compression) -> String {
+pub(crate) fn describe(c: Compression) -> String {
     match c {
         Compression::None => "no compression".into(),
         Compression::Gzip(l) => format!("gzip -{l}"),

@@ -13,33 +13,33 @@ use anyhow::{bail, Context, Result};
 
 use crate::inputs::{Inputs, EPOCH};
 use crate::reference::{self, Job, Jobs, Setting, Stage};
-use xtask::hash::memo::Memo;
-use xtask::package::tar::{write_tree, Names};
-use xtask::package::{rpm, FileTree, Format};
-use xtask::settings::Environment;
+use xtask::formats::tar::{write_tree, Names};
+use xtask::formats::{rpm, FileTree, Format};
+use xtask::shared::hash::memo::Memo;
+use xtask::shared::settings::Environment;
 
 /// The uncompressed payload our writer streams through its compressor,
 /// written to `w` from the DKMS tree below its prefix.
-pub type Payload = fn(BufWriter<File>, &FileTree, &str) -> Result<BufWriter<File>>;
+pub(crate) type Payload = fn(BufWriter<File>, &FileTree, &str) -> Result<BufWriter<File>>;
 
 /// The bench's view of one format.
-pub struct Bench {
+pub(crate) struct Bench {
     /// nfpm's `--packager`; none where nfpm has no such format.
-    pub nfpm: Option<&'static str>,
+    pub(crate) nfpm: Option<&'static str>,
     /// The reference tools, and the Debian packages that hold them.
-    pub tools: &'static [&'static str],
-    pub tool_packages: &'static str,
+    pub(crate) tools: &'static [&'static str],
+    pub(crate) tool_packages: &'static str,
     /// A shell line listing the paths in package `$1`.
-    pub list: &'static str,
+    pub(crate) list: &'static str,
     /// `tar` or `cpio`: the payload archive, and how to write it.
-    pub archive: &'static str,
-    pub payload: Payload,
+    pub(crate) archive: &'static str,
+    pub(crate) payload: Payload,
     /// The reference builds of the format.
-    pub jobs: Jobs,
+    pub(crate) jobs: Jobs,
 }
 
 /// The bench's view of `format`.
-pub fn of(format: Format) -> Bench {
+pub(crate) fn of(format: Format) -> Bench {
     match format {
         Format::Deb => Bench {
             nfpm: Some("deb"),
@@ -81,7 +81,7 @@ pub fn of(format: Format) -> Bench {
 }
 
 /// deb's `data.tar`: `./`-prefixed names.
-pub fn dot_slash_tar(
+pub(crate) fn dot_slash_tar(
     w: BufWriter<File>,
     tree: &FileTree,
     _prefix: &str,
@@ -90,18 +90,30 @@ pub fn dot_slash_tar(
 }
 
 /// The Arch package's files: plain names.
-pub fn plain_tar(w: BufWriter<File>, tree: &FileTree, _prefix: &str) -> Result<BufWriter<File>> {
+pub(crate) fn plain_tar(
+    w: BufWriter<File>,
+    tree: &FileTree,
+    _prefix: &str,
+) -> Result<BufWriter<File>> {
     write_tree(w, tree, EPOCH, Names::Plain)
 }
 
 /// rpm's cpio (newc) payload.
-pub fn rpm_cpio(w: BufWriter<File>, tree: &FileTree, _prefix: &str) -> Result<BufWriter<File>> {
+pub(crate) fn rpm_cpio(
+    w: BufWriter<File>,
+    tree: &FileTree,
+    _prefix: &str,
+) -> Result<BufWriter<File>> {
     rpm::write_payload(tree, EPOCH, w, &Memo::default())
 }
 
 /// The DKMS tarball's tree: the source below `prefix` as
 /// `dkms_source_tree/`, beside an empty `dkms_main_tree/`.
-pub fn dkms_tar(w: BufWriter<File>, tree: &FileTree, prefix: &str) -> Result<BufWriter<File>> {
+pub(crate) fn dkms_tar(
+    w: BufWriter<File>,
+    tree: &FileTree,
+    prefix: &str,
+) -> Result<BufWriter<File>> {
     let mut tar = tree.subtree(prefix)?.nested("dkms_source_tree")?;
     tar.add_dir("dkms_main_tree")?;
     write_tree(w, &tar, EPOCH, Names::DotSlash)
@@ -109,7 +121,7 @@ pub fn dkms_tar(w: BufWriter<File>, tree: &FileTree, prefix: &str) -> Result<Buf
 
 /// Fails unless the tools of `format`'s reference build are installed,
 /// saying what to install.
-pub fn check_tools(format: Format, env: &Environment) -> Result<()> {
+pub(crate) fn check_tools(format: Format, env: &Environment) -> Result<()> {
     let bench = of(format);
     let (tools, packages) = (bench.tools, bench.tool_packages);
     for tool in tools {
@@ -126,7 +138,7 @@ pub fn check_tools(format: Format, env: &Environment) -> Result<()> {
 /// Prepares `dir` for `format`'s reference builds from what build-dkms
 /// published in `inputs` and returns the jobs at each setting; one job when
 /// the tool's default is our compressor and level.
-pub fn stage(
+pub(crate) fn stage(
     format: Format,
     inputs: &Inputs,
     dir: &Path,
@@ -149,7 +161,7 @@ pub fn stage(
 
 /// Fails unless our package and the reference tool's hold the same
 /// paths (the generated metadata files of each format aside).
-pub fn same_entries(format: Format, ours: &Path, reference: &Path) -> Result<()> {
+pub(crate) fn same_entries(format: Format, ours: &Path, reference: &Path) -> Result<()> {
     let (a, b) = (entries(format, ours)?, entries(format, reference)?);
     if a != b {
         let only_ours: Vec<_> = a.difference(&b).take(5).collect();

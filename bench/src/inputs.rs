@@ -9,47 +9,47 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use xtask::package::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
-use xtask::recipe::Recipe;
-use xtask::{packaging, state};
+use xtask::formats::{self, names, Architecture, FileTree, Format, Package, PackageMeta, Scripts};
+use xtask::input::recipe::Recipe;
+use xtask::{apply::state, release::packaging};
 
 /// SOURCE_DATE_EPOCH of every build and package of the benchmark.
-pub const EPOCH: u64 = 1_735_787_045;
+pub(crate) const EPOCH: u64 = 1_735_787_045;
 
 /// One DKMS recipe as build-dkms published it in a project.
 #[derive(Debug)]
-pub struct Inputs {
-    pub root: PathBuf,
-    pub recipe: Recipe,
-    pub meta: PackageMeta,
+pub(crate) struct Inputs {
+    pub(crate) root: PathBuf,
+    pub(crate) recipe: Recipe,
+    pub(crate) meta: PackageMeta,
     /// `<name>-<version>`: the folder below `/usr/src`.
-    pub prefix: String,
+    pub(crate) prefix: String,
     /// The patched source tree of the work folder (its top).
-    pub patched: PathBuf,
+    pub(crate) patched: PathBuf,
     /// The DKMS tree inside it (`dkms.tree`).
-    pub tree_root: PathBuf,
+    pub(crate) tree_root: PathBuf,
     /// `dist/<recipe>/`: the packages and `packaging/` build-dkms wrote.
-    pub dist: PathBuf,
-    pub dkms_conf: String,
+    pub(crate) dist: PathBuf,
+    pub(crate) dkms_conf: String,
     /// The maintainer scripts of each format (deb postinst/prerm, rpm
     /// %post/%preun, Arch install, none for the DKMS tarball).
-    pub scripts: BTreeMap<Format, Scripts>,
-    pub pkgbuild: Vec<u8>,
+    pub(crate) scripts: BTreeMap<Format, Scripts>,
+    pub(crate) pkgbuild: Vec<u8>,
 }
 
 impl Inputs {
     /// Reads recipe `name` of the project at `root` and what build-dkms
     /// published for it; fails, naming the file, when a build is missing.
-    pub fn read(root: &Path, name: &str) -> Result<Inputs> {
+    pub(crate) fn read(root: &Path, name: &str) -> Result<Inputs> {
         let recipe = Recipe::load(root, name)?;
         let dkms = recipe
             .kind
             .dkms()
             .with_context(|| format!("{}: not a dkms recipe", recipe.path.display()))?;
-        let plan = xtask::build::plan::plan(&recipe)?;
-        let meta = xtask::build::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
+        let plan = xtask::line::plan::plan(&recipe)?;
+        let meta = xtask::line::dkms::package_meta(&recipe, &plan, EPOCH as i64)?;
         let p = &recipe.package;
-        let prefix = package::names::dkms_source_dir(&p.name, &p.about.version);
+        let prefix = formats::names::dkms_source_dir(&p.name, &p.about.version);
         let patched = root
             .join("target/patchkit/work")
             .join(&recipe.name)
@@ -73,8 +73,11 @@ impl Inputs {
         };
         let dkms_conf = String::from_utf8(read("dkms.conf")?).context("dkms.conf is not UTF-8")?;
         let pkgbuild = read("arch/PKGBUILD")?;
-        let scripts =
-            packaging::dkms::dkms_scripts(&root.join("templates"), &p.name, &p.about.version)?;
+        let scripts = packaging::dkms_files::dkms_scripts(
+            &root.join("templates"),
+            &p.name,
+            &p.about.version,
+        )?;
         Ok(Inputs {
             root: root.to_path_buf(),
             meta,
@@ -91,7 +94,7 @@ impl Inputs {
 
     /// The DKMS tree as build-dkms packages it: `<prefix>/...` without the
     /// applied-patch record, with the rendered `dkms.conf`.
-    pub fn dkms_tree(&self) -> Result<FileTree> {
+    pub(crate) fn dkms_tree(&self) -> Result<FileTree> {
         let mut tree = FileTree::from_dir(&self.tree_root, &self.prefix)?;
         tree.remove(&format!("{}/{}", self.prefix, state::DIR));
         tree.add_bytes(
@@ -103,28 +106,28 @@ impl Inputs {
     }
 
     /// The rendered spec build-dkms published (`packaging/rpm/<pkg>.spec`).
-    pub fn spec(&self) -> PathBuf {
+    pub(crate) fn spec(&self) -> PathBuf {
         self.dist
             .join("packaging/rpm")
             .join(format!("{}.spec", self.meta.name))
     }
 
     /// The maintainer scripts of `format`'s package.
-    pub fn scripts_of(&self, format: Format) -> Result<&Scripts> {
+    pub(crate) fn scripts_of(&self, format: Format) -> Result<&Scripts> {
         self.scripts
             .get(&format)
             .with_context(|| format!("no maintainer scripts for {}", format.as_str()))
     }
 
     /// Our package of `format` in `dist/<recipe>/`, as build-dkms named it.
-    pub fn published(&self, format: Format) -> PathBuf {
+    pub(crate) fn published(&self, format: Format) -> PathBuf {
         let name = names::file_name(format, &self.meta, Architecture::Any);
         self.dist.join(name)
     }
 
     /// Our writer of `format`, in this process, into `out`: the calls
     /// build-dkms makes, with its inputs.
-    pub fn write_ours(&self, format: Format, out: &Path) -> Result<package::Artifact> {
+    pub(crate) fn write_ours(&self, format: Format, out: &Path) -> Result<formats::Artifact> {
         let tree = self.dkms_tree()?;
         let scripts = self.scripts_of(format)?;
         let pkg = Package {
@@ -136,6 +139,6 @@ impl Inputs {
             epoch: EPOCH,
         };
         // As a cold build writes it: no chunk cache, the .deb's default.
-        package::write(format, &pkg, out, &package::Packing::default())
+        formats::write(format, &pkg, out, &formats::Packing::default())
     }
 }

@@ -7,27 +7,27 @@ use std::time::Instant;
 
 use anyhow::{ensure, Result};
 
-use xtask::codeobj::{self, Cache};
+use xtask::gpu::codeobj::{self, VerdictCache};
 
 /// What `bench kernels` judges, and how often.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// Kernel library folders (`.../hipblaslt/library`), or hipBLASLt library
     /// folders holding one (`/usr/lib/x86_64-linux-gnu`)
-    pub dirs: Vec<PathBuf>,
+    pub(crate) dirs: Vec<PathBuf>,
     /// Threads (default: the machine's cores)
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Cold runs per library (each with an empty cache, taking the median)
-    pub reps: usize,
+    pub(crate) reps: usize,
 }
 
 /// Runs the benchmark and prints its table.
-pub fn run(args: &Options) -> Result<()> {
+pub(crate) fn run(args: &Options) -> Result<()> {
     ensure!(
         args.reps > 0,
-        xtask::diag::UsageError("--reps must be at least 1".to_owned())
+        xtask::shared::diag::UsageError("--reps must be at least 1".to_owned())
     );
-    let threads = xtask::par::threads(args.threads);
+    let threads = xtask::shared::par::threads(args.threads);
     println!(
         "{:<60} {:>9} {:>9} {:>9} {:>7}  verdict",
         "kernel library", "cold s", "cold cpu", "warm s", "files"
@@ -47,7 +47,7 @@ pub fn run(args: &Options) -> Result<()> {
         let mut verdict = None;
         for rep in 0..args.reps {
             let path = scratch.path().join(format!("cache-{rep}.json"));
-            let mut cache = Cache::load(path.clone());
+            let mut cache = VerdictCache::load(path.clone());
             let start = Instant::now();
             let cpu = cpu_seconds();
             let v = codeobj::judge_library(&library, &mut cache, threads);
@@ -60,7 +60,7 @@ pub fn run(args: &Options) -> Result<()> {
         cpus.sort_by(f64::total_cmp);
         let cold = colds[colds.len() / 2];
         let cpu = cpus[cpus.len() / 2];
-        let mut cache = Cache::load(scratch.path().join("cache-0.json"));
+        let mut cache = VerdictCache::load(scratch.path().join("cache-0.json"));
         let start = Instant::now();
         let warm_verdict = codeobj::judge_library(&library, &mut cache, threads);
         let warm = start.elapsed().as_secs_f64();

@@ -23,8 +23,8 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 use clap::Parser;
-use xtask::package::Format;
-use xtask::workspace::Workspace;
+use xtask::formats::Format;
+use xtask::input::workspace::Workspace;
 
 /// rocm-patchkit's benchmarks (commands, not tests) against the tools a user
 /// would pick instead
@@ -132,7 +132,7 @@ enum What {
     /// (internal) one of the product's commands (`cargo xtask <command>`),
     /// the very dispatch of its binary, built in this program's profile
     #[command(hide = true, subcommand)]
-    Xtask(xtask::run::Command),
+    Xtask(xtask::cli::run::Command),
 }
 
 #[derive(Debug, clap::Args)]
@@ -165,7 +165,7 @@ struct PackageArgs {
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(1..))]
     reps: u32,
     /// Formats to compare, comma-separated [default: all]
-    #[arg(long, value_delimiter = ',', value_parser = |text: &str| xtask::commands::parse_format(text, None), value_name = xtask::commands::formats_value_name(None))]
+    #[arg(long, value_delimiter = ',', value_parser = |text: &str| xtask::cli::commands::parse_format(text, None), value_name = xtask::cli::commands::formats_value_name(None))]
     formats: Vec<Format>,
 }
 
@@ -174,7 +174,7 @@ struct PackageOneArgs {
     /// The scratch project build-dkms built
     project: PathBuf,
     recipe: String,
-    #[arg(value_parser = |text: &str| xtask::commands::parse_format(text, None))]
+    #[arg(value_parser = |text: &str| xtask::cli::commands::parse_format(text, None))]
     format: Format,
     /// Where the package goes
     out: PathBuf,
@@ -217,12 +217,12 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let ws = match Workspace::from_process(cli.cache_dir.clone(), cli.quiet) {
         Ok(ws) => ws,
-        Err(err) => return xtask::run::exit(Err(err.into())),
+        Err(err) => return xtask::cli::run::exit(Err(err.into())),
     };
-    xtask::run::exit(run(&ws, &cli.what))
+    xtask::cli::run::exit(run(&ws, &cli.what))
 }
 
-fn run(ws: &Workspace, what: &What) -> Result<(), xtask::error::Error> {
+fn run(ws: &Workspace, what: &What) -> Result<(), xtask::shared::error::Error> {
     let result = match what {
         What::Apply(a) => apply::run(
             ws,
@@ -266,7 +266,7 @@ fn run(ws: &Workspace, what: &What) -> Result<(), xtask::error::Error> {
             command,
         } => measure::exec_measured(rusage_out, &command[0], &command[1..]),
         What::ApplySeries { tree, patches } => apply::apply_series(tree, patches),
-        What::Xtask(command) => return xtask::run::dispatch(ws, command),
+        What::Xtask(command) => return xtask::cli::run::dispatch(ws, command),
     };
     Ok(result?)
 }

@@ -12,45 +12,45 @@ use serde::Serialize;
 
 use crate::inputs::EPOCH;
 use crate::measure::{fresh_dir, measure_ok, run_ok};
-use xtask::recipe::{PatchOrigin, Recipe, Source};
-use xtask::workspace::{CACHE_ENV, ROOT_ENV};
+use xtask::input::recipe::{PatchOrigin, Recipe, Source};
+use xtask::input::workspace::{CACHE_ENV, ROOT_ENV};
 
 /// The recipe the loop builds, copied into a scratch project.
-pub struct Scratch {
+pub(crate) struct Scratch {
     /// The scratch project's root.
-    pub root: PathBuf,
-    pub recipe: String,
+    pub(crate) root: PathBuf,
+    pub(crate) recipe: String,
     exe: PathBuf,
     kernel: Option<String>,
 }
 
 /// One step of the loop, as the report shows it.
 #[derive(Debug, Serialize)]
-pub struct Step {
-    pub step: &'static str,
+pub(crate) struct Step {
+    pub(crate) step: &'static str,
     /// What changed before the build.
-    pub change: String,
+    pub(crate) change: String,
     /// `built`, `up to date` or `skipped`.
-    pub outcome: String,
-    pub seconds: Option<f64>,
-    pub peak_rss_mib: Option<f64>,
+    pub(crate) outcome: String,
+    pub(crate) seconds: Option<f64>,
+    pub(crate) peak_rss_mib: Option<f64>,
     /// Where a build's time went: its steps and their seconds, from the
     /// `steps.json` it left in its work folder.
-    pub steps: Vec<StepTime>,
+    pub(crate) steps: Vec<StepTime>,
 }
 
 /// One step of the build line and its seconds.
 #[derive(Debug, Serialize, serde::Deserialize)]
-pub struct StepTime {
-    pub label: String,
-    pub seconds: f64,
+pub(crate) struct StepTime {
+    pub(crate) label: String,
+    pub(crate) seconds: f64,
 }
 
 impl Scratch {
     /// Copies recipe `name` (its file, its `patches/` folder, a local source
     /// below the project) and `templates/` from `project` into a fresh
     /// `root`. With `archive`, the recipe's `local` source becomes that file.
-    pub fn create(
+    pub(crate) fn create(
         project: &Path,
         name: &str,
         archive: Option<&Path>,
@@ -112,7 +112,7 @@ impl Scratch {
 
     /// The four steps, in order; the project is left built as the last one
     /// built it.
-    pub fn run_loop(&self) -> Result<Vec<Step>> {
+    pub(crate) fn run_loop(&self) -> Result<Vec<Step>> {
         let mut steps = Vec::new();
         for dir in ["target", "dist", "cache"] {
             let _ = std::fs::remove_dir_all(self.root.join(dir));
@@ -166,7 +166,7 @@ impl Scratch {
             .root
             .join("target/patchkit/work")
             .join(&self.recipe)
-            .join(xtask::build::exec::STEP_LOG);
+            .join(xtask::line::exec::STEP_LOG);
         let text =
             std::fs::read_to_string(&log).with_context(|| format!("reading {}", log.display()))?;
         let steps: Vec<serde_json::Value> =

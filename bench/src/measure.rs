@@ -10,10 +10,10 @@ use anyhow::{bail, Context, Result};
 
 /// Wall time and peak memory of one child process.
 #[derive(Debug, Clone, Copy)]
-pub struct Measured {
-    pub secs: f64,
+pub(crate) struct Measured {
+    pub(crate) secs: f64,
     /// The child's peak resident set (`ru_maxrss` from `wait4`), KiB.
-    pub peak_kib: u64,
+    pub(crate) peak_kib: u64,
 }
 
 /// Runs `cmd` to its end, capturing its output, and measures its wall time
@@ -23,7 +23,7 @@ pub struct Measured {
 /// which takes the child's peak with `wait4` and passes it back: the figure
 /// is then exact to within the few MiB that copy takes at its start.
 /// For a pipeline run through a shell the peak is its largest process's.
-pub fn measure(cmd: &mut Command) -> Result<(Output, Measured)> {
+pub(crate) fn measure(cmd: &mut Command) -> Result<(Output, Measured)> {
     let exe = std::env::current_exe().context("finding this program to measure a child")?;
     let file = tempfile::NamedTempFile::new().context("creating a file for a child's peak")?;
     let mut wrapper = Command::new(exe);
@@ -53,7 +53,7 @@ pub fn measure(cmd: &mut Command) -> Result<(Output, Measured)> {
 /// `patchkit-bench exec-measured`: runs `program` with this process's stdio, waits
 /// for it with `wait4` and writes its peak RSS in KiB to `out`; fails when
 /// it fails.
-pub fn exec_measured(out: &Path, program: &OsStr, args: &[OsString]) -> Result<()> {
+pub(crate) fn exec_measured(out: &Path, program: &OsStr, args: &[OsString]) -> Result<()> {
     let child = Command::new(program)
         .args(args)
         .spawn()
@@ -119,7 +119,7 @@ fn measure_direct(cmd: &mut Command) -> Result<(Output, Measured)> {
 }
 
 /// [`measure`], failing with the child's stderr when it fails.
-pub fn measure_ok(cmd: &mut Command, what: &str) -> Result<(Output, Measured)> {
+pub(crate) fn measure_ok(cmd: &mut Command, what: &str) -> Result<(Output, Measured)> {
     let (out, m) = measure(cmd)?;
     if !out.status.success() {
         bail!(
@@ -132,7 +132,7 @@ pub fn measure_ok(cmd: &mut Command, what: &str) -> Result<(Output, Measured)> {
 }
 
 /// The median; with an even count, the mean of the middle two.
-pub fn median(v: &[f64]) -> f64 {
+pub(crate) fn median(v: &[f64]) -> f64 {
     let mut v = v.to_vec();
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
@@ -146,7 +146,7 @@ pub fn median(v: &[f64]) -> f64 {
 }
 
 /// Runs `cmd` quietly; its stderr goes into the error when it fails.
-pub fn run_ok(cmd: &mut Command) -> Result<()> {
+pub(crate) fn run_ok(cmd: &mut Command) -> Result<()> {
     let out = cmd.output().with_context(|| format!("running {cmd:?}"))?;
     if !out.status.success() {
         bail!(
@@ -158,14 +158,14 @@ pub fn run_ok(cmd: &mut Command) -> Result<()> {
 }
 
 /// The 1, 5 and 15 minute load averages, as /proc/loadavg gives them.
-pub fn load_average() -> String {
+pub(crate) fn load_average() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()
 }
 
 /// `debug` or `release`: the build this program is.
-pub fn profile() -> &'static str {
+pub(crate) fn profile() -> &'static str {
     if cfg!(debug_assertions) {
         "debug"
     } else {
@@ -174,7 +174,7 @@ pub fn profile() -> &'static str {
 }
 
 /// Removes `dir` if it is there and creates it empty.
-pub fn fresh_dir(dir: &Path) -> Result<()> {
+pub(crate) fn fresh_dir(dir: &Path) -> Result<()> {
     if dir.exists() {
         std::fs::remove_dir_all(dir).with_context(|| format!("removing {}", dir.display()))?;
     }
@@ -182,7 +182,7 @@ pub fn fresh_dir(dir: &Path) -> Result<()> {
 }
 
 /// `cp -al` (hard links: cheap, same content), or `cp -a` across file systems.
-pub fn link_copy(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn link_copy(from: &Path, to: &Path) -> Result<()> {
     if let Some(parent) = to.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("creating {}", parent.display()))?;

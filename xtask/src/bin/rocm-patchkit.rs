@@ -1,6 +1,6 @@
 //! `rocm-patchkit`: the user's command (doctor, rewrite-hipblaslt, ...);
-//! the whole CLI is [`xtask::user`].
+//! the whole CLI is [`xtask::cli::user`].
 
 fn main() -> std::process::ExitCode {
-    xtask::user::main()
+    xtask::cli::user::main()
 }

@@ -15,7 +15,7 @@ use super::fsread::{self, Kind, Owner, Root};
 
 /// Whom device access is judged for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Who<'a> {
+pub(crate) enum Who<'a> {
     /// The user running doctor, on this machine (`--root /`).
     You,
     /// A user of the machine's `/etc/passwd` (`--user NAME`).
@@ -26,37 +26,37 @@ pub enum Who<'a> {
 
 /// The GPU devices and whether the user can use them.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct Access {
+pub(crate) struct Access {
     /// Whom it was judged for (`alice (uid 1000)`); `None`: nobody.
-    pub user: Option<String>,
-    pub devices: Vec<Device>,
+    pub(crate) user: Option<String>,
+    pub(crate) devices: Vec<Device>,
     /// Why this looks like a container (`/.dockerenv`), when it does.
-    pub container: Option<String>,
-    pub problems: Vec<Problem>,
+    pub(crate) container: Option<String>,
+    pub(crate) problems: Vec<Problem>,
 }
 
 /// One device node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Device {
-    pub path: String,
+pub(crate) struct Device {
+    pub(crate) path: String,
     /// As `ls -l` shows it (`crw-rw----`); `None` when it does not exist.
-    pub mode: Option<String>,
-    pub owner: Option<String>,
-    pub group: Option<String>,
+    pub(crate) mode: Option<String>,
+    pub(crate) owner: Option<String>,
+    pub(crate) group: Option<String>,
     /// Whether the user can open it read-write; `None`: not judged.
-    pub usable: Option<bool>,
+    pub(crate) usable: Option<bool>,
     /// Why it is usable (`group render`, `owner`, `root`, `an ACL`).
-    pub how: Option<String>,
+    pub(crate) how: Option<String>,
     /// The group that owns it, as a number.
     #[serde(skip)]
-    pub gid: Option<u32>,
+    pub(crate) gid: Option<u32>,
 }
 
 /// Something that keeps ROCm from the GPU, and what fixes it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Problem {
-    pub what: String,
-    pub fix: String,
+pub(crate) struct Problem {
+    pub(crate) what: String,
+    pub(crate) fix: String,
 }
 
 /// A user as the machine's account files and (for you) the kernel know it.
@@ -136,7 +136,7 @@ impl Accounts {
 /// Reads the devices below `root` and judges them for `who`. `amd_gpu`:
 /// the machine has one (KFD topology, amdgpu loaded): then missing devices
 /// are problems.
-pub fn read(root: &Path, who: Who, amd_gpu: bool) -> Access {
+pub(crate) fn read(root: &Path, who: Who, amd_gpu: bool) -> Access {
     let fs = Root::new(root);
     let accounts = Accounts::read(&fs);
     let mut access = Access {
@@ -339,7 +339,7 @@ fn mode_string(o: Owner) -> String {
 impl Access {
     /// The report's lines, as (key, text): each device, whom it was judged
     /// for, a container, each problem and its fix.
-    pub fn lines(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn lines(&self) -> Vec<(&'static str, String)> {
         let mut out = Vec::new();
         for (i, d) in self.devices.iter().enumerate() {
             let key = if i == 0 { "devices" } else { "" };

@@ -1,5 +1,5 @@
 //! A verdict's next steps rendered for the person who runs them: each
-//! [`Step`] as an [`Advice`] (what and why, the commands as data, the cost),
+//! [`NextStep`] as an [`Advice`] (what and why, the commands as data, the cost),
 //! its commands starting with the program the user ran ([`Invocation`]) and
 //! the machine's distribution's own tools ([`OsRelease`]); every command
 //! runnable as printed. The text report and `--json` both print these.
@@ -9,32 +9,32 @@ use std::fmt;
 use serde::Serialize;
 
 use super::os_release::{self, Command, Family, OsRelease};
-use super::steps::{Step, LIBRARY_PATH};
-use crate::invocation::Invocation;
-use crate::knowledge::Build;
+use super::steps::{NextStep, LIBRARY_PATH};
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::Build;
 
 /// One next step as data: `action` says what kind, `role` where it stands
 /// (`do`: the recommended one, `or`: an alternative, `then`/`and`: goes
 /// with the step before it, `keep`, `note`), `commands` run in order.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Advice {
-    pub action: &'static str,
-    pub role: &'static str,
-    pub text: String,
-    pub commands: Vec<Command>,
-    pub cost: Option<String>,
+pub(crate) struct Advice {
+    pub(crate) action: &'static str,
+    pub(crate) role: &'static str,
+    pub(crate) text: String,
+    pub(crate) commands: Vec<Command>,
+    pub(crate) cost: Option<String>,
 }
 
 /// What the rendering needs besides the step.
 #[derive(Clone, Copy)]
-pub struct Context<'a> {
-    pub inv: &'a Invocation,
-    pub os: Option<&'a OsRelease>,
+pub(crate) struct Context<'a> {
+    pub(crate) inv: &'a Invocation,
+    pub(crate) os: Option<&'a OsRelease>,
 }
 
 /// The steps of one verdict, each with its role: the first step to act on
 /// is `do`, the later ones `or`.
-pub fn advise(steps: &[Step], cx: Context<'_>) -> Vec<Advice> {
+pub(crate) fn advise(steps: &[NextStep], cx: Context<'_>) -> Vec<Advice> {
     let mut acted = false;
     steps
         .iter()
@@ -51,7 +51,7 @@ pub fn advise(steps: &[Step], cx: Context<'_>) -> Vec<Advice> {
 
 /// One step as advice, its role `or` when it is an action; none for a
 /// build of a kind that is no fix (the knowledge file refuses those).
-fn one(step: &Step, cx: Context<'_>) -> Option<Advice> {
+fn one(step: &NextStep, cx: Context<'_>) -> Option<Advice> {
     let advice = |action, role, text: String, commands, cost: Option<&str>| Advice {
         action,
         role,
@@ -60,27 +60,27 @@ fn one(step: &Step, cx: Context<'_>) -> Option<Advice> {
         cost: cost.map(str::to_owned),
     };
     Some(match step {
-        Step::Build { build, recipe } => return build_step(cx, *build, recipe),
-        Step::Install { build, recipe } => return install_step(cx, *build, recipe),
-        Step::UpgradeKernel { .. } => upgrade_kernel(step, cx),
-        Step::Rewrite { dir, first, system } => rewrite(cx, dir, *first, *system),
-        Step::FixNote(note) => advice("note", "note", note.clone(), vec![], None),
-        Step::Stopgap { recipe } => advice(
+        NextStep::Build { build, recipe } => return build_step(cx, *build, recipe),
+        NextStep::Install { build, recipe } => return install_step(cx, *build, recipe),
+        NextStep::UpgradeKernel { .. } => upgrade_kernel(step, cx),
+        NextStep::Rewrite { dir, first, system } => rewrite(cx, dir, *first, *system),
+        NextStep::FixNote(note) => advice("note", "note", note.clone(), vec![], None),
+        NextStep::Stopgap { recipe } => advice(
             "stop-gap",
             "or",
             format!("stop-gap: a package that boots with amdgpu.cwsr_enable=0, built in a rocm-patchkit checkout, then installed from its dist/{recipe}/ like the fix"),
             vec![program(&Invocation::checkout(None), false, &["build-config", recipe])],
             Some("a reboot; no compute preemption and no GPU debugger while it is set"),
         ),
-        Step::Workaround { text } => advice("workaround", "or", text.clone(), vec![], None),
-        Step::Retired { why } => advice(
+        NextStep::Workaround { text } => advice("workaround", "or", text.clone(), vec![], None),
+        NextStep::Retired { why } => advice(
             "note",
             "note",
             format!("no package of ours for this kernel: {why}"),
             vec![],
             None,
         ),
-        Step::ExportLibraryPath { prefix } => advice(
+        NextStep::ExportLibraryPath { prefix } => advice(
             "use-library",
             "or",
             format!("point this environment at our patched hipBLASLt in {prefix}"),
@@ -97,15 +97,15 @@ fn one(step: &Step, cx: Context<'_>) -> Option<Advice> {
 }
 
 /// The steps that keep a mitigation or say something: no command.
-fn keep_or_note(step: &Step) -> Advice {
+fn keep_or_note(step: &NextStep) -> Advice {
     let (action, role, text) = match step {
-        Step::KeepLibraryPath { prefix } => ("keep", "keep", format!("keep {LIBRARY_PATH}={prefix}/lib for every program that uses hipBLASLt")),
-        Step::KeepVariables => ("keep", "keep", "keep these variables set for every program that uses it".to_owned()),
-        Step::KeepHipblaslt { rewritten: true } => ("keep", "keep", "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (docs/rewrite-hipblaslt.md)".to_owned()),
-        Step::KeepHipblaslt { rewritten: false } => ("keep", "keep", "keep PyTorch loading our patched hipBLASLt (docs/build-hipblaslt.md, \"Using the patched hipBLASLt with PyTorch\")".to_owned()),
-        Step::ForTheFixItself => ("note", "note", "for the fix itself (compute preemption back):".to_owned()),
-        Step::DropCwsrOff => ("drop-stop-gap", "or", "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back".to_owned()),
-        Step::NotInCheckout(recipes) => ("note", "note", format!("not in this checkout yet: {}; update rocm-patchkit", recipes.join(", "))),
+        NextStep::KeepLibraryPath { prefix } => ("keep", "keep", format!("keep {LIBRARY_PATH}={prefix}/lib for every program that uses hipBLASLt")),
+        NextStep::KeepVariables => ("keep", "keep", "keep these variables set for every program that uses it".to_owned()),
+        NextStep::KeepHipblaslt { rewritten: true } => ("keep", "keep", "the rewritten hipBLASLt stays fixed until its package or wheel is upgraded or reinstalled: run doctor again then (docs/rewrite-hipblaslt.md)".to_owned()),
+        NextStep::KeepHipblaslt { rewritten: false } => ("keep", "keep", "keep PyTorch loading our patched hipBLASLt (docs/build-hipblaslt.md, \"Using the patched hipBLASLt with PyTorch\")".to_owned()),
+        NextStep::ForTheFixItself => ("note", "note", "for the fix itself (compute preemption back):".to_owned()),
+        NextStep::DropCwsrOff => ("drop-stop-gap", "or", "amdgpu.cwsr_enable=0 is no longer needed for this fault: drop it to get compute preemption and the GPU debugger back".to_owned()),
+        NextStep::NotInCheckout(recipes) => ("note", "note", format!("not in this checkout yet: {}; update rocm-patchkit", recipes.join(", "))),
         other => ("note", "note", format!("{other:?}")),
     };
     Advice {
@@ -177,8 +177,8 @@ fn install_step(cx: Context<'_>, build: Build, recipe: &str) -> Option<Advice> {
     })
 }
 
-fn upgrade_kernel(step: &Step, cx: Context<'_>) -> Advice {
-    let Step::UpgradeKernel { to, in_series, lts } = step else {
+fn upgrade_kernel(step: &NextStep, cx: Context<'_>) -> Advice {
+    let NextStep::UpgradeKernel { to, in_series, lts } = step else {
         return keep_or_note(step);
     };
     let family = cx.os.and_then(OsRelease::family);
@@ -268,7 +268,7 @@ fn rewrite(cx: Context<'_>, dir: &str, first: bool, system: bool) -> Advice {
 
 impl Command {
     /// The line as typed: `export` keeps its shell expansion unquoted.
-    pub fn shown(&self) -> String {
+    pub(crate) fn shown(&self) -> String {
         match self.command.as_str() {
             "export" => format!("export {}", self.args.join(" ")),
             _ => self.line(),
@@ -278,7 +278,7 @@ impl Command {
 
 /// A step as printed from a checkout for an unknown distribution: its
 /// text, then its commands (what unit tests and logs show).
-impl fmt::Display for Step {
+impl fmt::Display for NextStep {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let inv = Invocation::checkout(None);
         let cx = Context {

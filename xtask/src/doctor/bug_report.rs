@@ -12,19 +12,19 @@ use std::path::Path;
 
 use super::fsread::{self, Root};
 use super::{Report, Status};
-use crate::invocation::Invocation;
-use crate::knowledge::Severity;
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::Severity;
 
 /// The user names a report must not show: the name of this process's uid
 /// in the machine's `/etc/passwd`, and `$USER`/`$LOGNAME`.
 #[derive(Debug, Clone, Default)]
-pub struct Private {
-    pub names: Vec<String>,
+pub(crate) struct Private {
+    pub(crate) names: Vec<String>,
 }
 
 impl Private {
     /// Reads `<root>/etc/passwd` for the uid doctor runs as.
-    pub fn read(root: &Path) -> Private {
+    pub(crate) fn read(root: &Path) -> Private {
         // SAFETY: getuid cannot fail and touches no memory of ours.
         let uid = unsafe { libc::getuid() };
         let passwd = Root::new(root)
@@ -47,7 +47,7 @@ impl Private {
 
     /// `text` with `/home/<name>` and `/Users/<name>` as `~` and every
     /// word that is one of the names as `<user>`.
-    pub fn scrub(&self, text: &str) -> String {
+    pub(crate) fn scrub(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for base in ["/home/", "/Users/"] {
             out = homes_to_tilde(&out, base);
@@ -111,7 +111,7 @@ fn replace_word(text: &str, word: &str, with: &str) -> String {
 
 impl Report {
     /// The Markdown block of `--report`, scrubbed by `private`.
-    pub fn to_markdown(&self, inv: &Invocation, private: &Private) -> String {
+    pub(crate) fn to_markdown(&self, inv: &Invocation, private: &Private) -> String {
         let mut out = String::new();
         let tool = super::Tool::of(inv);
         let k = &self.knowledge;

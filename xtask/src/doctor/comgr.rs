@@ -13,16 +13,16 @@ use serde::Serialize;
 
 /// The comgr found, and where its version was read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Comgr {
+pub(crate) struct Comgr {
     /// `libamd-comgr3`, `rocm-comgr`, or the library file of AMD's build.
-    pub package: String,
+    pub(crate) package: String,
     /// The package version (`7.0.2+dfsg-3`), or the library's file name version.
-    pub version: String,
+    pub(crate) version: String,
     /// `dpkg`, `rpm`, or `library` (AMD's build under /opt/rocm).
-    pub from: String,
+    pub(crate) from: String,
     /// A Debian or Ubuntu build (dpkg, a `+dfsg` version): the one whose
     /// cache key the knowledge file judges.
-    pub debian: bool,
+    pub(crate) debian: bool,
 }
 
 /// The dpkg status file below the root.
@@ -37,7 +37,7 @@ fn read_text(root: &Path, rel: &str) -> Option<String> {
 }
 
 /// The installed `libamd-comgr*` package of the dpkg status file.
-pub fn from_dpkg_status(text: &str) -> Option<Comgr> {
+pub(crate) fn from_dpkg_status(text: &str) -> Option<Comgr> {
     text.split("\n\n").find_map(|stanza| {
         let field = |name: &str| {
             stanza.lines().find_map(|l| {
@@ -62,7 +62,7 @@ pub fn from_dpkg_status(text: &str) -> Option<Comgr> {
 /// comgr as the machine below `root` has it: dpkg's package first, then
 /// rpm's (root `/` only), then AMD's library in the first folder of
 /// [`super::layouts::comgr_dirs`] that holds one (`/opt/rocm/lib` first).
-pub fn find(root: &Path, places: &Places) -> Option<Comgr> {
+pub(crate) fn find(root: &Path, places: &Places) -> Option<Comgr> {
     if let Some(c) = read_text(root, DPKG_STATUS).and_then(|t| from_dpkg_status(&t)) {
         return Some(c);
     }
@@ -116,7 +116,7 @@ fn library(root: &Path, dir: &Path) -> Option<Comgr> {
 
 /// The comgr of a library path a process mapped: the dpkg package when the
 /// file is the distribution's, else AMD's build at that path.
-pub fn of_mapped(root: &Path, path: &str) -> Comgr {
+pub(crate) fn of_mapped(root: &Path, path: &str) -> Comgr {
     let distribution = path.starts_with("/usr/lib") || path.starts_with("/lib");
     if distribution {
         if let Some(c) = read_text(root, DPKG_STATUS).and_then(|t| from_dpkg_status(&t)) {

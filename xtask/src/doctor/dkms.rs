@@ -113,7 +113,7 @@ impl Probe<'_> {
 
 /// The module files named `<name>.ko*` in a DKMS build folder
 /// (`<version>/<kernel>/<arch>/module/`, machine paths), any arch.
-pub fn built_modules(fs: &Root, build: &Path, name: &str) -> Vec<PathBuf> {
+pub(crate) fn built_modules(fs: &Root, build: &Path, name: &str) -> Vec<PathBuf> {
     let mut found = Vec::new();
     for arch in fs.list(build).into_iter().flatten() {
         let module = arch.path.join("module");
@@ -131,7 +131,7 @@ pub fn built_modules(fs: &Root, build: &Path, name: &str) -> Vec<PathBuf> {
 /// The `srcversion=` value of a module file (a machine path), decompressed
 /// as [`super::module::decoder`] does (by its magic, the decoder's memory
 /// capped), reading at most [`super::module::MAX_SIZE`] decompressed.
-pub fn module_srcversion(fs: &Root, path: &Path) -> Result<Option<String>, Unread> {
+pub(crate) fn module_srcversion(fs: &Root, path: &Path) -> Result<Option<String>, Unread> {
     let (file, _) = fs.open(path, fsread::MODULE)?;
     let mut file = std::io::BufReader::new(file);
     let shown = fsread::shown(path);

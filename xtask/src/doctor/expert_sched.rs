@@ -8,12 +8,12 @@
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
 use super::machine::Machine;
-use super::steps::Step;
-use crate::codeobj::Judgement;
+use super::steps::NextStep;
+use crate::gpu::codeobj::Judgement;
 
 /// How the hipBLASLt found settle the fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settled {
+pub(crate) enum Settled {
     NotAffected,
     /// One of them is ours (or rewritten).
     Mitigated,
@@ -23,7 +23,7 @@ pub enum Settled {
 /// keeps expert scheduling off on gfx12 (not affected, or mitigated when one
 /// of them is ours). `None` keeps the fault affected; `why` says what the
 /// kernels showed either way.
-pub fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
+pub(crate) fn judge(m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
     let libs = &m.hipblaslt_libraries;
     if libs.is_empty() {
         why.push(
@@ -113,7 +113,7 @@ fn listed(m: &Machine, libs: &[HipblasltLibrary]) -> Vec<String> {
 /// What a gated library does on this machine: the fast path on with KFD
 /// ABI 1.20 (read from /dev/kfd, else judged from the kernel version:
 /// Linux 7.0 brought it), off below it.
-pub fn fast_path(m: &Machine) -> String {
+pub(crate) fn fast_path(m: &Machine) -> String {
     match (m.kfd_abi, kernel_major_minor(m)) {
         (Some((major, minor)), _) if (major, minor) >= (1, 20) => {
             format!("expert scheduling on here (KFD ABI {major}.{minor} read from /dev/kfd): the fast path")
@@ -132,14 +132,14 @@ pub fn fast_path(m: &Machine) -> String {
 }
 
 fn kernel_major_minor(m: &Machine) -> Option<(u32, u32)> {
-    let v = crate::kernel::KernelVersion::from_release(m.kernel_release.as_deref()?)?;
+    let v = crate::input::kernel::KernelVersion::from_release(m.kernel_release.as_deref()?)?;
     Some((v.0, v.1))
 }
 
 /// The hipBLASLt found that gate expert scheduling on KFD ABI 1.20, said
 /// for the faults judged by the KFD ABI (`kfd-abi-expert-sched`): whether
 /// their fast path is on here.
-pub fn gated_note(m: &Machine) -> Option<String> {
+pub(crate) fn gated_note(m: &Machine) -> Option<String> {
     let gated: Vec<&str> = m
         .hipblaslt_libraries
         .iter()
@@ -158,15 +158,15 @@ pub fn gated_note(m: &Machine) -> Option<String> {
 }
 
 /// What keeps a mitigation by our hipBLASLt in place.
-pub fn mitigated_next(m: &Machine) -> Step {
-    Step::KeepHipblaslt {
+pub(crate) fn mitigated_next(m: &Machine) -> NextStep {
+    NextStep::KeepHipblaslt {
         rewritten: m.hipblaslt_libraries.iter().any(|l| l.rewritten.is_some()),
     }
 }
 
 /// The rewrite of every hipBLASLt found that switches expert scheduling on,
 /// as commands: the hipBLASLt side fixed now, without a reboot.
-pub fn rewrite_steps(m: &Machine) -> Vec<Step> {
+pub(crate) fn rewrite_steps(m: &Machine) -> Vec<NextStep> {
     let mut dirs: Vec<(String, bool)> = Vec::new();
     for lib in &m.hipblaslt_libraries {
         if !matches!(lib.judgement, Judgement::On { .. }) {
@@ -182,7 +182,7 @@ pub fn rewrite_steps(m: &Machine) -> Vec<Step> {
     }
     dirs.into_iter()
         .enumerate()
-        .map(|(i, (dir, system))| Step::Rewrite {
+        .map(|(i, (dir, system))| NextStep::Rewrite {
             dir,
             first: i == 0,
             system,

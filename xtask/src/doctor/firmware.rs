@@ -16,18 +16,18 @@ const MAX_BLOCKS: usize = 64;
 
 /// One GPU's firmware, as amdgpu reports it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct GpuFirmware {
+pub(crate) struct GpuFirmware {
     /// `card0`.
-    pub card: String,
+    pub(crate) card: String,
     /// The PCI address of its device (`0000:03:00.0`), when a link says it.
-    pub pci: Option<String>,
-    pub vbios: Option<String>,
+    pub(crate) pci: Option<String>,
+    pub(crate) vbios: Option<String>,
     /// Block (`mes`, `mec`, `sdma`, ...) to version (`0x00000080`).
-    pub versions: BTreeMap<String, String>,
+    pub(crate) versions: BTreeMap<String, String>,
 }
 
 /// Every card below `root` that publishes firmware versions.
-pub fn read(root: &Path, unread: &mut Vec<Unread>) -> Vec<GpuFirmware> {
+pub(crate) fn read(root: &Path, unread: &mut Vec<Unread>) -> Vec<GpuFirmware> {
     let fs = Root::new(root);
     let Ok(entries) = fs.list(Path::new("sys/class/drm")) else {
         return Vec::new();
@@ -89,7 +89,7 @@ fn short(text: &str) -> String {
 
 impl GpuFirmware {
     /// `card0 (0000:03:00.0, VBIOS 113-...): mec 0x..., mes 0x...`.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut about = Vec::new();
         about.extend(self.pci.clone());
         about.extend(self.vbios.as_ref().map(|v| format!("VBIOS {v}")));

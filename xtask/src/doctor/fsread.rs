@@ -16,37 +16,37 @@ use serde::Serialize;
 
 /// Something doctor could not read, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Unread {
-    pub path: String,
-    pub why: String,
+pub(crate) struct Unread {
+    pub(crate) path: String,
+    pub(crate) why: String,
 }
 
 /// A one-line file of the kernel (`/proc/sys/kernel/osrelease`, a sysfs
 /// attribute, `/opt/rocm/.info/version`).
-pub const LINE: u64 = 4 << 10;
+pub(crate) const LINE: u64 = 4 << 10;
 /// `/proc/cmdline` (COMMAND_LINE_SIZE is at most 4 KiB; room to spare).
-pub const CMDLINE: u64 = 64 << 10;
+pub(crate) const CMDLINE: u64 = 64 << 10;
 /// A small text or binary file (a KFD node's properties, an efivar, a
 /// key, a header, `torch/version.py`).
-pub const SMALL: u64 = 1 << 20;
+pub(crate) const SMALL: u64 = 1 << 20;
 /// `modules.dep`, `/var/lib/dpkg/status` and other lists of a whole system.
-pub const LIST: u64 = 64 << 20;
+pub(crate) const LIST: u64 = 64 << 20;
 /// A kernel module file as it is on disk (amdgpu.ko is ~40 MB stripped,
 /// 655 MB with debug info: 6.18.3 with Debian's config); it is read as a
 /// stream, so the bound is one of time, not memory.
-pub const MODULE: u64 = 1 << 30;
+pub(crate) const MODULE: u64 = 1 << 30;
 /// A GPU kernel file of a hipBLASLt kernel library.
-pub const KERNEL_FILE: u64 = crate::codeobj::MAX_FILE;
+pub(crate) const KERNEL_FILE: u64 = crate::gpu::codeobj::MAX_FILE;
 /// Entries of one folder listed at most.
-pub const DIR_ENTRIES: usize = 100_000;
+pub(crate) const DIR_ENTRIES: usize = 100_000;
 /// Entries one walk looks at in all.
-pub const WALK_ENTRIES: usize = 500_000;
+pub(crate) const WALK_ENTRIES: usize = 500_000;
 /// Symlinks followed while resolving one path (Linux's own limit).
 const MAX_LINKS: usize = 40;
 
 /// What a path is, symlinks followed inside the root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     File,
     Dir,
     Fifo,
@@ -76,7 +76,7 @@ impl Kind {
     }
 
     /// `a FIFO`, for "is a FIFO, not a file".
-    pub fn describe(self) -> &'static str {
+    pub(crate) fn describe(self) -> &'static str {
         match self {
             Kind::File => "a file",
             Kind::Dir => "a folder",
@@ -91,54 +91,54 @@ impl Kind {
 
 /// A path's kind, size and identity, symlinks followed inside the root.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Meta {
+pub(crate) struct Meta {
     /// The machine path it resolved to (absolute, no symlink in it).
-    pub real: PathBuf,
-    pub kind: Kind,
-    pub len: u64,
-    pub dev: u64,
-    pub ino: u64,
+    pub(crate) real: PathBuf,
+    pub(crate) kind: Kind,
+    pub(crate) len: u64,
+    pub(crate) dev: u64,
+    pub(crate) ino: u64,
 }
 
 /// A path's kind, owner and permission bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Owner {
-    pub kind: Kind,
+pub(crate) struct Owner {
+    pub(crate) kind: Kind,
     /// The permission bits (`0o660`), setuid/setgid/sticky included.
-    pub mode: u32,
-    pub uid: u32,
-    pub gid: u32,
+    pub(crate) mode: u32,
+    pub(crate) uid: u32,
+    pub(crate) gid: u32,
 }
 
 /// One entry of a folder.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Entry {
-    pub name: OsString,
+pub(crate) struct Entry {
+    pub(crate) name: OsString,
     /// The machine path of the entry (its folder resolved, the entry not).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// The entry itself, a symlink not followed.
-    pub kind: Kind,
+    pub(crate) kind: Kind,
 }
 
 /// What a walk found.
 #[derive(Debug, Default)]
-pub struct Walk {
+pub(crate) struct Walk {
     /// Entries whose name was wanted, in walk order (a folder's own entries,
     /// sorted, before those of its subfolders), of any kind: reading one
     /// says what it is.
-    pub found: Vec<Entry>,
+    pub(crate) found: Vec<Entry>,
     /// Folders it could not list, loops and the bound, with the reason.
-    pub unread: Vec<Unread>,
+    pub(crate) unread: Vec<Unread>,
 }
 
 /// The machine below a folder of this host (`/` for this machine).
 #[derive(Debug, Clone)]
-pub struct Root {
+pub(crate) struct Root {
     host: PathBuf,
 }
 
 /// `/a/b` for a machine path given with or without its leading `/`.
-pub fn shown(path: &Path) -> String {
+pub(crate) fn shown(path: &Path) -> String {
     let mut out = PathBuf::from("/");
     out.push(path.strip_prefix("/").unwrap_or(path));
     out.display().to_string()
@@ -164,19 +164,14 @@ fn io_why(err: &std::io::Error) -> String {
 }
 
 impl Root {
-    pub fn new(host: &Path) -> Root {
+    pub(crate) fn new(host: &Path) -> Root {
         Root {
             host: host.to_path_buf(),
         }
     }
 
-    /// The host folder the machine is read below.
-    pub fn host(&self) -> &Path {
-        &self.host
-    }
-
     /// Where a machine path with no symlink in it lies on this host.
-    pub fn on_host(&self, machine: &Path) -> PathBuf {
+    pub(crate) fn on_host(&self, machine: &Path) -> PathBuf {
         let mut out = self.host.clone();
         for c in machine.components() {
             if let Component::Normal(n) = c {
@@ -190,7 +185,7 @@ impl Root {
     /// followed as a chroot into the root would: an absolute target starts
     /// again at the root and `..` never climbs above it. A part that does
     /// not exist is kept as written (reading it says so).
-    pub fn resolve(&self, path: &Path) -> Result<PathBuf, Unread> {
+    pub(crate) fn resolve(&self, path: &Path) -> Result<PathBuf, Unread> {
         self.resolve_with(path, true)
     }
 
@@ -238,13 +233,13 @@ impl Root {
 
     /// The target of the symlink `path` (its folders resolved inside the
     /// root), or `None` when it is no symlink.
-    pub fn read_link(&self, path: &Path) -> Option<PathBuf> {
+    pub(crate) fn read_link(&self, path: &Path) -> Option<PathBuf> {
         let real = self.resolve_with(path, false).ok()?;
         std::fs::read_link(self.on_host(&real)).ok()
     }
 
     /// What `path` is, symlinks followed inside the root.
-    pub fn meta(&self, path: &Path) -> Result<Meta, Unread> {
+    pub(crate) fn meta(&self, path: &Path) -> Result<Meta, Unread> {
         let real = self.resolve(path)?;
         let meta =
             std::fs::symlink_metadata(self.on_host(&real)).map_err(|e| unread(path, io_why(&e)))?;
@@ -259,7 +254,7 @@ impl Root {
 
     /// Who owns `path` and its permission bits (symlinks followed inside
     /// the root): stat only, never opened, whatever it is.
-    pub fn owner(&self, path: &Path) -> Result<Owner, Unread> {
+    pub(crate) fn owner(&self, path: &Path) -> Result<Owner, Unread> {
         let real = self.resolve(path)?;
         let meta =
             std::fs::symlink_metadata(self.on_host(&real)).map_err(|e| unread(path, io_why(&e)))?;
@@ -271,18 +266,14 @@ impl Root {
         })
     }
 
-    pub fn is_dir(&self, path: &Path) -> bool {
+    pub(crate) fn is_dir(&self, path: &Path) -> bool {
         self.meta(path).is_ok_and(|m| m.kind == Kind::Dir)
-    }
-
-    pub fn is_file(&self, path: &Path) -> bool {
-        self.meta(path).is_ok_and(|m| m.kind == Kind::File)
     }
 
     /// A regular file of at most `limit` bytes, open for reading, and its
     /// size on disk. Anything else (a FIFO, a device, a folder, a larger
     /// file) is refused before it is opened.
-    pub fn open(&self, path: &Path, limit: u64) -> Result<(std::fs::File, u64), Unread> {
+    pub(crate) fn open(&self, path: &Path, limit: u64) -> Result<(std::fs::File, u64), Unread> {
         let meta = self.meta(path)?;
         if meta.kind != Kind::File {
             return Err(unread(
@@ -309,7 +300,7 @@ impl Root {
     /// The bytes of a regular file of at most `limit` bytes. A file whose
     /// size the kernel does not state (procfs, sysfs) is read to `limit` and
     /// refused beyond it.
-    pub fn read(&self, path: &Path, limit: u64) -> Result<Vec<u8>, Unread> {
+    pub(crate) fn read(&self, path: &Path, limit: u64) -> Result<Vec<u8>, Unread> {
         let (file, len) = self.open(path, limit)?;
         let mut out = Vec::with_capacity(len.min(limit) as usize);
         file.take(limit.saturating_add(1))
@@ -322,14 +313,14 @@ impl Root {
     }
 
     /// [`Root::read`] as UTF-8 text.
-    pub fn read_text(&self, path: &Path, limit: u64) -> Result<String, Unread> {
+    pub(crate) fn read_text(&self, path: &Path, limit: u64) -> Result<String, Unread> {
         String::from_utf8(self.read(path, limit)?)
             .map_err(|_| unread(path, "is not UTF-8 text: not read"))
     }
 
     /// The entries of a folder, sorted by name; more than [`DIR_ENTRIES`]
     /// is refused.
-    pub fn list(&self, dir: &Path) -> Result<Vec<Entry>, Unread> {
+    pub(crate) fn list(&self, dir: &Path) -> Result<Vec<Entry>, Unread> {
         let meta = self.meta(dir)?;
         if meta.kind != Kind::Dir {
             return Err(unread(
@@ -365,7 +356,7 @@ impl Root {
     /// `depth` folders down, symlinked folders followed inside the root; a
     /// folder seen before (a symlink loop, or two ways to one folder) is not
     /// walked again, and no more than [`WALK_ENTRIES`] entries are looked at.
-    pub fn walk(&self, dir: &Path, depth: usize, want: impl Fn(&str) -> bool) -> Walk {
+    pub(crate) fn walk(&self, dir: &Path, depth: usize, want: impl Fn(&str) -> bool) -> Walk {
         let mut walk = Walk::default();
         let mut seen = BTreeSet::new();
         let mut looked = 0usize;
@@ -374,12 +365,12 @@ impl Root {
     }
 
     /// Why a reader that knows nothing of the root (it follows the host's
-    /// symlinks, as [`crate::codeobj`] reads a kernel library) would not read
+    /// symlinks, as [`crate::gpu::codeobj`] reads a kernel library) would not read
     /// below `dir` what the machine holds there: a symlink that leads
     /// elsewhere on the host than inside the root, a loop, a folder not
     /// listed, or an entry whose name `want`s it read that is not a regular
     /// file of at most `limit` bytes. Empty when the two readings agree.
-    pub fn host_reading_differs(
+    pub(crate) fn host_reading_differs(
         &self,
         dir: &Path,
         depth: usize,
@@ -507,14 +498,14 @@ fn push_parts(pending: &mut Vec<OsString>, path: &Path) {
 
 fn too_large(path: &Path, limit: u64, len: Option<u64>) -> Unread {
     let size = match len {
-        Some(n) => format!(" ({})", crate::report::human_size(n)),
+        Some(n) => format!(" ({})", crate::shared::report::human_size(n)),
         None => String::new(),
     };
     unread(
         path,
         format!(
             "is larger than doctor expects here{size}, over {}: not read",
-            crate::report::human_size(limit)
+            crate::shared::report::human_size(limit)
         ),
     )
 }

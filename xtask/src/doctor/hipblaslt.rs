@@ -4,7 +4,7 @@
 //! environments doctor can see the copies PyTorch wheels bring
 //! (`site-packages/torch/lib`) and TheRock's wheels
 //! (`site-packages/_rocm_sdk_libraries*/lib`). Each is judged by its gfx12
-//! kernels ([`crate::codeobj`]), not by its version. Reads only, below the
+//! kernels ([`crate::gpu::codeobj`]), not by its version. Reads only, below the
 //! root.
 
 use std::collections::BTreeSet;
@@ -13,43 +13,43 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::fsread::{self, Root, Unread};
-pub use super::layouts::{python_libs, LibraryKind, Places, RocmRelease};
-use crate::codeobj::{self, Cache, Judgement};
+pub(crate) use super::layouts::{python_libs, LibraryKind, Places, RocmRelease};
+use crate::gpu::codeobj::{self, Judgement, VerdictCache};
 
 /// One hipBLASLt library file and the verdict on its kernels.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct HipblasltLibrary {
+pub(crate) struct HipblasltLibrary {
     /// The library file as the machine sees it (`/usr/lib/x86_64-linux-gnu/libhipblaslt.so.1.1`).
-    pub path: String,
-    pub kind: LibraryKind,
+    pub(crate) path: String,
+    pub(crate) kind: LibraryKind,
     /// The library's version from its file name, or the PyTorch wheel's
     /// version and the ROCm it was built for.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// The ROCm release the library came with, where its layout names it
     /// (TheRock's wheel dist-info, `/opt/rocm/core-7.13`, `.info/version`),
     /// else the one its PyTorch wheel was built for (`torch/version.py`).
     /// The one ROCm release a library is judged by
     /// ([`HipblasltLibrary::hipblaslt_version`]).
-    pub rocm: Option<RocmRelease>,
+    pub(crate) rocm: Option<RocmRelease>,
     /// The kernel library folder it loads its kernels from.
-    pub kernels: String,
+    pub(crate) kernels: String,
     /// Our patched build this library resolves to (a PyTorch wheel's copy
     /// replaced by a link to ours), if any.
-    pub ours: Option<String>,
+    pub(crate) ours: Option<String>,
     /// Our in-place rewrite of its kernels (`cargo xtask rewrite-hipblaslt`),
     /// when its record matches the files.
-    pub rewritten: Option<String>,
+    pub(crate) rewritten: Option<String>,
     /// The in-place record beside its kernels when it was refused (not one
     /// this tool wrote: a key outside the library, a link, a FIFO...), and
     /// why; nothing it names was read.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub record_refused: Option<String>,
-    pub judgement: Judgement,
+    pub(crate) record_refused: Option<String>,
+    pub(crate) judgement: Judgement,
 }
 
 /// Why a `--python` folder (a path on the machine) cannot be searched:
 /// missing, a symlink loop, not a folder; `None` when it is a folder.
-pub fn unreadable_python(root: &Path, python: &Path) -> Option<Unread> {
+pub(crate) fn unreadable_python(root: &Path, python: &Path) -> Option<Unread> {
     let why = match Root::new(root).meta(python) {
         Ok(meta) if meta.kind == fsread::Kind::Dir => return None,
         Ok(meta) => format!("is {}, not a folder", meta.kind.describe()),
@@ -178,7 +178,11 @@ fn torch_wheel(root: &Path, site: &Path) -> Option<(String, Option<RocmRelease>)
 }
 
 /// Every hipBLASLt below `root`, each judged by its kernels.
-pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
+pub(crate) fn find(
+    root: &Path,
+    places: &Places,
+    cache: &mut VerdictCache,
+) -> Vec<HipblasltLibrary> {
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();
     for place in super::layouts::library_dirs(root, places) {
@@ -249,7 +253,7 @@ fn version(lib: &Path, real: &Path, note: Option<&str>) -> Option<String> {
 pub(super) fn judge_kernels(
     root: &Path,
     kernels: &Path,
-    cache: &mut Cache,
+    cache: &mut VerdictCache,
     threads: usize,
 ) -> Judgement {
     let problems = kernel_library_problems(root, kernels);
@@ -271,7 +275,7 @@ pub(super) fn judge_kernels(
 /// What keeps the kernel library at `kernels` (a machine path) from being
 /// read as the machine holds it ([`Root::host_reading_differs`]); empty when
 /// nothing does, or when there is no such folder (that is said elsewhere).
-pub fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<Unread> {
+pub(crate) fn kernel_library_problems(root: &Path, kernels: &Path) -> Vec<Unread> {
     if !Root::new(root).is_dir(kernels) {
         return Vec::new();
     }
@@ -306,7 +310,7 @@ fn rewritten(
     kind: LibraryKind,
     real: &Path,
 ) -> (Option<String>, Option<String>) {
-    use crate::inplace::record::{self, Status};
+    use crate::gpu::inplace::record::{self, Status};
     match record::status(&below(root, kernels)) {
         Status::Rewritten { files, sites } => (
             Some(format!(
@@ -333,7 +337,12 @@ fn rewritten(
 
 /// The kernel library of the hipBLASLt in `dir` (its `hipblaslt/library`,
 /// resolved inside the root) and its judgement.
-fn beside(root: &Path, dir: &Path, cache: &mut Cache, threads: usize) -> (PathBuf, Judgement) {
+fn beside(
+    root: &Path,
+    dir: &Path,
+    cache: &mut VerdictCache,
+    threads: usize,
+) -> (PathBuf, Judgement) {
     let kernels = resolve(root, &dir.join("hipblaslt/library"));
     let judgement = if Root::new(root).is_dir(&kernels) {
         judge_kernels(root, &kernels, cache, threads)
@@ -350,7 +359,12 @@ fn beside(root: &Path, dir: &Path, cache: &mut Cache, threads: usize) -> (PathBu
 
 /// The hipBLASLt library a running program mapped (`doctor --pid`), judged
 /// by the kernel folder beside it.
-pub fn in_use(root: &Path, lib: &Path, places: &Places, cache: &mut Cache) -> HipblasltLibrary {
+pub(crate) fn in_use(
+    root: &Path,
+    lib: &Path,
+    places: &Places,
+    cache: &mut VerdictCache,
+) -> HipblasltLibrary {
     let dir = lib.parent().unwrap_or(Path::new("/"));
     let (kernels, judgement) = beside(root, dir, cache, places.threads);
     let file = lib.file_name().unwrap_or_default().to_string_lossy();

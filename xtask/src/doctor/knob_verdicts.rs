@@ -9,12 +9,12 @@ use super::knobs::Setting;
 use super::machine::Machine;
 use super::verdict::Status;
 use super::FaultReport;
-use crate::knowledge::{Effect, Knob, Knobs};
+use crate::input::knowledge::{Effect, Knob, Knobs};
 
 /// What a set knob does on this machine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Judgement {
+pub(crate) enum Judgement {
     Fixes,
     Mitigates,
     Unconfirmed,
@@ -25,7 +25,7 @@ pub enum Judgement {
 }
 
 impl Judgement {
-    pub fn label(self) -> &'static str {
+    pub(crate) fn label(self) -> &'static str {
         match self {
             Judgement::Fixes => "fixes",
             Judgement::Mitigates => "mitigates",
@@ -40,19 +40,19 @@ impl Judgement {
 
 /// A set knob and its judgement, with the sources it comes from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct KnobReport {
+pub(crate) struct KnobReport {
     #[serde(flatten)]
-    pub setting: Setting,
-    pub judgement: Judgement,
-    pub fault: Option<String>,
-    pub why: String,
-    pub cost: Option<String>,
-    pub links: Vec<String>,
+    pub(crate) setting: Setting,
+    pub(crate) judgement: Judgement,
+    pub(crate) fault: Option<String>,
+    pub(crate) why: String,
+    pub(crate) cost: Option<String>,
+    pub(crate) links: Vec<String>,
 }
 
 /// Judges every setting of `m` against the knobs file, using the verdicts
 /// on the faults a knob acts on.
-pub fn judge(knobs: &Knobs, m: &Machine, faults: &[FaultReport]) -> Vec<KnobReport> {
+pub(crate) fn judge(knobs: &Knobs, m: &Machine, faults: &[FaultReport]) -> Vec<KnobReport> {
     m.knob_settings
         .iter()
         .map(|s| judge_one(knobs, m, faults, s))

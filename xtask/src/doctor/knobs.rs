@@ -11,40 +11,40 @@ use std::path::Path;
 use serde::Serialize;
 
 use super::fsread::Unread;
-use crate::knowledge::{KnobKind, Knobs};
+use crate::input::knowledge::{KnobKind, Knobs};
 
 /// One knob set on the machine, and where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Setting {
-    pub kind: KnobKind,
-    pub name: String,
-    pub value: String,
+pub(crate) struct Setting {
+    pub(crate) kind: KnobKind,
+    pub(crate) name: String,
+    pub(crate) value: String,
     /// `environment`, `/etc/modprobe.d/<file>`, `kernel command line` or
     /// `/sys/module/amdgpu/parameters`.
-    pub from: String,
+    pub(crate) from: String,
     /// The module's value now (sysfs), for an amdgpu option.
-    pub in_effect: Option<String>,
+    pub(crate) in_effect: Option<String>,
 }
 
 /// Settings kept from one source (a file, the environment, the command
 /// line) besides those the knowledge file names exactly.
-pub const KEPT_PER_SOURCE: usize = 64;
+pub(crate) const KEPT_PER_SOURCE: usize = 64;
 /// Such settings kept from all sources together.
-pub const KEPT: usize = 256;
+pub(crate) const KEPT: usize = 256;
 /// `/etc/modprobe.d` files read at most.
-pub const FILES: usize = 256;
+pub(crate) const FILES: usize = 256;
 /// A `name=value` longer than this is no parameter: counted, not kept.
-pub const WORD: usize = 1024;
+pub(crate) const WORD: usize = 1024;
 
 /// The knobs set on a machine, and what keeping them bounded cost.
 #[derive(Debug, Default)]
-pub struct Found {
-    pub settings: Vec<Setting>,
+pub(crate) struct Found {
+    pub(crate) settings: Vec<Setting>,
     /// What doctor says about how it read them: a file read lossily (not
     /// UTF-8), settings not kept past the bounds.
-    pub notes: Vec<String>,
+    pub(crate) notes: Vec<String>,
     /// Files it could not read, and why.
-    pub unread: Vec<Unread>,
+    pub(crate) unread: Vec<Unread>,
 }
 
 /// The settings of one source as they are read: the last value of a name
@@ -119,7 +119,7 @@ impl<'a> Source<'a> {
 /// The knobs set below `root`, with `env` the environment judged (doctor's
 /// own, or a process's). The work and what is kept are bounded, whatever
 /// the files hold.
-pub fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Found {
+pub(crate) fn read(root: &Path, env: &BTreeMap<String, String>, knobs: &Knobs) -> Found {
     let mut found = Found::default();
     let mut budget = KEPT;
     let mut source = Source::new(knobs, KnobKind::Env, "environment");

@@ -20,7 +20,7 @@ use super::fsread::{self, Root};
 /// Where a library a program can load comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
-pub enum LibraryKind {
+pub(crate) enum LibraryKind {
     /// The distribution's (`/usr/lib/<triplet>`, `/usr/lib64`).
     Distribution,
     /// ROCm's (`/opt/rocm*/lib`, `/opt/rocm*/core*/lib`).
@@ -43,7 +43,7 @@ pub enum LibraryKind {
 }
 
 impl LibraryKind {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             LibraryKind::Distribution => "distribution",
             LibraryKind::Rocm => "rocm",
@@ -58,7 +58,7 @@ impl LibraryKind {
 
     /// A package's files, which only root changes (and its next upgrade
     /// puts back).
-    pub fn is_system(self) -> bool {
+    pub(crate) fn is_system(self) -> bool {
         matches!(self, LibraryKind::Distribution | LibraryKind::Rocm)
     }
 }
@@ -71,20 +71,23 @@ impl std::fmt::Display for LibraryKind {
 
 /// Where to look beyond the fixed places.
 #[derive(Debug, Clone, Default)]
-pub struct Places {
+pub(crate) struct Places {
     /// Python environments or site-packages folders (`--python`,
     /// `$VIRTUAL_ENV`, `$CONDA_PREFIX`), as paths on the machine.
-    pub pythons: Vec<PathBuf>,
+    pub(crate) pythons: Vec<PathBuf>,
     /// The user's home, for user site-packages.
-    pub home: Option<PathBuf>,
+    pub(crate) home: Option<PathBuf>,
     /// Threads for reading kernels.
-    pub threads: usize,
+    pub(crate) threads: usize,
 }
 
 impl Places {
     /// `--python` folders, then `$VIRTUAL_ENV`, `$CONDA_PREFIX` and `$HOME`
     /// of `env`.
-    pub fn from_env(pythons: &[PathBuf], env: &crate::settings::Environment) -> Places {
+    pub(crate) fn from_env(
+        pythons: &[PathBuf],
+        env: &crate::shared::settings::Environment,
+    ) -> Places {
         let mut all = pythons.to_vec();
         for name in ["VIRTUAL_ENV", "CONDA_PREFIX"] {
             if let Some(dir) = env.path(name) {
@@ -94,7 +97,7 @@ impl Places {
         Places {
             pythons: all,
             home: env.get("HOME").map(PathBuf::from),
-            threads: crate::par::cores(),
+            threads: crate::shared::par::cores(),
         }
     }
 
@@ -114,28 +117,28 @@ impl Places {
 /// hipBLASLt's own version: TheRock's releases (7.9 on, 10.x) and the
 /// legacy ones (7.0 - 7.2) are two streams whose numbers do not order them.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct RocmRelease {
+pub(crate) struct RocmRelease {
     /// `7.10.0` (a TheRock wheel's dist-info), `7.13` (`/opt/rocm/core-7.13`),
     /// `7.1.1-53` (`.info/version`).
-    pub version: String,
+    pub(crate) version: String,
     /// Where it was read: the file, or the folder whose name carries it.
-    pub from: String,
+    pub(crate) from: String,
 }
 
 /// One folder a library may be loaded from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LibDir {
+pub(crate) struct LibDir {
     /// The folder as the machine names it (`/opt/rocm/core/lib`).
-    pub dir: PathBuf,
-    pub kind: LibraryKind,
+    pub(crate) dir: PathBuf,
+    pub(crate) kind: LibraryKind,
     /// The site-packages folder of a PyTorch wheel's `torch/lib`.
-    pub site: Option<PathBuf>,
-    pub rocm: Option<RocmRelease>,
+    pub(crate) site: Option<PathBuf>,
+    pub(crate) rocm: Option<RocmRelease>,
 }
 
 /// Subfolders of `dir` (a machine path) whose names start with `prefix`,
 /// sorted; symlinks to folders count.
-pub fn subdirs(root: &Path, dir: &Path, prefix: &str) -> Vec<PathBuf> {
+pub(crate) fn subdirs(root: &Path, dir: &Path, prefix: &str) -> Vec<PathBuf> {
     let fs = Root::new(root);
     let mut out: Vec<PathBuf> = fs
         .list(dir)
@@ -162,7 +165,7 @@ fn is_site_packages(root: &Path, dir: &Path) -> bool {
 
 /// The site-packages folders of a Python environment (or the folder itself
 /// when it is one).
-pub fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
+pub(crate) fn site_packages(root: &Path, env: &Path) -> Vec<PathBuf> {
     if is_site_packages(root, env) {
         return vec![env.to_path_buf()];
     }
@@ -216,7 +219,7 @@ fn python_dirs(root: &Path, site: &Path) -> Vec<LibDir> {
 /// The folders of a Python environment (a venv, conda env or site-packages
 /// folder) that hold the libraries its programs load: PyTorch wheels'
 /// `torch/lib` and TheRock's `_rocm_sdk_libraries*/lib`.
-pub fn python_libs(root: &Path, env: &Path) -> Vec<PathBuf> {
+pub(crate) fn python_libs(root: &Path, env: &Path) -> Vec<PathBuf> {
     site_packages(root, env)
         .iter()
         .flat_map(|site| python_dirs(root, site))
@@ -248,7 +251,7 @@ fn rocm_dirs(root: &Path, prefix: &Path) -> Vec<LibDir> {
 /// Every folder a hipBLASLt, rocBLAS or hipSPARSELt may be loaded from,
 /// each with its kind: ROCm's and ours, the distribution's, then those of
 /// the Python environments.
-pub fn library_dirs(root: &Path, places: &Places) -> Vec<LibDir> {
+pub(crate) fn library_dirs(root: &Path, places: &Places) -> Vec<LibDir> {
     let mut dirs = Vec::new();
     for rocm in subdirs(root, Path::new("/opt"), "rocm") {
         if rocm.file_name().is_some_and(|n| n == "rocm-patchkit") {
@@ -289,7 +292,7 @@ pub fn library_dirs(root: &Path, places: &Places) -> Vec<LibDir> {
 /// The folders comgr (`libamd_comgr.so*`) may be loaded from, beyond the
 /// distribution's: ROCm's (`/opt/rocm/lib` first) and TheRock's wheels'
 /// `_rocm_sdk_core*/lib`.
-pub fn comgr_dirs(root: &Path, places: &Places) -> Vec<PathBuf> {
+pub(crate) fn comgr_dirs(root: &Path, places: &Places) -> Vec<PathBuf> {
     let mut dirs: Vec<PathBuf> = subdirs(root, Path::new("/opt"), "rocm")
         .iter()
         .filter(|p| p.file_name().is_some_and(|n| n != "rocm-patchkit"))
@@ -312,7 +315,7 @@ pub fn comgr_dirs(root: &Path, places: &Places) -> Vec<PathBuf> {
 /// TheRock's wheel dist-info for `_rocm_sdk_*/lib`, else the prefix it
 /// resolves into (`.info/version`, or a `core-7.13` / `rocm-7.1.1` folder
 /// name) below `/opt`.
-pub fn release_of(root: &Path, dir: &Path) -> Option<RocmRelease> {
+pub(crate) fn release_of(root: &Path, dir: &Path) -> Option<RocmRelease> {
     let package = dir.parent()?;
     let name = package.file_name()?.to_string_lossy();
     if name.starts_with("_rocm_sdk_") {

@@ -9,7 +9,7 @@
 //! guess.
 
 use super::hipblaslt::HipblasltLibrary;
-use crate::knowledge::Version;
+use crate::input::knowledge::Version;
 
 /// hipBLASLt's release per ROCm release (major, minor), as
 /// `projects/hipblaslt/CHANGELOG.md` of rocm-libraries heads its sections
@@ -26,7 +26,7 @@ const BY_ROCM: &[((u32, u32), &str)] = &[
 
 impl HipblasltLibrary {
     /// The hipBLASLt version of this library, and where it was read.
-    pub fn hipblaslt_version(&self) -> Option<(Version, String)> {
+    pub(crate) fn hipblaslt_version(&self) -> Option<(Version, String)> {
         if let Some(v) = self.version.as_deref().and_then(own_version) {
             return Some((v, "its file name".to_owned()));
         }
@@ -61,8 +61,8 @@ fn own_version(text: &str) -> Option<Version> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::codeobj::Judgement;
     use crate::doctor::hipblaslt::{LibraryKind, RocmRelease};
+    use crate::gpu::codeobj::Judgement;
 
     fn lib(version: Option<&str>, rocm: Option<&str>) -> HipblasltLibrary {
         HipblasltLibrary {

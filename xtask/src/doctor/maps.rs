@@ -20,17 +20,17 @@ const NEWLINE: &[u8] = b"\\012";
 
 /// A line of maps that names a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Line<'a> {
+pub(crate) struct Line<'a> {
     /// `7f00-7f10`: also the name of its `map_files` entry.
-    pub range: &'a str,
+    pub(crate) range: &'a str,
     /// The mapped file's inode.
-    pub inode: u64,
+    pub(crate) inode: u64,
     /// The path as written, escapes and mark included.
-    pub written: &'a [u8],
+    pub(crate) written: &'a [u8],
 }
 
 /// The lines of a maps text that name a file (a path from `/`).
-pub fn lines(maps: &[u8]) -> impl Iterator<Item = Line<'_>> {
+pub(crate) fn lines(maps: &[u8]) -> impl Iterator<Item = Line<'_>> {
     maps.split(|b| *b == b'\n').filter_map(|line| {
         // address perms offset dev inode, then spaces, then the path
         let mut fields = line.splitn(6, |b| *b == b' ');
@@ -47,7 +47,7 @@ pub fn lines(maps: &[u8]) -> impl Iterator<Item = Line<'_>> {
 }
 
 /// `\012` read back as the newline it stands for.
-pub fn unescape(written: &[u8]) -> Vec<u8> {
+pub(crate) fn unescape(written: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(written.len());
     let mut rest = written;
     while !rest.is_empty() {
@@ -65,7 +65,7 @@ pub fn unescape(written: &[u8]) -> Vec<u8> {
 /// What a path of maps may name, the kernel's meaning first: each path
 /// with whether it was read as carrying the deleted mark. `raw` says the
 /// path holds no escapes (a `map_files` link's target).
-pub fn readings(written: &[u8], raw: bool) -> Vec<(PathBuf, bool)> {
+pub(crate) fn readings(written: &[u8], raw: bool) -> Vec<(PathBuf, bool)> {
     let mut texts = vec![if raw {
         written.to_vec()
     } else {
@@ -90,17 +90,17 @@ fn path_of(bytes: &[u8]) -> PathBuf {
 
 /// A file a process mapped, as it sees it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Mapped {
+pub(crate) struct Mapped {
     /// Its path in the process's view (escapes undone, mark removed).
-    pub path: PathBuf,
+    pub(crate) path: PathBuf,
     /// Unlinked since it was mapped: what is at `path` now, if anything, is
     /// not what the process uses.
-    pub deleted: bool,
+    pub(crate) deleted: bool,
 }
 
 /// What the mapped file of `line` is without looking at any file: the
 /// kernel's meaning of the text.
-pub fn as_written(line: &Line) -> Mapped {
+pub(crate) fn as_written(line: &Line) -> Mapped {
     let (path, deleted) = readings(line.written, false).swap_remove(0);
     Mapped { path, deleted }
 }
@@ -109,7 +109,7 @@ pub fn as_written(line: &Line) -> Mapped {
 /// process's root) once `prefix` (that root as the machine names it, `/`
 /// for most) is taken off. `link` is the target of its `map_files` entry
 /// and `nlink` the link count of the file it leads to, where readable.
-pub fn resolve(
+pub(crate) fn resolve(
     fs: &Root,
     prefix: &Path,
     line: &Line,
@@ -155,7 +155,7 @@ impl std::fmt::Display for Mapped {
 }
 
 /// The file name of a path, as bytes.
-pub fn file_name(path: &Path) -> &[u8] {
+pub(crate) fn file_name(path: &Path) -> &[u8] {
     path.file_name().map_or(&[][..], OsStrExt::as_bytes)
 }
 

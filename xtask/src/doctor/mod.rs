@@ -2,35 +2,35 @@
 //! knowledge file on it ([`verdict`]) and says, for each, affected or not,
 //! why, and the next command. Reads only; changes nothing on the system.
 
-pub mod access;
+pub(crate) mod access;
 mod advice;
-pub mod bug_report;
-pub mod comgr;
+pub(crate) mod bug_report;
+pub(crate) mod comgr;
 mod dkms;
 mod expert_sched;
-pub mod firmware;
-pub mod fsread;
-pub mod hipblaslt;
-pub mod knob_verdicts;
-pub mod knobs;
-pub mod layouts;
+pub(crate) mod firmware;
+pub(crate) mod fsread;
+pub(crate) mod hipblaslt;
+pub(crate) mod knob_verdicts;
+pub(crate) mod knobs;
+pub(crate) mod layouts;
 mod library_version;
-pub mod log;
-pub mod machine;
-pub mod maps;
+pub(crate) mod log;
+pub(crate) mod machine;
+pub(crate) mod maps;
 pub mod module;
 mod module_scan;
-pub mod os_release;
-pub mod page;
+pub(crate) mod os_release;
+pub(crate) mod page;
 mod per_library;
-pub mod pid;
-pub mod probe;
-pub mod secure_boot;
-pub mod steps;
-pub mod tensile;
+pub(crate) mod pid;
+pub(crate) mod probe;
+pub(crate) mod secure_boot;
+pub(crate) mod steps;
+pub(crate) mod tensile;
 mod text;
 mod text_machine;
-pub mod verdict;
+pub(crate) mod verdict;
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -38,46 +38,46 @@ use std::path::Path;
 use anyhow::Result;
 use serde::Serialize;
 
-use crate::invocation::Invocation;
-use crate::knowledge::{Knowledge, Severity};
-use crate::settings::Environment;
-pub use machine::Machine;
-pub use page::Layout;
-pub use probe::Probe;
-pub use steps::Step;
-pub use verdict::{assess, Status, Verdict};
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::{Knowledge, Severity};
+use crate::shared::settings::Environment;
+pub(crate) use machine::Machine;
+pub(crate) use page::Layout;
+pub(crate) use probe::Probe;
+pub(crate) use steps::NextStep;
+pub(crate) use verdict::{assess, Status, Verdict};
 
 /// The machine and a verdict per known fault.
 #[derive(Debug, Clone, Serialize)]
-pub struct Report {
-    pub machine: Machine,
-    pub faults: Vec<FaultReport>,
+pub(crate) struct Report {
+    pub(crate) machine: Machine,
+    pub(crate) faults: Vec<FaultReport>,
     /// Every knob set on the machine, judged.
-    pub knobs: Vec<knob_verdicts::KnobReport>,
+    pub(crate) knobs: Vec<knob_verdicts::KnobReport>,
     /// The logs read and the GPU faults in them, judged ([`log::judge`]).
-    pub logs: log::LogReport,
+    pub(crate) logs: log::LogReport,
     /// The knowledge files the verdicts come from.
-    pub knowledge: crate::knowledge::Revision,
+    pub(crate) knowledge: crate::input::knowledge::Revision,
 }
 
 /// The version of the `--json` layout (docs/doctor-json.md): a change
 /// that removes or renames a key, or changes a value's meaning, raises it.
-pub const JSON_SCHEMA: u32 = 1;
+pub(crate) const JSON_SCHEMA: u32 = 1;
 
 /// This binary: its version and the commit it was built from (`build.rs`).
 #[derive(Debug, Clone, Serialize)]
-pub struct Tool {
-    pub name: &'static str,
-    pub version: &'static str,
-    pub commit: &'static str,
+pub(crate) struct Tool {
+    pub(crate) name: &'static str,
+    pub(crate) version: &'static str,
+    pub(crate) commit: &'static str,
     /// What the user ran: `rocm-patchkit`, `cargo xtask` or a path.
-    pub command: String,
+    pub(crate) command: String,
 }
 
 impl Tool {
-    pub fn of(inv: &Invocation) -> Tool {
+    pub(crate) fn of(inv: &Invocation) -> Tool {
         Tool {
-            name: crate::invocation::INSTALLED,
+            name: crate::input::invocation::INSTALLED,
             version: env!("CARGO_PKG_VERSION"),
             commit: option_env!("PATCHKIT_COMMIT").unwrap_or("unknown"),
             command: inv.program.clone(),
@@ -86,20 +86,20 @@ impl Tool {
 }
 
 #[derive(Debug, Clone, Serialize)]
-pub struct FaultReport {
-    pub id: String,
-    pub title: String,
-    pub severity: Severity,
-    pub summary: String,
-    pub links: Vec<String>,
+pub(crate) struct FaultReport {
+    pub(crate) id: String,
+    pub(crate) title: String,
+    pub(crate) severity: Severity,
+    pub(crate) summary: String,
+    pub(crate) links: Vec<String>,
     #[serde(flatten)]
-    pub verdict: Verdict,
+    pub(crate) verdict: Verdict,
 }
 
 /// Reads the machine below `root` (and doctor's own environment `env`).
 /// `ours` are the DKMS package names of rocm-patchkit (recipes and the
 /// knowledge file).
-pub fn probe(
+pub(crate) fn probe(
     root: &Path,
     knowledge: &Knowledge,
     ours: &BTreeSet<String>,
@@ -121,7 +121,7 @@ pub fn probe(
 
 /// The environment variables whose values the fault verdicts read: every
 /// fault's workaround variables and LD_LIBRARY_PATH.
-pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
+pub(crate) fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
     let mut names: BTreeSet<String> = knowledge
         .faults
         .iter()
@@ -134,7 +134,7 @@ pub fn env_names(knowledge: &Knowledge) -> BTreeSet<String> {
 /// doctor's own environment, every name and value read as bytes and shown
 /// as text (a byte that is not UTF-8 replaced): a variable that is not
 /// UTF-8 (an `OLDPWD` naming a Latin-1 folder) is kept, never a panic.
-pub fn environment(env: &Environment) -> std::collections::BTreeMap<String, String> {
+pub(crate) fn environment(env: &Environment) -> std::collections::BTreeMap<String, String> {
     env.iter()
         .map(|(k, v)| {
             (
@@ -148,7 +148,7 @@ pub fn environment(env: &Environment) -> std::collections::BTreeMap<String, Stri
 /// Judges every fault on `machine` and the faults in the logs of `scan`.
 /// `recipes` are the recipes of this checkout: a next step naming one that
 /// is missing says so.
-pub fn diagnose(
+pub(crate) fn diagnose(
     knowledge: &Knowledge,
     machine: Machine,
     recipes: &BTreeSet<String>,
@@ -163,7 +163,7 @@ pub fn diagnose(
                 true => log::verdict_without_log(fault, &machine, log_read),
                 false => assess(fault, &machine),
             };
-            let named: BTreeSet<&str> = verdict.next.iter().filter_map(Step::recipe).collect();
+            let named: BTreeSet<&str> = verdict.next.iter().filter_map(NextStep::recipe).collect();
             let missing: Vec<String> = fault
                 .fixes
                 .iter()
@@ -173,7 +173,7 @@ pub fn diagnose(
                 .cloned()
                 .collect();
             if !missing.is_empty() {
-                verdict.next.push(Step::NotInCheckout(missing));
+                verdict.next.push(NextStep::NotInCheckout(missing));
             }
             FaultReport {
                 id: fault.id.clone(),
@@ -198,7 +198,7 @@ pub fn diagnose(
 
 impl Report {
     /// Faults of severity `fault` that are affected and unmitigated.
-    pub fn affected(&self) -> Vec<&FaultReport> {
+    pub(crate) fn affected(&self) -> Vec<&FaultReport> {
         self.faults
             .iter()
             .filter(|f| f.severity == Severity::Fault && f.verdict.status == Status::Affected)
@@ -209,7 +209,7 @@ impl Report {
     /// file order; `schema`, the `tool`; each fault's `status` (`info` for
     /// an informational finding that applies) and its `next` steps as data,
     /// rendered for `inv` and the machine's distribution.
-    pub fn to_json(&self, inv: &Invocation) -> Result<String> {
+    pub(crate) fn to_json(&self, inv: &Invocation) -> Result<String> {
         let mut value = serde_json::to_value(self)?;
         value["schema"] = JSON_SCHEMA.into();
         value["tool"] = serde_json::to_value(Tool::of(inv))?;

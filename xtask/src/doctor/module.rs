@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::fsread::{self, Kind, Root, Unread};
-pub use super::module_scan::Scan;
+pub(crate) use super::module_scan::Scan;
 use super::module_scan::Scanner;
 
 /// What the gfx12 CWSR trap handler of a module says.
@@ -35,13 +35,13 @@ pub enum TrapHandler {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ModuleFile {
     /// Its path from `/` (`/lib/modules/<kver>/updates/dkms/amdgpu.ko.xz`).
-    pub path: String,
+    pub(crate) path: String,
     /// sha256 of the file as it is on disk (compressed or not).
     pub sha256: Option<String>,
     pub trap_handler: TrapHandler,
     pub why: String,
     /// The module's own `srcversion`, to compare with the loaded one.
-    pub srcversion: Option<String>,
+    pub(crate) srcversion: Option<String>,
 }
 
 /// The fixed gfx12 handler's first words: `s_getreg_b32` of hwreg 26
@@ -54,7 +54,7 @@ pub const UNFIXED: [u32; 3] = [0xbfa002a2, 0xb0804009, 0xb8f8f804];
 /// stripped and 655 MB built with debug info (6.18.3, Debian's config);
 /// the bound keeps a bomb's time to a few seconds (memory is bounded by
 /// the streaming whatever the size).
-pub const MAX_SIZE: u64 = 1 << 30;
+pub(crate) const MAX_SIZE: u64 = 1 << 30;
 /// Folders below `updates/`, `extra/` and `kernel/` searched at most.
 const SEARCH_DEPTH: usize = 16;
 
@@ -64,7 +64,7 @@ const SEARCH_DEPTH: usize = 16;
 /// below it, as modprobe in a chroot would. What stands in the way (a
 /// `modules.dep` entry that is no file, a FIFO named like the module, a
 /// symlink loop) goes to `unread`.
-pub fn find(root: &Path, kernel: &str, unread: &mut Vec<Unread>) -> Option<PathBuf> {
+pub(crate) fn find(root: &Path, kernel: &str, unread: &mut Vec<Unread>) -> Option<PathBuf> {
     let fs = Root::new(root);
     let dir = Path::new("lib/modules").join(kernel);
     let dep = dir.join("modules.dep");
@@ -150,7 +150,7 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
         1 << 16,
         Hashing {
             inner: file.take(fsread::MODULE),
-            hasher: crate::hash::Hasher::new(),
+            hasher: crate::shared::hash::Hasher::new(),
         },
     );
     let scanned = scan_from(&mut input, &path, MAX_SIZE);
@@ -179,7 +179,7 @@ pub fn read(root: &Path, rel: &Path) -> ModuleFile {
 /// A reader that hashes what passes through it.
 struct Hashing<R> {
     inner: R,
-    hasher: crate::hash::Hasher,
+    hasher: crate::shared::hash::Hasher,
 }
 
 impl<R: Read> Read for Hashing<R> {
@@ -211,7 +211,7 @@ fn codec_named(path: &str) -> &'static str {
 
 /// The decompressed stream of a module file, its codec told by its magic;
 /// the name's extension must agree with it.
-pub fn decoder<'a>(
+pub(crate) fn decoder<'a>(
     input: &'a mut impl std::io::BufRead,
     path: &str,
 ) -> Result<Box<dyn Read + 'a>, String> {
@@ -260,8 +260,9 @@ pub fn decoder<'a>(
     })
 }
 
+#[cfg(test)]
 /// The module of `raw` (its file named `path`) decompressed and scanned.
-pub fn scan(raw: &[u8], path: &str) -> Result<Scan, String> {
+pub(crate) fn scan(raw: &[u8], path: &str) -> Result<Scan, String> {
     scan_from(&mut &raw[..], path, MAX_SIZE)
 }
 
@@ -284,14 +285,15 @@ fn scan_from(input: &mut impl std::io::BufRead, path: &str, cap: u64) -> Result<
     if scan.len > cap {
         return Err(format!(
             "{path} decompresses to more than {}, more than any kernel module: not read",
-            crate::report::human_size(cap)
+            crate::shared::report::human_size(cap)
         ));
     }
     Ok(scan)
 }
 
+#[cfg(test)]
 /// The verdict on an ELF module's gfx12 CWSR trap handler.
-pub fn judge(elf: &[u8]) -> (TrapHandler, String) {
+pub(crate) fn judge(elf: &[u8]) -> (TrapHandler, String) {
     match scan(elf, "amdgpu.ko") {
         Ok(scan) => judge_scan(&scan),
         Err(why) => (TrapHandler::CannotTell, why),
@@ -321,8 +323,8 @@ fn judge_scan(scan: &Scan) -> (TrapHandler, String) {
         (false, false) => {
             let before_gfx12 = release
                 .as_deref()
-                .and_then(crate::kernel::KernelVersion::from_release)
-                .is_some_and(|kv| kv < crate::kernel::KernelVersion(6, 11, 0));
+                .and_then(crate::input::kernel::KernelVersion::from_release)
+                .is_some_and(|kv| kv < crate::input::kernel::KernelVersion(6, 11, 0));
             match (before_gfx12, &release) {
                 (true, Some(r)) => (
                     TrapHandler::NoGfx12,

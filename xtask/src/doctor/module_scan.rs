@@ -14,20 +14,20 @@ const VALUE: usize = 1024;
 
 /// What a scan found.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Bytes in all.
-    pub len: u64,
+    pub(crate) len: u64,
     /// The first 64 bytes (the ELF header), or fewer when there are fewer.
-    pub header: Vec<u8>,
+    pub(crate) header: Vec<u8>,
     /// For each pattern asked, whether it occurs.
-    pub found: Vec<bool>,
+    pub(crate) found: Vec<bool>,
     /// For each `.modinfo` key asked, its first value.
-    pub modinfo: Vec<Option<String>>,
+    pub(crate) modinfo: Vec<Option<String>>,
 }
 
 impl Scan {
     /// A 64-bit little-endian ELF whose section headers lie inside it.
-    pub fn check_elf(&self) -> Result<(), String> {
+    pub(crate) fn check_elf(&self) -> Result<(), String> {
         let h = &self.header;
         if h.len() < 64 || !h.starts_with(b"\x7fELF") {
             return Err("no ELF header".to_owned());
@@ -51,7 +51,7 @@ impl Scan {
 
 /// Looks for u32 arrays (as little-endian bytes, each at most [`OVERLAP`]
 /// long) and `.modinfo` keys in bytes fed to it chunk by chunk.
-pub struct Scanner {
+pub(crate) struct Scanner {
     patterns: Vec<Vec<u8>>,
     keys: Vec<Vec<u8>>,
     window: Vec<u8>,
@@ -61,7 +61,7 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    pub fn new(patterns: &[&[u32]], keys: &[&str]) -> Scanner {
+    pub(crate) fn new(patterns: &[&[u32]], keys: &[&str]) -> Scanner {
         let patterns: Vec<Vec<u8>> = patterns
             .iter()
             .map(|p| p.iter().flat_map(|w| w.to_le_bytes()).collect())
@@ -83,7 +83,7 @@ impl Scanner {
         }
     }
 
-    pub fn feed(&mut self, chunk: &[u8]) {
+    pub(crate) fn feed(&mut self, chunk: &[u8]) {
         let need = 64usize.saturating_sub(self.scan.header.len());
         self.scan
             .header
@@ -99,7 +99,7 @@ impl Scanner {
     }
 
     /// What was found in all that was fed.
-    pub fn finish(mut self) -> Scan {
+    pub(crate) fn finish(mut self) -> Scan {
         self.search(self.window.len());
         self.scan
     }

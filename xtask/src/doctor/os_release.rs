@@ -12,19 +12,19 @@ use super::fsread::{self, Root, Unread};
 /// The lines of os-release doctor uses (`ID`, `ID_LIKE`, `NAME`,
 /// `VERSION_ID`, `VERSION_CODENAME`), unquoted.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct OsRelease {
-    pub id: String,
-    pub id_like: Vec<String>,
-    pub name: Option<String>,
-    pub version_id: Option<String>,
-    pub version_codename: Option<String>,
+pub(crate) struct OsRelease {
+    pub(crate) id: String,
+    pub(crate) id_like: Vec<String>,
+    pub(crate) name: Option<String>,
+    pub(crate) version_id: Option<String>,
+    pub(crate) version_codename: Option<String>,
     /// The file it was read from (a machine path).
-    pub from: String,
+    pub(crate) from: String,
 }
 
 /// The package-manager families doctor knows a kernel upgrade for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
+pub(crate) enum Family {
     Debian,
     Ubuntu,
     Fedora,
@@ -36,7 +36,7 @@ impl OsRelease {
     /// The family by `ID`, then by each `ID_LIKE` word. Arch's kernel
     /// package names hold only for Arch itself and EndeavourOS (Manjaro's
     /// are `linux612` and the like): an `ID_LIKE=arch` is not enough.
-    pub fn family(&self) -> Option<Family> {
+    pub(crate) fn family(&self) -> Option<Family> {
         let arch = matches!(self.id.as_str(), "arch" | "endeavouros");
         if arch {
             return Some(Family::Arch);
@@ -56,7 +56,7 @@ impl OsRelease {
     /// Whether the distribution's kernel package moves on to new series
     /// (Fedora, Arch, openSUSE Tumbleweed): its upgrade then brings a
     /// series with a fix.
-    pub fn moves_series(&self) -> bool {
+    pub(crate) fn moves_series(&self) -> bool {
         match self.family() {
             Some(Family::Arch) => true,
             Some(Family::Fedora) => self.id == "fedora",
@@ -66,7 +66,7 @@ impl OsRelease {
     }
 
     /// `Ubuntu 24.04`, `Arch Linux`: the name and version as the file says.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let name = self.name.clone().unwrap_or_else(|| self.id.clone());
         match &self.version_id {
             Some(v) => format!("{name} {v}"),
@@ -76,7 +76,7 @@ impl OsRelease {
 }
 
 /// Reads os-release below `root`; what could not be read goes to `unread`.
-pub fn read(root: &Path, unread: &mut Vec<Unread>) -> Option<OsRelease> {
+pub(crate) fn read(root: &Path, unread: &mut Vec<Unread>) -> Option<OsRelease> {
     let fs = Root::new(root);
     let mut first = None;
     for rel in ["/etc/os-release", "/usr/lib/os-release"] {
@@ -92,7 +92,7 @@ pub fn read(root: &Path, unread: &mut Vec<Unread>) -> Option<OsRelease> {
 }
 
 /// The os-release text as a value; `None` without an `ID` line.
-pub fn parse(text: &str, from: &str) -> Option<OsRelease> {
+pub(crate) fn parse(text: &str, from: &str) -> Option<OsRelease> {
     let mut os = OsRelease {
         from: from.to_owned(),
         ..OsRelease::default()
@@ -135,13 +135,13 @@ fn unquote(value: &str) -> String {
 /// One command line a next step prints: the program and its arguments,
 /// run as printed (`sudo` first when it needs root).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Command {
-    pub command: String,
-    pub args: Vec<String>,
+pub(crate) struct Command {
+    pub(crate) command: String,
+    pub(crate) args: Vec<String>,
 }
 
 impl Command {
-    pub fn new(command: &str, args: &[&str]) -> Command {
+    pub(crate) fn new(command: &str, args: &[&str]) -> Command {
         Command {
             command: command.to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -150,7 +150,7 @@ impl Command {
 
     /// The line as a shell reads it back: every word that holds anything
     /// but `[A-Za-z0-9_./:=+@%,-]` (and a glob's `*` in a `./` path) quoted.
-    pub fn line(&self) -> String {
+    pub(crate) fn line(&self) -> String {
         std::iter::once(&self.command)
             .chain(&self.args)
             .map(|w| quote(w))
@@ -172,7 +172,7 @@ fn quote(word: &str) -> String {
 /// The commands that upgrade the kernel within its distribution; `lts`
 /// for a release of Arch's `linux-lts`. `None`: doctor knows no command
 /// for this distribution (the step then says it in words).
-pub fn kernel_upgrade(family: Family, lts: bool) -> Vec<Command> {
+pub(crate) fn kernel_upgrade(family: Family, lts: bool) -> Vec<Command> {
     match family {
         Family::Debian | Family::Ubuntu => vec![
             Command::new("sudo", &["apt", "update"]),
@@ -194,7 +194,7 @@ pub fn kernel_upgrade(family: Family, lts: bool) -> Vec<Command> {
 /// `./dist/<recipe>/...` path) with the distribution's tool, which
 /// resolves their dependencies (`dkms`): `apt install ./x.deb` does,
 /// `dpkg -i` does not.
-pub fn install_package(family: Family, dir: &str) -> Command {
+pub(crate) fn install_package(family: Family, dir: &str) -> Command {
     match family {
         Family::Debian | Family::Ubuntu => {
             Command::new("sudo", &["apt", "install", &format!("./{dir}/*.deb")])

@@ -5,27 +5,27 @@
 //! through `report::safe`, so text from outside never carries an escape.
 //! Lays out only; decides nothing.
 
-use crate::report::Styled;
+use crate::shared::report::Styled;
 
 /// How the text report is laid out: the command decides (`COLUMNS`, the
 /// terminal, `NO_COLOR`, `--color`) and passes it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Layout {
+pub(crate) struct Layout {
     /// Columns a line may take; a single word longer than that (a path)
     /// stands alone on its line.
-    pub width: usize,
+    pub(crate) width: usize,
     /// Whether to colour the statuses, headings and commands.
-    pub colour: bool,
+    pub(crate) colour: bool,
 }
 
 impl Layout {
     /// The width when nothing tells it (a pipe, a file, no `COLUMNS`).
-    pub const DEFAULT_WIDTH: usize = 80;
+    pub(crate) const DEFAULT_WIDTH: usize = 80;
     /// The narrowest width laid out: a key and a few words still fit.
-    pub const MIN_WIDTH: usize = 40;
+    pub(crate) const MIN_WIDTH: usize = 40;
 
     /// No colour, `width` columns (at least [`Layout::MIN_WIDTH`]).
-    pub fn plain(width: usize) -> Layout {
+    pub(crate) fn plain(width: usize) -> Layout {
         Layout {
             width: width.max(Layout::MIN_WIDTH),
             colour: false,
@@ -35,7 +35,7 @@ impl Layout {
 
 /// What a piece of the report is, for its colour.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Paint {
+pub(crate) enum Paint {
     Plain,
     /// A section's heading, the key of the step to do first.
     Strong,
@@ -83,7 +83,7 @@ struct Row {
 
 /// The rows of a report, laid out by [`Page::render`].
 #[derive(Debug, Default)]
-pub struct Page {
+pub(crate) struct Page {
     rows: Vec<Row>,
 }
 
@@ -99,12 +99,12 @@ impl Page {
     }
 
     /// An empty line.
-    pub fn blank(&mut self) {
+    pub(crate) fn blank(&mut self) {
         self.push(String::new(), Paint::Plain, "", Paint::Plain, Kind::Line);
     }
 
     /// A section's heading, at the left margin.
-    pub fn heading(&mut self, text: &str) {
+    pub(crate) fn heading(&mut self, text: &str) {
         self.push(
             String::new(),
             Paint::Plain,
@@ -116,12 +116,12 @@ impl Page {
 
     /// `lead` then `text` wrapped under itself; each line of `text` (a
     /// value may hold a `\n`) starts a row of its own under the first.
-    pub fn row(&mut self, lead: String, text: &str) {
+    pub(crate) fn row(&mut self, lead: String, text: &str) {
         self.keyed(lead, Paint::Plain, text, Paint::Plain);
     }
 
     /// [`Page::row`] with the lead's key and the text painted.
-    pub fn keyed(&mut self, lead: String, lead_paint: Paint, text: &str, paint: Paint) {
+    pub(crate) fn keyed(&mut self, lead: String, lead_paint: Paint, text: &str, paint: Paint) {
         let hang = " ".repeat(lead.chars().count());
         for (i, part) in text.split('\n').enumerate() {
             let lead = if i == 0 { lead.clone() } else { hang.clone() };
@@ -130,18 +130,18 @@ impl Page {
     }
 
     /// A command to run, after `lead`.
-    pub fn command(&mut self, lead: String, text: &str) {
+    pub(crate) fn command(&mut self, lead: String, text: &str) {
         self.push(lead, Paint::Plain, text, Paint::Info, Kind::Command);
     }
 
     /// One line never wrapped.
-    pub fn line(&mut self, lead: String, lead_paint: Paint, text: &str, paint: Paint) {
+    pub(crate) fn line(&mut self, lead: String, lead_paint: Paint, text: &str, paint: Paint) {
         self.push(lead, lead_paint, text, paint, Kind::Line);
     }
 
     /// Lines rendered elsewhere (`  key   text`): each keeps its indent
     /// and key, and wraps under the text after them.
-    pub fn block(&mut self, text: &str) {
+    pub(crate) fn block(&mut self, text: &str) {
         for line in text.lines() {
             let (lead, rest) = split_lead(line);
             match lead.is_empty() && !rest.is_empty() {
@@ -153,7 +153,7 @@ impl Page {
     }
 
     /// The rows laid out for `layout`.
-    pub fn render(&self, layout: Layout) -> Styled {
+    pub(crate) fn render(&self, layout: Layout) -> Styled {
         let mut out = Styled::default();
         for row in &self.rows {
             let lines = match row.kind {
@@ -207,7 +207,7 @@ fn split_lead(line: &str) -> (&str, &str) {
 /// longer than the room stands alone. A command's lines end in ` \`
 /// and its continuation is indented two more columns.
 fn wrap(lead: &str, text: &str, width: usize, command: bool) -> Vec<String> {
-    let text = crate::report::safe(text);
+    let text = crate::shared::report::safe(text);
     let hang = lead.chars().count() + if command { 2 } else { 0 };
     let cut = if command { 2 } else { 0 };
     let mut lines: Vec<String> = Vec::new();

@@ -7,11 +7,11 @@
 
 use super::hipblaslt::{HipblasltLibrary, LibraryKind};
 use super::machine::Machine;
-use crate::knowledge::{Fault, Version};
+use crate::input::knowledge::{Fault, Version};
 
 /// How the libraries found settle a library-side fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Settled {
+pub(crate) enum Settled {
     /// At least one library is in the affected range.
     Affected,
     /// None is affected, at least one could not be read.
@@ -33,7 +33,7 @@ enum Standing {
 /// Decides `fault` (with a `hipblaslt` range) for the hipBLASLt of `m`,
 /// saying in `why` what each one is; `None` when no hipBLASLt was found
 /// (the caller then judges by the version of /opt/rocm).
-pub fn judge(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
+pub(crate) fn judge(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Settled> {
     let range = fault.hipblaslt.as_ref()?;
     let libs: Vec<&HipblasltLibrary> = m.hipblaslt_libraries.iter().collect();
     if libs.is_empty() {

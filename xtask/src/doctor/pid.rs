@@ -17,7 +17,7 @@ use super::fsread::{self, Kind, Root};
 use super::maps::{self, Mapped};
 
 /// The library families doctor looks for in a process's maps.
-pub const LIBRARIES: [&str; 5] = [
+pub(crate) const LIBRARIES: [&str; 5] = [
     "libhipblaslt",
     "libamdhip64",
     "libamd_comgr",
@@ -27,32 +27,32 @@ pub const LIBRARIES: [&str; 5] = [
 
 /// A running program as doctor saw it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Process {
-    pub pid: u32,
+pub(crate) struct Process {
+    pub(crate) pid: u32,
     /// The program (`/proc/PID/exe`), when readable.
-    pub exe: Option<String>,
+    pub(crate) exe: Option<String>,
     /// Library family (`libhipblaslt`) -> the files of it the process
     /// mapped, as it names them.
-    pub libraries: BTreeMap<String, Vec<Mapped>>,
+    pub(crate) libraries: BTreeMap<String, Vec<Mapped>>,
     /// The mapped files unlinked since the process mapped them (deleted, or
     /// replaced by another file of the same name): not what is on disk.
-    pub deleted: Vec<String>,
+    pub(crate) deleted: Vec<String>,
     /// Where its files were read: `/` (as the machine sees them) or
     /// `/proc/PID/root` (its own root: another mount namespace, a chroot).
-    pub root: String,
+    pub(crate) root: String,
     /// The host folder its files are read below; `None` when its root could
     /// not be read (the reason is in `unread`).
     #[serde(skip)]
-    pub files: Option<PathBuf>,
+    pub(crate) files: Option<PathBuf>,
     /// GPU device nodes it holds open (`/dev/kfd`, `/dev/dri/renderD128`).
-    pub gpu_nodes: Vec<String>,
+    pub(crate) gpu_nodes: Vec<String>,
     /// What could not be read, and why (`/proc/PID/environ: permission denied ...`).
-    pub unread: Vec<String>,
+    pub(crate) unread: Vec<String>,
 }
 
 /// The process is not there (exited, or a wrong id).
 #[derive(Debug)]
-pub struct Gone(pub u32);
+pub(crate) struct Gone(pub u32);
 
 impl std::fmt::Display for Gone {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -105,7 +105,7 @@ fn why(err: &std::io::Error, pid: u32) -> String {
 
 /// Reads process `pid` below `root`: the process and its environment
 /// (empty when unreadable; the reason is in `unread`).
-pub fn read(root: &Path, pid: u32) -> Result<(Process, BTreeMap<String, String>), Gone> {
+pub(crate) fn read(root: &Path, pid: u32) -> Result<(Process, BTreeMap<String, String>), Gone> {
     let base = format!("proc/{pid}");
     if !root.join(&base).is_dir() {
         return Err(Gone(pid));

@@ -15,22 +15,22 @@ use super::hipblaslt::{self, HipblasltLibrary, Places};
 use super::machine::{AmdgpuModule, Gpu, Machine};
 use super::maps::Mapped;
 use super::pid::Process;
-use crate::codeobj::Cache;
+use crate::gpu::codeobj::VerdictCache;
 
 /// Where the machine is read from, and which DKMS packages are ours.
-pub struct Probe<'a> {
-    pub root: &'a Path,
-    pub ours: &'a BTreeSet<String>,
+pub(crate) struct Probe<'a> {
+    pub(crate) root: &'a Path,
+    pub(crate) ours: &'a BTreeSet<String>,
     /// Environment variables whose values matter (workarounds).
-    pub env_names: &'a BTreeSet<String>,
+    pub(crate) env_names: &'a BTreeSet<String>,
     /// doctor's own environment, read once by `main`.
-    pub env: &'a crate::settings::Environment,
+    pub(crate) env: &'a crate::shared::settings::Environment,
 }
 
 const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
 
 impl Probe<'_> {
-    pub fn read(&self) -> Machine {
+    pub(crate) fn read(&self) -> Machine {
         let mut m = Machine {
             root: self.root.to_path_buf(),
             ..Machine::default()
@@ -326,7 +326,7 @@ impl Probe<'_> {
 
 /// `gfx1201` from KFD's 120001: major*10000 + minor*100 + stepping, minor
 /// and stepping in hex as the gfx names write them (`gfx90a`).
-pub fn gfx_name(version: u32) -> String {
+pub(crate) fn gfx_name(version: u32) -> String {
     let (major, minor, stepping) = (version / 10000, (version / 100) % 100, version % 100);
     format!("gfx{major}{minor:x}{stepping:x}")
 }
@@ -369,13 +369,13 @@ fn kfd_ioctl_version() -> Result<(u32, u32), String> {
 /// workaround variables of the faults. Its files are read as it sees them
 /// (below [`Process::files`]); a library deleted since it was mapped is
 /// not judged by the file now at its path.
-pub fn apply_process(
+pub(crate) fn apply_process(
     process: &Process,
     env: &BTreeMap<String, String>,
     names: &std::collections::BTreeSet<String>,
     m: &mut Machine,
     places: &Places,
-    cache: &mut Cache,
+    cache: &mut VerdictCache,
 ) {
     let hipblaslt = process.libraries.get("libhipblaslt");
     m.hipblaslt_libraries = hipblaslt
@@ -443,7 +443,7 @@ fn not_judged(lib: &Mapped, why: String) -> HipblasltLibrary {
         ours: None,
         rewritten: None,
         record_refused: None,
-        judgement: crate::codeobj::Judgement::CannotTell { why },
+        judgement: crate::gpu::codeobj::Judgement::CannotTell { why },
     }
 }
 

@@ -16,22 +16,22 @@ const MOK_LIST: &str = "MokListRT-605dab50-e046-4300-abb6-3dd810dd8b23";
 /// Where shim mirrors its MOK list without the efivar attribute header.
 const MOK_MIRROR: &str = "sys/firmware/efi/mok-variables/MokListRT";
 /// The key DKMS 3 signs modules with.
-pub const DKMS_KEY: &str = "var/lib/dkms/mok.pub";
+pub(crate) const DKMS_KEY: &str = "var/lib/dkms/mok.pub";
 
 /// What doctor read about Secure Boot.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct SecureBoot {
+pub(crate) struct SecureBoot {
     /// `None`: not booted through UEFI, or the variable is unreadable.
-    pub enabled: Option<bool>,
+    pub(crate) enabled: Option<bool>,
     /// `/var/lib/dkms/mok.pub` when it exists.
-    pub dkms_key: Option<String>,
+    pub(crate) dkms_key: Option<String>,
     /// Whether that key is in the MOK list; `None` when either is unread.
-    pub key_enrolled: Option<bool>,
+    pub(crate) key_enrolled: Option<bool>,
 }
 
 /// Reads Secure Boot's state and the DKMS key below `root`; a file that is
 /// there but cannot be read (not a file, too large) goes to `unread`.
-pub fn read(root: &Path, unread: &mut Vec<Unread>) -> SecureBoot {
+pub(crate) fn read(root: &Path, unread: &mut Vec<Unread>) -> SecureBoot {
     let fs = Root::new(root);
     let mut read = |path: &Path, limit: u64| match fs.read(path, limit) {
         Ok(bytes) => Some(bytes),
@@ -62,7 +62,7 @@ pub fn read(root: &Path, unread: &mut Vec<Unread>) -> SecureBoot {
 
 impl SecureBoot {
     /// One line for the report.
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let state = match self.enabled {
             Some(true) => "on",
             Some(false) => "off",
@@ -78,7 +78,7 @@ impl SecureBoot {
     }
 
     /// What to do so a DKMS module loads, when Secure Boot stands in the way.
-    pub fn advice(&self) -> Option<String> {
+    pub(crate) fn advice(&self) -> Option<String> {
         if self.enabled != Some(true) || self.key_enrolled == Some(true) {
             return None;
         }

@@ -8,15 +8,15 @@
 //! file.
 
 use super::machine::Machine;
-use crate::kernel::{KernelRange, KernelVersion};
-use crate::knowledge::{Build, Fault, Version};
+use crate::input::kernel::{KernelRange, KernelVersion};
+use crate::input::knowledge::{Build, Fault, Version};
 
 /// The environment variable that points programs at a patched hipBLASLt.
-pub const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
+pub(crate) const LIBRARY_PATH: &str = "LD_LIBRARY_PATH";
 
 /// One line of a verdict's next steps.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Step {
+pub(crate) enum NextStep {
     /// `cargo xtask build-dkms|build-hipblaslt <recipe>`.
     Build { build: Build, recipe: String },
     /// Upgrade the kernel to `to` or later: within its series when
@@ -27,7 +27,7 @@ pub enum Step {
         in_series: bool,
         lts: bool,
     },
-    /// Installing what [`Step::Build`] of `recipe` made.
+    /// Installing what [`NextStep::Build`] of `recipe` made.
     Install { build: Build, recipe: String },
     /// A fix's note, under it.
     FixNote(String),
@@ -61,11 +61,11 @@ pub enum Step {
     NotInCheckout(Vec<String>),
 }
 
-impl Step {
+impl NextStep {
     /// The recipe this step tells to build, if any.
-    pub fn recipe(&self) -> Option<&str> {
+    pub(crate) fn recipe(&self) -> Option<&str> {
         match self {
-            Step::Build { recipe, .. } | Step::Stopgap { recipe } => Some(recipe),
+            NextStep::Build { recipe, .. } | NextStep::Stopgap { recipe } => Some(recipe),
             _ => None,
         }
     }
@@ -73,12 +73,12 @@ impl Step {
 
 /// The fixes of `fault` that apply to this machine: a kernel upgrade
 /// within the series first, then the packages of the fix.
-pub fn fixes(fault: &Fault, m: &Machine) -> Vec<Step> {
+pub(crate) fn fixes(fault: &Fault, m: &Machine) -> Vec<NextStep> {
     let mut steps = Vec::new();
     let upgrade = kernel_upgrade(fault, m);
     let in_series = matches!(
         upgrade,
-        Some(Step::UpgradeKernel {
+        Some(NextStep::UpgradeKernel {
             in_series: true,
             ..
         })
@@ -96,13 +96,18 @@ pub fn fixes(fault: &Fault, m: &Machine) -> Vec<Step> {
 /// no reboot), a kernel of a fixed series where the distribution brings
 /// one, the package of the fix, the other packages; then the stop-gap and
 /// the workaround.
-pub fn affected(fault: &Fault, m: &Machine, lead: Vec<Step>, rewrites: Vec<Step>) -> Vec<Step> {
+pub(crate) fn affected(
+    fault: &Fault,
+    m: &Machine,
+    lead: Vec<NextStep>,
+    rewrites: Vec<NextStep>,
+) -> Vec<NextStep> {
     let mut next = lead;
     next.extend(retired(fault, m));
     let upgrade = kernel_upgrade(fault, m);
     let in_series = matches!(
         upgrade,
-        Some(Step::UpgradeKernel {
+        Some(NextStep::UpgradeKernel {
             in_series: true,
             ..
         })
@@ -125,8 +130,8 @@ pub fn affected(fault: &Fault, m: &Machine, lead: Vec<Step>, rewrites: Vec<Step>
 }
 
 /// Fixes, then the stop-gap or the workaround.
-pub fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<Step> {
-    let mut next: Vec<Step> = retired(fault, m).into_iter().collect();
+pub(crate) fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<NextStep> {
+    let mut next: Vec<NextStep> = retired(fault, m).into_iter().collect();
     next.extend(fixes(fault, m));
     next.extend(stopgap_then_workaround(fault));
     next
@@ -135,7 +140,7 @@ pub fn fixes_then_workaround(fault: &Fault, m: &Machine) -> Vec<Step> {
 /// The recipes of `fault` of this `build` that apply to the machine, each
 /// with its install step and note; a note that says to upgrade the kernel
 /// is left out when that step is there already (`upgrade_said`).
-fn packages(fault: &Fault, m: &Machine, build: Build, upgrade_said: bool) -> Vec<Step> {
+fn packages(fault: &Fault, m: &Machine, build: Build, upgrade_said: bool) -> Vec<NextStep> {
     let kernel = m
         .kernel_release
         .as_deref()
@@ -161,17 +166,17 @@ fn packages(fault: &Fault, m: &Machine, build: Build, upgrade_said: bool) -> Vec
         if !(kernel_ok && rocm_ok && release_ok) {
             continue;
         }
-        steps.push(Step::Build {
+        steps.push(NextStep::Build {
             build: fix.build,
             recipe: fix.recipe.clone(),
         });
-        steps.push(Step::Install {
+        steps.push(NextStep::Install {
             build: fix.build,
             recipe: fix.recipe.clone(),
         });
         let note = fix.note.clone();
         let said = |n: &String| upgrade_said && n.contains("upgrade the kernel");
-        steps.extend(note.filter(|n| !said(n)).map(Step::FixNote));
+        steps.extend(note.filter(|n| !said(n)).map(NextStep::FixNote));
     }
     steps
 }
@@ -179,7 +184,7 @@ fn packages(fault: &Fault, m: &Machine, build: Build, upgrade_said: bool) -> Vec
 /// The kernel a machine with an affected kernel moves to: the first
 /// release of its own series the fault's `fixed` range holds, else the
 /// first of a later series.
-pub fn kernel_upgrade(fault: &Fault, m: &Machine) -> Option<Step> {
+pub(crate) fn kernel_upgrade(fault: &Fault, m: &Machine) -> Option<NextStep> {
     let fixed = fault.kernel.as_ref()?.fixed.as_ref()?;
     let release = m.kernel_release.as_deref()?;
     let kv = KernelVersion::from_release(release)?;
@@ -197,7 +202,7 @@ pub fn kernel_upgrade(fault: &Fault, m: &Machine) -> Option<Step> {
             .map(|to| (to, false))
     };
     let (to, in_series) = to.or_else(later)?;
-    Some(Step::UpgradeKernel { to, in_series, lts })
+    Some(NextStep::UpgradeKernel { to, in_series, lts })
 }
 
 /// The first release `major.minor.patch` or later of that series in `fixed`.
@@ -208,27 +213,27 @@ fn first_fixed(fixed: &KernelRange, major: u32, minor: u32, from: u32) -> Option
 }
 
 /// A retired kernel's note: no recipe of ours for it, and why.
-fn retired(fault: &Fault, m: &Machine) -> Option<Step> {
+fn retired(fault: &Fault, m: &Machine) -> Option<NextStep> {
     let kv = m
         .kernel_release
         .as_deref()
         .and_then(KernelVersion::from_release)?;
     let facts = fault.kernel.as_ref()?;
     let retired = facts.retired.as_ref()?.matches(kv);
-    retired.then(|| Step::Retired {
+    retired.then(|| NextStep::Retired {
         why: facts.retired_why.clone().unwrap_or_default(),
     })
 }
 
 /// The stop-gap recipe and the workaround, or the workaround alone.
-fn stopgap_then_workaround(fault: &Fault) -> Vec<Step> {
+fn stopgap_then_workaround(fault: &Fault) -> Vec<NextStep> {
     let mut next = Vec::new();
     if let Some(stopgap) = &fault.stopgap {
-        next.push(Step::Stopgap {
+        next.push(NextStep::Stopgap {
             recipe: stopgap.clone(),
         });
     }
-    next.push(Step::Workaround {
+    next.push(NextStep::Workaround {
         text: fault.workaround.clone(),
     });
     next
@@ -240,14 +245,14 @@ mod tests {
 
     fn cwsr() -> Fault {
         let text = include_str!("../../../knowledge/faults.toml");
-        let k = crate::knowledge::parse(std::path::Path::new("faults.toml"), text).unwrap();
+        let k = crate::input::knowledge::parse(std::path::Path::new("faults.toml"), text).unwrap();
         k.faults
             .into_iter()
             .find(|f| f.id == "cwsr-expert-sched")
             .unwrap()
     }
 
-    fn upgrade(release: &str) -> Option<Step> {
+    fn upgrade(release: &str) -> Option<NextStep> {
         let m = Machine {
             kernel_release: Some(release.to_owned()),
             ..Machine::default()
@@ -258,7 +263,7 @@ mod tests {
     #[test]
     fn the_kernel_to_move_to_is_the_first_fixed_release_of_the_series_or_a_later_one() {
         let step = |major, minor, patch, in_series, lts| {
-            Some(Step::UpgradeKernel {
+            Some(NextStep::UpgradeKernel {
                 to: KernelVersion(major, minor, patch),
                 in_series,
                 lts,

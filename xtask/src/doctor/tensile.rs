@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use super::fsread::Root;
 use super::hipblaslt::{HipblasltLibrary, LibraryKind, Places};
 use super::layouts::{self, RocmRelease};
-use crate::codeobj::{Cache, Judgement};
+use crate::gpu::codeobj::{Judgement, VerdictCache};
 
 /// Each library family: its file name, its kernel folder's name and kind.
 const FAMILIES: [(&str, &str, LibraryKind); 2] = [
@@ -55,7 +55,7 @@ fn judge_in(
     family: &str,
     rocm: Option<RocmRelease>,
     places: &Places,
-    cache: &mut Cache,
+    cache: &mut VerdictCache,
 ) -> Option<HipblasltLibrary> {
     let dir = lib.parent()?;
     let (_, folder, kind) = *FAMILIES.iter().find(|(f, _, _)| *f == family)?;
@@ -95,7 +95,11 @@ fn judge_in(
 /// rocBLAS and hipSPARSELt with gfx12 kernels in every place a program
 /// loads them from below `root` (ROCm's, the distribution's, the Python
 /// environments'), each real file once.
-pub fn find(root: &Path, places: &Places, cache: &mut Cache) -> Vec<HipblasltLibrary> {
+pub(crate) fn find(
+    root: &Path,
+    places: &Places,
+    cache: &mut VerdictCache,
+) -> Vec<HipblasltLibrary> {
     let fs = Root::new(root);
     let mut seen = BTreeSet::new();
     let mut found = Vec::new();

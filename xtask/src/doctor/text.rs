@@ -10,13 +10,13 @@ use super::machine::Machine;
 use super::page::{Layout, Page, Paint};
 use super::text_machine::{self, Shown};
 use super::{FaultReport, Report, Status};
-use crate::invocation::Invocation;
-use crate::knowledge::Severity;
-use crate::report::Styled;
+use crate::input::invocation::Invocation;
+use crate::input::knowledge::Severity;
+use crate::shared::report::Styled;
 
 impl Report {
     /// The report, its commands starting with the program `inv` names.
-    pub fn to_text(&self, inv: &Invocation, layout: Layout) -> Styled {
+    pub(crate) fn to_text(&self, inv: &Invocation, layout: Layout) -> Styled {
         let m = &self.machine;
         let mut page = Page::default();
         let shown = text_machine::machine(&mut page, m);
@@ -57,7 +57,7 @@ impl Report {
 
     /// `-q`: one line per known fault (its verdict and name, never
     /// wrapped), then the closing line.
-    pub fn to_quiet_text(&self, layout: Layout) -> Styled {
+    pub(crate) fn to_quiet_text(&self, layout: Layout) -> Styled {
         let mut page = Page::default();
         for f in &self.faults {
             page.line(

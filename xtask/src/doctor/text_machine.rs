@@ -16,7 +16,7 @@ use super::pid::Process;
 
 /// What the machine section printed, for the rest of the report.
 #[derive(Debug, Default)]
-pub struct Shown {
+pub(crate) struct Shown {
     /// Long text printed once in the machine section and what stands for
     /// it in the verdicts (longest first).
     refs: Vec<(String, String)>,
@@ -27,7 +27,7 @@ pub struct Shown {
 impl Shown {
     /// `text` with every path the machine section printed replaced by
     /// its reference. Never used on a command, which must run as printed.
-    pub fn refer(&self, text: &str) -> String {
+    pub(crate) fn refer(&self, text: &str) -> String {
         let mut out = text.to_owned();
         for (long, short) in &self.refs {
             out = replace_path(&out, long, short);
@@ -36,7 +36,7 @@ impl Shown {
     }
 
     /// What could not be read and no machine line has said yet.
-    pub fn unsaid<'u>(&self, unread: &'u [Unread]) -> Vec<&'u Unread> {
+    pub(crate) fn unsaid<'u>(&self, unread: &'u [Unread]) -> Vec<&'u Unread> {
         unread
             .iter()
             .filter(|u| !self.said.contains(&u.path))
@@ -80,7 +80,7 @@ fn sub(page: &mut Page, value: &str) {
 }
 
 /// The machine section.
-pub fn machine(page: &mut Page, m: &Machine) -> Shown {
+pub(crate) fn machine(page: &mut Page, m: &Machine) -> Shown {
     let mut shown = Shown::default();
     page.heading(&format!("machine (read below {})", m.root.display()));
     kernel_side(page, m, &mut shown);

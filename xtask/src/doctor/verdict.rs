@@ -9,13 +9,13 @@ use serde::Serialize;
 use super::expert_sched::{self, Settled};
 use super::machine::Machine;
 use super::module::{ModuleFile, TrapHandler};
-use super::steps::{self, Step, LIBRARY_PATH};
-use crate::kernel::KernelVersion;
-use crate::knowledge::{Fault, Library, Severity, Version, VersionRange};
+use super::steps::{self, NextStep, LIBRARY_PATH};
+use crate::input::kernel::KernelVersion;
+use crate::input::knowledge::{Fault, Library, Severity, Version, VersionRange};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum Status {
+pub(crate) enum Status {
     Affected,
     NotAffected,
     Mitigated,
@@ -25,7 +25,7 @@ pub enum Status {
 
 impl Status {
     /// The text report's label; an affected `info` finding reads `info`.
-    pub fn label(self, severity: Severity) -> &'static str {
+    pub(crate) fn label(self, severity: Severity) -> &'static str {
         if self == Status::Affected && severity == Severity::Info {
             return "info";
         }
@@ -40,17 +40,17 @@ impl Status {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Verdict {
-    pub status: Status,
-    pub why: String,
+pub(crate) struct Verdict {
+    pub(crate) status: Status,
+    pub(crate) why: String,
     /// What to run or do next, one step a line; empty when nothing is needed.
     /// In JSON each is its line of the report, rendered by
     /// [`super::Report::to_json`] with the program the user ran.
     #[serde(skip)]
-    pub next: Vec<Step>,
+    pub(crate) next: Vec<NextStep>,
 }
 
-fn verdict(status: Status, why: impl Into<String>, next: Vec<Step>) -> Verdict {
+fn verdict(status: Status, why: impl Into<String>, next: Vec<NextStep>) -> Verdict {
     Verdict {
         status,
         why: why.into(),
@@ -59,7 +59,7 @@ fn verdict(status: Status, why: impl Into<String>, next: Vec<Step>) -> Verdict {
 }
 
 /// Judges `fault` on `m`.
-pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
+pub(crate) fn assess(fault: &Fault, m: &Machine) -> Verdict {
     let hit = match gpus_hit(fault, m) {
         ControlFlow::Continue(hit) => hit,
         ControlFlow::Break(verdict) => return verdict,
@@ -72,7 +72,7 @@ pub fn assess(fault: &Fault, m: &Machine) -> Verdict {
                 "{}, but no MIOpen under /opt/rocm/lib; a PyTorch wheel brings its own MIOpen, and then the fault applies",
                 why[0]
             ),
-            vec![Step::Workaround {
+            vec![NextStep::Workaround {
                 text: fault.workaround.clone(),
             }],
         );
@@ -169,7 +169,7 @@ fn kernel_libraries(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option
     let other_on = m
         .tensile_libraries
         .iter()
-        .find(|l| matches!(l.judgement, crate::codeobj::Judgement::On { .. }));
+        .find(|l| matches!(l.judgement, crate::gpu::codeobj::Judgement::On { .. }));
     if let Some(l) = other_on {
         why.push(format!(
             "{} ({}) switches expert scheduling on: {}",
@@ -197,7 +197,7 @@ fn ours_or_variables(
     fault: &Fault,
     m: &Machine,
     why: &mut Vec<String>,
-    lead: &mut Vec<Step>,
+    lead: &mut Vec<NextStep>,
 ) -> Option<Verdict> {
     if let Some((prefix, in_use)) = patched_hipblaslt(fault, m) {
         if in_use {
@@ -209,7 +209,7 @@ fn ours_or_variables(
             } else {
                 Status::Fixed
             };
-            let next = vec![Step::KeepLibraryPath {
+            let next = vec![NextStep::KeepLibraryPath {
                 prefix: prefix.to_owned(),
             }];
             return Some(verdict(status, why.join("; "), next));
@@ -217,7 +217,7 @@ fn ours_or_variables(
         why.push(format!(
             "our patched hipBLASLt is installed at {prefix} but not on LD_LIBRARY_PATH"
         ));
-        lead.push(Step::ExportLibraryPath {
+        lead.push(NextStep::ExportLibraryPath {
             prefix: prefix.to_owned(),
         });
     }
@@ -230,7 +230,7 @@ fn ours_or_variables(
     Some(verdict(
         Status::Mitigated,
         why.join("; "),
-        vec![Step::KeepVariables],
+        vec![NextStep::KeepVariables],
     ))
 }
 
@@ -418,7 +418,7 @@ fn kernel(fault: &Fault, m: &Machine, why: &mut Vec<String>) -> Option<Verdict> 
     if fault.mitigation.cwsr_off {
         if let Some(how) = cwsr_off {
             why.push(format!("compute wave save/restore is off ({how})"));
-            let mut next = vec![Step::ForTheFixItself];
+            let mut next = vec![NextStep::ForTheFixItself];
             next.extend(steps::fixes(fault, m));
             return Some(verdict(Status::Mitigated, why.join("; "), next));
         }
@@ -559,9 +559,9 @@ fn by_loaded_module(
 }
 
 /// Next steps once fixed: drop the stop-gap when it is still set.
-fn fixed_next(fault: &Fault, cwsr_off: Option<&str>) -> Vec<Step> {
+fn fixed_next(fault: &Fault, cwsr_off: Option<&str>) -> Vec<NextStep> {
     match cwsr_off {
-        Some(_) if fault.mitigation.cwsr_off => vec![Step::DropCwsrOff],
+        Some(_) if fault.mitigation.cwsr_off => vec![NextStep::DropCwsrOff],
         _ => Vec::new(),
     }
 }

@@ -6,7 +6,7 @@ use std::path::Path;
 use super::*;
 use crate::doctor::machine::{AmdgpuModule, DkmsPackage, Gpu};
 use crate::doctor::module::{ModuleFile, TrapHandler};
-use crate::knowledge::{self, Knowledge};
+use crate::input::knowledge::{self, Knowledge};
 
 fn knowledge() -> Knowledge {
     let text = include_str!("../../../knowledge/faults.toml");
@@ -411,7 +411,7 @@ fn no_gfx12_handler_is_not_affected() {
 
 fn library(
     path: &str,
-    judgement: crate::codeobj::Judgement,
+    judgement: crate::gpu::codeobj::Judgement,
 ) -> crate::doctor::hipblaslt::HipblasltLibrary {
     crate::doctor::hipblaslt::HipblasltLibrary {
         path: path.into(),
@@ -426,12 +426,12 @@ fn library(
     }
 }
 
-fn gated() -> crate::codeobj::Judgement {
-    crate::codeobj::Judgement::Gated {
+fn gated() -> crate::gpu::codeobj::Judgement {
+    crate::gpu::codeobj::Judgement::Gated {
         file: "/venv/torch/lib/hipblaslt/library/k_gfx1201.co".into(),
         gfx: "gfx1201".into(),
         offset: 0x40,
-        gate: crate::codeobj::gate::Gate {
+        gate: crate::gpu::codeobj::gate::Gate {
             kernel: "Cijk_k".into(),
             argument: "ESMRuntimeSupported".into(),
             arg_offset: 104,
@@ -474,7 +474,7 @@ fn gated_libraries_are_no_trigger_below_kfd_1_20_and_the_fast_path_with_it() {
     // one library that switches it on unconditionally keeps the fault
     m.kernel_release = Some("6.14.0-36-generic".into());
     m.kfd_abi = Some((1, 18));
-    let on = crate::codeobj::Judgement::On {
+    let on = crate::gpu::codeobj::Judgement::On {
         file: "/opt/rocm/lib/hipblaslt/library/k.co".into(),
         gfx: "gfx1201".into(),
         offset: 0x10,

@@ -13,16 +13,16 @@ use std::process::Command;
 use anyhow::{bail, Context, Result};
 
 use super::net::Net;
-use super::tally::Tally;
+use super::tally::FetchTally;
 use super::{local, FetchedSource};
-use crate::cache::Cache;
-use crate::hash::sha256_file;
-use crate::recipe::{DebSource, Recipe};
-use crate::report::{human_size, Reporter};
+use crate::fetch::cache::Cache;
+use crate::input::recipe::{DebSource, Recipe};
+use crate::shared::hash::sha256_file;
+use crate::shared::report::{human_size, Reporter};
 
 /// The machine's apt sources the derived ones copy their archive from;
 /// `PATCHKIT_APT_SOURCES` names another file (deb822, as Debian 12 writes it).
-pub use crate::settings::APT_SOURCES_ENV as SOURCES_ENV;
+pub(crate) use crate::shared::settings::APT_SOURCES_ENV as SOURCES_ENV;
 const MACHINE_SOURCES: &str = "/etc/apt/sources.list.d/debian.sources";
 /// The suites the derived sources add to the machine's own: where a version
 /// newer than the machine's release is published.
@@ -35,12 +35,12 @@ pub(super) fn fetch(
     reporter: &Reporter,
     recipe: &Recipe,
     deb: &DebSource,
-    tally: &mut Tally,
+    tally: &mut FetchTally,
 ) -> Result<FetchedSource> {
     let key = || {
         format!(
             "`source.sha256` of {}",
-            crate::diag::display_path(&recipe.path).display()
+            crate::shared::diag::display_path(&recipe.path).display()
         )
     };
     let name = deb.file_name();
@@ -78,7 +78,7 @@ pub(super) fn fetch(
     let path = apt_download(cache, reporter, deb, sources).with_context(|| {
         format!(
             "fetching {name} through apt; where apt is not, give `url` or `local` in `[source]` of {}",
-            crate::diag::display_path(&recipe.path).display()
+            crate::shared::diag::display_path(&recipe.path).display()
         )
     })?;
     let bytes = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
@@ -211,7 +211,7 @@ fn run(cmd: &mut Command, what: &str) -> Result<()> {
 
 /// The machine's deb822 stanzas of binary packages, and one more with the
 /// first archive that is not a security archive, for [`EXTRA_SUITES`].
-pub fn derive_sources(machine: &str) -> Result<String> {
+pub(crate) fn derive_sources(machine: &str) -> Result<String> {
     let mut out = String::new();
     let mut extra: Option<(String, String)> = None;
     for stanza in machine

@@ -9,21 +9,21 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use git2::{Oid, Repository};
 
-use crate::cache::Cache;
-use crate::report::Reporter;
+use crate::fetch::cache::Cache;
+use crate::shared::report::Reporter;
 
 /// A mirror in the cache that holds a pinned commit.
 #[derive(Debug)]
-pub struct GitFetched {
-    pub repo: PathBuf,
+pub(crate) struct GitFetched {
+    pub(crate) repo: PathBuf,
     /// Whether objects were fetched (false: the commit was already cached).
-    pub fetched: bool,
+    pub(crate) fetched: bool,
     /// The refs the remote advertised, `(name, commit)`, when it was contacted.
-    pub advertised: Vec<(String, String)>,
+    pub(crate) advertised: Vec<(String, String)>,
 }
 
 /// Whether the cache's mirror of `url` holds `commit`; opens no socket.
-pub fn has_commit(cache: &Cache, url: &str, commit: &str) -> bool {
+pub(crate) fn has_commit(cache: &Cache, url: &str, commit: &str) -> bool {
     let path = cache.git_repo(url);
     path.is_dir()
         && Repository::open_bare(&path)
@@ -33,7 +33,7 @@ pub fn has_commit(cache: &Cache, url: &str, commit: &str) -> bool {
 /// The most a fetch of every branch and tag may receive: `cap`
 /// (`PATCHKIT_GIT_MAX_BYTES`, default 256 MiB: a kernel repository is
 /// gigabytes, a patch kilobytes), none with `--allow-full-fetch`.
-pub fn full_fetch_cap(allow_full_fetch: bool, cap: u64) -> Option<u64> {
+pub(crate) fn full_fetch_cap(allow_full_fetch: bool, cap: u64) -> Option<u64> {
     (!allow_full_fetch).then_some(cap)
 }
 
@@ -46,7 +46,7 @@ pub fn full_fetch_cap(allow_full_fetch: bool, cap: u64) -> Option<u64> {
 /// stops, what it brought is removed, and the error says what to do.
 /// A new mirror is built in `tmp/` and moved into place once it holds the
 /// commit. The caller holds the cache lock.
-pub fn ensure_commit(
+pub(crate) fn ensure_commit(
     cache: &Cache,
     url: &str,
     commit: &str,
@@ -184,8 +184,8 @@ fn fetch_every_ref(
                  commit/{commit}.patch\"]`, or cgit's `.../patch/?id={commit}`), or run `cargo \
                  xtask fetch <recipe> --allow-full-fetch` to fetch the whole repository \
                  (PATCHKIT_GIT_MAX_BYTES moves the cap)",
-                crate::report::human_size(*cap),
-                crate::report::human_size(*received)
+                crate::shared::report::human_size(*cap),
+                crate::shared::report::human_size(*received)
             );
         }
         return Err(err).with_context(|| {
@@ -294,7 +294,7 @@ fn fetch(
 
 /// Where `reference` (a branch, a tag or a full ref name; `HEAD` when
 /// `None`) points on the remote `url` now.
-pub fn resolve_ref(url: &str, reference: Option<&str>) -> Result<String> {
+pub(crate) fn resolve_ref(url: &str, reference: Option<&str>) -> Result<String> {
     let mut remote = git2::Remote::create_detached(url)
         .with_context(|| format!("opening the git remote {url}"))?;
     remote
@@ -322,7 +322,7 @@ pub fn resolve_ref(url: &str, reference: Option<&str>) -> Result<String> {
 
 /// The commit `name` points at among advertised refs: a peeled tag first,
 /// then the tag, the branch, or the exact ref name.
-pub fn find_ref(heads: &[(String, String)], name: &str) -> Option<String> {
+pub(crate) fn find_ref(heads: &[(String, String)], name: &str) -> Option<String> {
     let candidates = [
         format!("refs/tags/{name}^{{}}"),
         format!("refs/tags/{name}"),
@@ -341,7 +341,7 @@ pub fn find_ref(heads: &[(String, String)], name: &str) -> Option<String> {
 /// The diff of `commit` against its parent as a `git format-patch` style
 /// mbox: `From`/`Date`/`Subject` headers from the commit, the message, a
 /// diffstat and the patch. Deterministic for a given commit.
-pub fn commit_patch(repo: &Path, commit: &str) -> Result<Vec<u8>> {
+pub(crate) fn commit_patch(repo: &Path, commit: &str) -> Result<Vec<u8>> {
     let repo = Repository::open_bare(repo)
         .with_context(|| format!("opening the cached mirror {}", repo.display()))?;
     let oid = Oid::from_str(commit)?;

@@ -13,22 +13,22 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 
-use crate::cache::Cache;
-use crate::report::Reporter;
+use crate::fetch::cache::Cache;
+use crate::shared::report::Reporter;
 
-pub use crate::settings::HttpConfig;
+pub(crate) use crate::shared::settings::HttpConfig;
 
 /// A verified download in the cache.
 #[derive(Debug, Clone)]
-pub struct Downloaded {
-    pub path: PathBuf,
-    pub sha256: String,
-    pub bytes: u64,
+pub(crate) struct Downloaded {
+    pub(crate) path: PathBuf,
+    pub(crate) sha256: String,
+    pub(crate) bytes: u64,
 }
 
 /// The HTTP client with its runtime. Building one is the first network
 /// action of a run, so `--offline` never builds one.
-pub struct Http {
+pub(crate) struct Http {
     runtime: tokio::runtime::Runtime,
     client: reqwest::Client,
     config: HttpConfig,
@@ -43,7 +43,7 @@ enum Failure {
 static CRYPTO: Once = Once::new();
 
 impl Http {
-    pub fn new(config: HttpConfig) -> Result<Http> {
+    pub(crate) fn new(config: HttpConfig) -> Result<Http> {
         CRYPTO.call_once(|| {
             let _ = rustls::crypto::ring::default_provider().install_default();
         });
@@ -83,7 +83,7 @@ impl Http {
     /// to it or nothing is cached; without, the hash found is returned (for
     /// `lock` and `--allow-unpinned`). Stops at the deadline, retries and
     /// waits included.
-    pub fn download(
+    pub(crate) fn download(
         &self,
         cache: &Cache,
         url: &str,
@@ -194,11 +194,11 @@ impl Http {
         &self,
         response: &mut reqwest::Response,
         tmp: &mut tempfile::NamedTempFile,
-        progress: &mut crate::report::Progress,
+        progress: &mut crate::shared::report::Progress,
         received: &Cell<u64>,
     ) -> Result<(u64, String), Failure> {
         let (read_timeout, max) = (self.config.read_timeout, self.config.max_bytes);
-        let mut hasher = crate::hash::Hasher::new();
+        let mut hasher = crate::shared::hash::Hasher::new();
         let mut total = 0u64;
         let mut rate = Rate::new(self.config.min_rate, read_timeout);
         loop {

@@ -6,15 +6,15 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 
 use super::net::Net;
-use super::tally::Tally;
+use super::tally::FetchTally;
 use super::{git, local, FetchOptions, Fetched, FetchedPatch, FetchedSource};
-use crate::cache::Cache;
-use crate::hash::{sha256_file, sha256_hex};
-use crate::recipe::{Patch, PatchOrigin, Recipe, Source};
-use crate::report::{human_size, Reporter};
-use crate::workspace::Workspace;
+use crate::fetch::cache::Cache;
+use crate::input::recipe::{Patch, PatchOrigin, Recipe, Source};
+use crate::input::workspace::Workspace;
+use crate::shared::hash::{sha256_file, sha256_hex};
+use crate::shared::report::{human_size, Reporter};
 
-pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
+pub(crate) fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
     let unpinned = recipe.unpinned();
     if !unpinned.is_empty() && !opts.allow_unpinned {
         anyhow::bail!(
@@ -23,7 +23,7 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
             recipe.name,
             describe_unpinned(recipe).join(", "),
             recipe.name,
-            crate::diag::display_path(&recipe.path).display()
+            crate::shared::diag::display_path(&recipe.path).display()
         );
     }
     let reporter = &ws.reporter;
@@ -49,7 +49,7 @@ pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fet
     }
     let mut net = Net::new(opts.offline, &ws.settings);
     net.full_fetch_cap = git::full_fetch_cap(opts.allow_full_fetch, ws.settings.git_max_bytes);
-    let mut tally = Tally::default();
+    let mut tally = FetchTally::default();
     let source = fetch_source(&cache, &mut net, reporter, recipe, &mut tally)?;
     let mut patches = Vec::new();
     for patch in &recipe.patches {
@@ -171,7 +171,7 @@ fn fetch_source(
     net: &mut Net,
     reporter: &Reporter,
     recipe: &Recipe,
-    tally: &mut Tally,
+    tally: &mut FetchTally,
 ) -> Result<FetchedSource> {
     match &recipe.source {
         Source::Git {
@@ -239,7 +239,7 @@ fn local_source(
     sha256: Option<&str>,
 ) -> Result<FetchedSource> {
     let checked = local::check(path, sha256, Some(&cache.root().join("local-sha256")))?;
-    let shown = crate::diag::display_path(path);
+    let shown = crate::shared::diag::display_path(path);
     if path.is_dir() {
         let how = if sha256.is_some() {
             "verified"
@@ -274,7 +274,7 @@ fn blob(
     input: &str,
     url: &str,
     sha256: &Option<String>,
-    tally: &mut Tally,
+    tally: &mut FetchTally,
 ) -> Result<(PathBuf, String)> {
     let cached = match sha256.as_deref() {
         Some(s) => cache.verified_blob(s, reporter)?,
@@ -312,7 +312,7 @@ fn fetch_patch(
     net: &mut Net,
     reporter: &Reporter,
     patch: &Patch,
-    tally: &mut Tally,
+    tally: &mut FetchTally,
 ) -> Result<(PathBuf, String)> {
     let (name, origin) = (&patch.name, &patch.origin);
     if fix_key(patch).is_some() {
@@ -383,7 +383,7 @@ fn fetch_patch(
 
 /// The diff of an upstream commit, checked against `expected` and stored in
 /// the cache: `(path, sha256, whether git objects were fetched)`.
-pub fn commit_patch(
+pub(crate) fn commit_patch(
     cache: &Cache,
     net: &mut Net,
     reporter: &Reporter,
@@ -424,7 +424,7 @@ fn record_taken(
         "# Pins taken by `cargo xtask fetch {0} --allow-unpinned`.\n\
          # Run `cargo xtask lock {0}` to write pins into {1}.\n",
         recipe.name,
-        crate::diag::display_path(&recipe.path).display()
+        crate::shared::diag::display_path(&recipe.path).display()
     );
     for (input, key, value) in taken {
         reporter.warn(format!(
@@ -476,13 +476,13 @@ fn origin_text(origin: &PatchOrigin) -> String {
 }
 
 /// A fix fetched by [`fixed`].
-pub struct Fix {
-    pub path: PathBuf,
+pub(crate) struct Fix {
+    pub(crate) path: PathBuf,
     /// sha256 of the normalised diff (what the cache holds).
-    pub sha256: String,
-    pub fetched: bool,
-    pub bytes: u64,
-    pub how: String,
+    pub(crate) sha256: String,
+    pub(crate) fetched: bool,
+    pub(crate) bytes: u64,
+    pub(crate) how: String,
 }
 
 fn pinned_fix(cache: &Cache, net: &mut Net, reporter: &Reporter, patch: &Patch) -> Result<Fix> {
@@ -503,7 +503,7 @@ fn pinned_fix(cache: &Cache, net: &mut Net, reporter: &Reporter, patch: &Patch) 
 /// `patch.pin` (empty for `lock`): from its patch URLs over HTTP first, then,
 /// for a git patch, by git (one commit by id; every branch and tag only
 /// below the cap). Nothing that fails a pin is cached.
-pub fn fixed(
+pub(crate) fn fixed(
     cache: &Cache,
     net: &mut Net,
     reporter: &Reporter,
@@ -603,7 +603,7 @@ fn fix_from_git(
     })
 }
 
-fn pinned_word(pin: &crate::recipe::PatchPin) -> &'static str {
+fn pinned_word(pin: &crate::input::recipe::PatchPin) -> &'static str {
     if pin.is_pinned() {
         "verified"
     } else {
@@ -648,7 +648,7 @@ fn pin_mismatch(err: anyhow::Error, recipe: &Recipe) -> anyhow::Error {
         "the pinned `source.sha256` of {} does not match what was served: {records}. \
          `cargo xtask lock {}` keeps a pin that is set; only if those records now hold another \
          sha256 remove `source.sha256` and run `cargo xtask lock {}`, which pins what is served",
-        crate::diag::display_path(&recipe.path).display(),
+        crate::shared::diag::display_path(&recipe.path).display(),
         recipe.name,
         recipe.name
     ))

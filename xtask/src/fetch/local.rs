@@ -5,7 +5,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::hash::{sha256_file, sha256_hex};
+use crate::shared::hash::{sha256_file, sha256_hex};
 
 /// The deterministic hash of a folder, which a `local` folder source's
 /// `sha256` pins.
@@ -21,11 +21,11 @@ use crate::hash::{sha256_file, sha256_hex};
 /// Sort the lines by path (byte order) and take the sha256 of their
 /// concatenation, as lower-case hex. Folders themselves (and so empty
 /// folders), owners and timestamps do not count.
-pub fn tree_sha256(dir: &Path) -> Result<String> {
+pub(crate) fn tree_sha256(dir: &Path) -> Result<String> {
     let mut entries = Vec::new();
     walk(dir, dir, &mut entries)?;
     entries.sort();
-    let mut hasher = crate::hash::Hasher::new();
+    let mut hasher = crate::shared::hash::Hasher::new();
     for (path, line) in entries {
         hasher.update(format!("{line} {path}\n").as_bytes());
     }
@@ -68,18 +68,18 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String)>) -> Result<()> 
 
 /// Hashes a local source (archive file or folder) and checks it against
 /// `expected`; a mismatch names the path, the expected and the actual hash.
-pub fn verify(path: &Path, expected: Option<&str>, memo: Option<&Path>) -> Result<String> {
+pub(crate) fn verify(path: &Path, expected: Option<&str>, memo: Option<&Path>) -> Result<String> {
     Ok(check(path, expected, memo)?.sha256)
 }
 
 /// A local source's sha256, and whether it was remembered rather than read.
 #[derive(Debug, Clone)]
-pub struct Checked {
-    pub sha256: String,
+pub(crate) struct Checked {
+    pub(crate) sha256: String,
     /// Taken from the memo: it vouches for nothing by itself, so the
     /// archive's bytes are hashed again as they are extracted
     /// (`extract::archive_pinned`) and refused if they differ.
-    pub remembered: bool,
+    pub(crate) remembered: bool,
 }
 
 /// [`verify`], saying whether the memo answered.
@@ -91,7 +91,7 @@ pub struct Checked {
 /// a swapped file names the old pin, under which the kept pristine tree
 /// (hashed against its own listing) or the refusal of the extraction, never
 /// the swapped bytes, is what a build gets.
-pub fn check(path: &Path, expected: Option<&str>, memo: Option<&Path>) -> Result<Checked> {
+pub(crate) fn check(path: &Path, expected: Option<&str>, memo: Option<&Path>) -> Result<Checked> {
     let mut remembered = false;
     let actual = if path.is_dir() {
         tree_sha256(path)?
@@ -144,7 +144,7 @@ fn sha256_file_remembered(path: &Path, memo_dir: &Path) -> Result<(String, bool)
         meta.ctime(),
         meta.ctime_nsec()
     );
-    let memo = memo_dir.join(crate::hash::sha256_hex(
+    let memo = memo_dir.join(crate::shared::hash::sha256_hex(
         path.display().to_string().as_bytes(),
     ));
     if let Ok(text) = std::fs::read_to_string(&memo) {

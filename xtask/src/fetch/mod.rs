@@ -7,31 +7,34 @@
 
 pub(crate) mod inputs;
 
-pub mod deb;
+pub(crate) mod deb;
 
-pub mod git;
-pub mod http;
-pub mod local;
+pub(crate) mod cache;
+pub(crate) mod diff;
+pub(crate) mod git;
+pub(crate) mod http;
+pub(crate) mod local;
+pub(crate) mod lock;
 pub(crate) mod net;
-pub mod patch_url;
+pub(crate) mod patch_url;
 mod tally;
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::recipe::Recipe;
-use crate::workspace::Workspace;
+use crate::input::recipe::Recipe;
+use crate::input::workspace::Workspace;
 
 #[derive(Debug, Clone, Default)]
-pub struct FetchOptions {
+pub(crate) struct FetchOptions {
     /// Open no socket; fail listing every input missing from the cache.
-    pub offline: bool,
+    pub(crate) offline: bool,
     /// Fetch inputs that carry no pin, and record the pin taken.
-    pub allow_unpinned: bool,
+    pub(crate) allow_unpinned: bool,
     /// Let git fetch every branch and tag of a repository that refuses to
     /// hand out one commit, past the size cap (`PATCHKIT_GIT_MAX_BYTES`).
-    pub allow_full_fetch: bool,
+    pub(crate) allow_full_fetch: bool,
 }
 
 /// Every input of a recipe, verified and ready to read.
@@ -67,6 +70,6 @@ pub struct FetchedPatch {
 /// taken are reported as warnings and recorded in
 /// `<cache>/taken-pins/<recipe>.toml`. With `opts.offline` no socket is
 /// opened and every input missing from the cache is listed at once.
-pub fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
+pub(crate) fn fetch(ws: &Workspace, recipe: &Recipe, opts: &FetchOptions) -> Result<Fetched> {
     inputs::fetch(ws, recipe, opts)
 }

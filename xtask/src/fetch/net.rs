@@ -5,22 +5,22 @@ use anyhow::Result;
 
 use super::git::{self, GitFetched};
 use super::http::Http;
-use crate::cache::Cache;
-use crate::report::Reporter;
-use crate::settings::Settings;
+use crate::fetch::cache::Cache;
+use crate::shared::report::Reporter;
+use crate::shared::settings::Settings;
 
 /// The network, brought up on first use so that a run that finds everything
 /// in the cache (and every `--offline` run) opens no socket.
-pub struct Net {
+pub(crate) struct Net {
     offline: bool,
     http: Option<Http>,
     settings: Settings,
     /// The cap on a git fetch of every branch and tag (`None`: none).
-    pub full_fetch_cap: Option<u64>,
+    pub(crate) full_fetch_cap: Option<u64>,
 }
 
 impl Net {
-    pub fn new(offline: bool, settings: &Settings) -> Net {
+    pub(crate) fn new(offline: bool, settings: &Settings) -> Net {
         Net {
             offline,
             http: None,
@@ -30,11 +30,11 @@ impl Net {
     }
 
     /// The settings this fetch runs with.
-    pub fn settings(&self) -> &Settings {
+    pub(crate) fn settings(&self) -> &Settings {
         &self.settings
     }
 
-    pub fn http(&mut self) -> Result<&Http> {
+    pub(crate) fn http(&mut self) -> Result<&Http> {
         anyhow::ensure!(
             !self.offline,
             "the network is needed but --offline was given"
@@ -47,7 +47,7 @@ impl Net {
 
     /// apt, which `fetch/deb.rs` runs as a process: refused offline and
     /// where there is none.
-    pub fn apt(&self) -> Result<()> {
+    pub(crate) fn apt(&self) -> Result<()> {
         anyhow::ensure!(
             !self.offline,
             "the network is needed but --offline was given"
@@ -56,7 +56,7 @@ impl Net {
         Ok(())
     }
 
-    pub fn git(&self) -> Result<()> {
+    pub(crate) fn git(&self) -> Result<()> {
         anyhow::ensure!(
             !self.offline,
             "the network is needed but --offline was given"
@@ -66,7 +66,7 @@ impl Net {
 
     /// The commit `reference` (HEAD when none) of the git repository at
     /// `url` names now: what both `fetch --allow-unpinned` and `lock` take.
-    pub fn resolve_ref(
+    pub(crate) fn resolve_ref(
         &self,
         url: &str,
         reference: Option<&str>,
@@ -84,7 +84,7 @@ impl Net {
     /// cache: the pinned `commit`, or where `reference` (HEAD when none)
     /// points now when there is no pin, or (`follow_ref`, as `lock` does)
     /// whenever a `ref` is named.
-    pub fn git_source(
+    pub(crate) fn git_source(
         &self,
         cache: &Cache,
         url: &str,
@@ -103,7 +103,7 @@ impl Net {
 
     /// [`git::ensure_commit`] within this run's full-fetch cap; the network
     /// asked for only when the cache lacks the commit.
-    pub fn ensure_commit(
+    pub(crate) fn ensure_commit(
         &self,
         cache: &Cache,
         url: &str,

@@ -12,12 +12,12 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 
 use super::http::Http;
-use crate::cache::Cache;
-use crate::diff::{self, FilePatch};
-use crate::hash::sha256_hex;
-use crate::placement::Placement;
-use crate::recipe::PatchPin;
-use crate::report::Reporter;
+use crate::fetch::cache::Cache;
+use crate::fetch::diff::{self, FilePatch};
+use crate::input::placement::Placement;
+use crate::input::recipe::PatchPin;
+use crate::shared::hash::sha256_hex;
+use crate::shared::report::Reporter;
 
 /// The diff with everything a server renders its own way taken out: mail
 /// headers, message, diffstat, `index` lines, hunk section headings and
@@ -26,7 +26,7 @@ use crate::report::Reporter;
 /// `@@ -a,b +c,d @@` with its lines. Two renderings of one commit (cgit,
 /// GitHub, `git format-patch` with any `--abbrev`) normalise to the same
 /// bytes; the result is itself a patch the engine applies.
-pub fn normalise(bytes: &[u8]) -> Result<Vec<u8>> {
+pub(crate) fn normalise(bytes: &[u8]) -> Result<Vec<u8>> {
     let files = diff::parse(bytes)?;
     anyhow::ensure!(
         !files.is_empty(),
@@ -41,7 +41,7 @@ pub fn normalise(bytes: &[u8]) -> Result<Vec<u8>> {
 
 /// Refuses bytes that are not a patch `apply` reads: an HTML page (a login
 /// or error page served where a patch was asked for) or text without a diff.
-pub fn check_is_patch(bytes: &[u8]) -> Result<()> {
+pub(crate) fn check_is_patch(bytes: &[u8]) -> Result<()> {
     let start = bytes
         .iter()
         .position(|b| !b.is_ascii_whitespace())
@@ -115,7 +115,7 @@ fn write_file(out: &mut Vec<u8>, fp: &FilePatch) {
 
 /// The patch URLs a commit of `git_url` has on hosts whose form is known:
 /// GitHub's `/commit/<id>.patch` and cgit's `/patch/?id=<id>` (git.kernel.org).
-pub fn derived_urls(git_url: &str, commit: &str) -> Vec<String> {
+pub(crate) fn derived_urls(git_url: &str, commit: &str) -> Vec<String> {
     let Ok(url) = url::Url::parse(git_url) else {
         return Vec::new();
     };
@@ -137,7 +137,7 @@ pub fn derived_urls(git_url: &str, commit: &str) -> Vec<String> {
 /// against the normalised diff, and, for `produces`, that the patch writes
 /// each pinned file and that its `index` post-image ids (abbreviated) begin
 /// the pinned blob ids. `Err` says what differs.
-pub fn check(
+pub(crate) fn check(
     raw: &[u8],
     normalised: &[u8],
     commit: Option<&str>,
@@ -193,7 +193,7 @@ fn by_commit(cache: &Cache, commit: &str) -> PathBuf {
 
 /// The cached normalised diff of `commit`, re-hashed: by `diff_sha256` when
 /// pinned, else by the sha256 recorded when it was admitted.
-pub fn cached(
+pub(crate) fn cached(
     cache: &Cache,
     commit: &str,
     pin: &PatchPin,
@@ -210,7 +210,7 @@ pub fn cached(
 }
 
 /// Whether an offline run finds the diff of `commit` in the cache.
-pub fn is_cached(cache: &Cache, commit: &str, pin: &PatchPin) -> bool {
+pub(crate) fn is_cached(cache: &Cache, commit: &str, pin: &PatchPin) -> bool {
     let sha = match &pin.diff_sha256 {
         Some(s) => Some(s.clone()),
         None => std::fs::read_to_string(by_commit(cache, commit))
@@ -222,7 +222,7 @@ pub fn is_cached(cache: &Cache, commit: &str, pin: &PatchPin) -> bool {
 
 /// Admits a checked normalised diff and records it under `commit` (its
 /// commit id, or the key of a url patch).
-pub fn admit(cache: &Cache, commit: &str, normalised: &[u8]) -> Result<(PathBuf, String)> {
+pub(crate) fn admit(cache: &Cache, commit: &str, normalised: &[u8]) -> Result<(PathBuf, String)> {
     let sha = sha256_hex(normalised);
     let path = match cache.blob(&sha) {
         Some(p) => p,
@@ -241,11 +241,11 @@ pub fn admit(cache: &Cache, commit: &str, normalised: &[u8]) -> Result<(PathBuf,
 }
 
 /// What a patch URL gave.
-pub struct Got {
-    pub url: String,
-    pub path: PathBuf,
-    pub sha256: String,
-    pub bytes: u64,
+pub(crate) struct Got {
+    pub(crate) url: String,
+    pub(crate) path: PathBuf,
+    pub(crate) sha256: String,
+    pub(crate) bytes: u64,
 }
 
 /// Tries each of `urls` in turn: download, normalise, [`check`], admit the
@@ -254,7 +254,7 @@ pub struct Got {
 /// `Err` lists, per URL, why it was not taken; `mismatch` is set when some
 /// URL served a patch that failed a pin (as opposed to a network error).
 #[allow(clippy::too_many_arguments)]
-pub fn fetch(
+pub(crate) fn fetch(
     cache: &Cache,
     http: &Http,
     urls: &[String],
@@ -279,10 +279,10 @@ pub fn fetch(
 
 /// Why no patch URL was taken.
 #[derive(Debug, Default)]
-pub struct Tried {
-    pub reasons: Vec<String>,
+pub(crate) struct Tried {
+    pub(crate) reasons: Vec<String>,
     /// Some URL served a patch that failed a pin.
-    pub mismatch: bool,
+    pub(crate) mismatch: bool,
 }
 
 #[allow(clippy::too_many_arguments)]

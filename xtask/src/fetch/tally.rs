@@ -1,10 +1,10 @@
-//! What fetching one input took ([`Tally`]): inputs found in the cache,
+//! What fetching one input took ([`FetchTally`]): inputs found in the cache,
 //! downloaded or local, the bytes downloaded, and the pins taken by
 //! `--allow-unpinned`; summed up once the whole recipe is fetched.
 
 /// What fetching one input took.
 #[derive(Default)]
-pub(super) struct Tally {
+pub(super) struct FetchTally {
     pub(super) cached: usize,
     pub(super) downloaded: usize,
     pub(super) bytes: u64,

@@ -206,14 +206,15 @@ fn amdgpu_through_dkms(whole: bool) {
 /// The oldest 6.12 release with headers here, other than `kernel`, inside
 /// the recipe's kernel range (CI must have one: .ci/setup installs it).
 fn older_release(p: &Project, kernel: &str) -> Option<String> {
-    let recipe = xtask::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
+    let recipe = xtask::input::recipe::Recipe::load(p.root(), "amdgpu-debian-6.12").unwrap();
     let range = recipe
         .target
         .kernel
         .expect("amdgpu-debian-6.12 has a kernel range");
     let older = debian_612_releases().into_iter().find(|r| {
         *r != kernel
-            && xtask::kernel::KernelVersion::from_release(r).is_some_and(|v| range.matches(v))
+            && xtask::input::kernel::KernelVersion::from_release(r)
+                .is_some_and(|v| range.matches(v))
     });
     if crate::support::ci() {
         assert!(

@@ -5,10 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use xtask::extract::{self, Limits, Selection};
+use xtask::apply::extract::{self, Limits, Selection};
 use xtask::fetch::FetchedSource;
-use xtask::recipe::Recipe;
-use xtask::report::Reporter;
+use xtask::input::recipe::Recipe;
+use xtask::shared::report::Reporter;
 
 use crate::support::patch::{self as ps, TarEntry as E};
 use crate::support::upstream::Upstream;
@@ -37,7 +37,7 @@ fn upstream_archive(repo: &Upstream, commit: &str, path: &Path) {
 fn archive_source(path: &Path) -> FetchedSource {
     FetchedSource::Archive {
         path: path.to_path_buf(),
-        sha256: xtask::hash::sha256_hex(&std::fs::read(path).unwrap()),
+        sha256: xtask::shared::hash::sha256_hex(&std::fs::read(path).unwrap()),
     }
 }
 
@@ -149,7 +149,12 @@ fn apply_replaces_an_existing_tree_only_on_success() {
     assert_eq!(ps::entries(&project.root().join("work")), vec!["tree"]);
 }
 
-fn try_tar(entries: &[E]) -> (anyhow::Result<xtask::state::Manifest>, tempfile::TempDir) {
+fn try_tar(
+    entries: &[E],
+) -> (
+    anyhow::Result<xtask::apply::state::TreeListing>,
+    tempfile::TempDir,
+) {
     let tmp = tempfile::tempdir().unwrap();
     let archive = tmp.path().join("evil.tar.gz");
     ps::tar(&archive, entries);

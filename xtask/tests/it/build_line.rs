@@ -139,7 +139,7 @@ fn build_line_runs_exactly_the_planned_steps_in_order() {
         .chain(["SHA256SUMS".to_owned(), "manifest.json".to_owned()])
         .collect();
     named.sort();
-    let published: Vec<String> = xtask::dist::hash_tree(&dist(&p), &[])
+    let published: Vec<String> = xtask::release::dist::hash_tree(&dist(&p), &[])
         .unwrap()
         .into_keys()
         .filter(|name| !name.starts_with("packaging/"))
@@ -238,7 +238,7 @@ fn build_line_extracts_the_pristine_tree_once_links_the_patched_one_and_keeps_th
     let p = demo_from_archive();
     let work = p.root().join("target/patchkit/work/demo-hello");
     build(&p, &["--out", "dist/cold"]).success();
-    let cold = xtask::dist::hash_tree(&p.root().join("dist/cold"), &[]).unwrap();
+    let cold = xtask::release::dist::hash_tree(&p.root().join("dist/cold"), &[]).unwrap();
 
     // The patched tree made again from the kept pristine tree: the same bytes.
     std::fs::remove_dir_all(work.join("tree")).unwrap();
@@ -248,7 +248,7 @@ fn build_line_extracts_the_pristine_tree_once_links_the_patched_one_and_keeps_th
         .stderr_has("kept")
         .stderr_has("apply: linking")
         .stderr_has("compress: patchkit-hello_0.1.0.orig.tar.gz kept from");
-    let warm = xtask::dist::hash_tree(&p.root().join("dist/warm"), &[]).unwrap();
+    let warm = xtask::release::dist::hash_tree(&p.root().join("dist/warm"), &[]).unwrap();
     assert_eq!(warm, cold);
     // Unpatched files are links to the pristine ones; the patched file was
     // replaced, and the pristine tree kept the upstream bytes.
@@ -278,7 +278,7 @@ fn build_line_extracts_the_pristine_tree_once_links_the_patched_one_and_keeps_th
     build(&p, &["--out", "dist/healed"])
         .success()
         .stderr_has("no longer matches its listing: extracting it again");
-    let healed = xtask::dist::hash_tree(&p.root().join("dist/healed"), &[]).unwrap();
+    let healed = xtask::release::dist::hash_tree(&p.root().join("dist/healed"), &[]).unwrap();
     assert_eq!(healed, cold);
 
     // So is a kept orig tarball that no longer hashes as recorded.
@@ -289,6 +289,6 @@ fn build_line_extracts_the_pristine_tree_once_links_the_patched_one_and_keeps_th
     build(&p, &["--out", "dist/recompressed"])
         .success()
         .stderr_has("does not hash as recorded: compressing it again");
-    let again = xtask::dist::hash_tree(&p.root().join("dist/recompressed"), &[]).unwrap();
+    let again = xtask::release::dist::hash_tree(&p.root().join("dist/recompressed"), &[]).unwrap();
     assert_eq!(again, cold);
 }

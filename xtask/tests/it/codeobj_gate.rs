@@ -5,7 +5,7 @@
 //! behind a branch that skips more, tests another argument or can be
 //! reached past the test, is on.
 
-use xtask::codeobj::{judge_bytes, FileVerdict};
+use xtask::gpu::codeobj::{judge_bytes, FileVerdict};
 
 use crate::support::codeobj::{assemble_gfx1201, gated_kernel_file, gated_kernel_source, Gating};
 
@@ -33,7 +33,7 @@ fn the_generators_form_is_gated_naming_the_kernel_argument_and_the_site() {
 
 /// Why the first site of the kernel of `gating` is not gated.
 fn why_not(gating: Gating) -> Option<String> {
-    use xtask::codeobj::{elf, gate, isa};
+    use xtask::gpu::codeobj::{elf, gate, isa};
     let object = assemble_gfx1201(&gated_kernel_source(KERNEL, gating))?;
     let code = elf::parse(&object).unwrap();
     let sites = isa::sched_mode_sites(&code).unwrap();

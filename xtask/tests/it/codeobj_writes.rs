@@ -8,7 +8,7 @@
 
 use std::process::Command;
 
-use xtask::codeobj::regs::writes;
+use xtask::gpu::codeobj::regs::writes;
 
 use crate::support::have_tools;
 

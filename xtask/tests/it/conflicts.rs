@@ -6,7 +6,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use xtask::package::{self, names, FileTree, PackageMeta, Relations};
+use xtask::formats::{self, names, FileTree, PackageMeta, Relations};
 
 use crate::support::package::{meta, write_module, EPOCH};
 use crate::support::tools::{pacman_info, run};
@@ -16,7 +16,7 @@ fn amdgpu_meta(name: &str, version: &str) -> PackageMeta {
     let base = meta();
     PackageMeta {
         name: names::dkms_package(name),
-        about: xtask::package::About {
+        about: xtask::formats::About {
             version: version.to_owned(),
             ..base.about.clone()
         },
@@ -45,23 +45,23 @@ fn each_format_declares_the_conflicts_in_its_own_terms() {
     let out = dir.path().join("out");
     let m = amdgpu_meta("amdgpu-expert-sched-6.14", "6.14.11.1");
     let t = tree(&staging, "amdgpu-expert-sched-6.14", "6.14.11.1");
-    let none = package::Scripts::default();
+    let none = formats::Scripts::default();
     let write = |format| {
-        let pkg = package::Package {
+        let pkg = formats::Package {
             meta: &m,
-            machine: package::Architecture::Any,
+            machine: formats::Architecture::Any,
             tree: &t,
             scripts: &none,
             pkgbuild: None,
             epoch: EPOCH,
         };
-        package::write(format, &pkg, &out, &Default::default())
+        formats::write(format, &pkg, &out, &Default::default())
             .unwrap()
             .path
     };
-    let deb = write(package::Format::Deb);
-    let rpm = write(package::Format::Rpm);
-    let arch = write(package::Format::Arch);
+    let deb = write(formats::Format::Deb);
+    let rpm = write(formats::Format::Rpm);
+    let arch = write(formats::Format::Arch);
 
     if have_tool("dpkg-deb") {
         let field = |f: &str| run(Command::new("dpkg-deb").arg("-f").arg(&deb).arg(f)).stdout;
@@ -130,22 +130,22 @@ fn dpkg_keeps_one_series_installed_at_a_time() {
     let staging = dir.path().join("staging");
     write_module(&staging, false);
     let out = dir.path().join("out");
-    let none = package::Scripts::default();
+    let none = formats::Scripts::default();
     let debs: Vec<_> = [
         ("amdgpu-expert-sched-6.12", "6.12.63.1"),
         ("amdgpu-expert-sched-6.14", "6.14.11.1"),
     ]
     .iter()
     .map(|(name, version)| {
-        let pkg = package::Package {
+        let pkg = formats::Package {
             meta: &amdgpu_meta(name, version),
-            machine: package::Architecture::Any,
+            machine: formats::Architecture::Any,
             tree: &tree(&staging, name, version),
             scripts: &none,
             pkgbuild: None,
             epoch: EPOCH,
         };
-        package::write(package::Format::Deb, &pkg, &out, &Default::default())
+        formats::write(formats::Format::Deb, &pkg, &out, &Default::default())
             .unwrap()
             .path
     })

@@ -4,7 +4,7 @@
 use std::fs;
 use std::process::Command;
 
-use xtask::dist::{self, Staging};
+use xtask::release::dist::{self, Staging};
 
 fn publish(out: &std::path::Path, files: &[(&str, &str)]) {
     let staging = Staging::begin(out).unwrap();

@@ -13,7 +13,7 @@ use crate::support::{have_tool, is_root, system_lock};
 
 /// The newest kernel release with headers, as build-dkms picks it.
 fn headers_kernel() -> Option<String> {
-    xtask::target::pick_kernel(None, Path::new("/lib/modules"))
+    xtask::input::target::pick_kernel(None, Path::new("/lib/modules"))
         .ok()
         .filter(|k| Path::new("/lib/modules").join(k).join("build").is_dir())
 }

@@ -26,6 +26,21 @@ fn markdown_files(root: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The `ARCHITECTURE.md` of each group folder of `xtask/src` (every
+/// folder but `bin/`), of `xtask/tests` and of `bench`, sorted.
+fn folder_maps(root: &Path) -> Vec<PathBuf> {
+    let mut maps: Vec<PathBuf> = std::fs::read_dir(root.join("xtask/src"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir() && !p.ends_with("bin"))
+        .map(|p| p.join("ARCHITECTURE.md"))
+        .collect();
+    maps.sort();
+    maps.push(root.join("xtask/tests/ARCHITECTURE.md"));
+    maps.push(root.join("bench/ARCHITECTURE.md"));
+    maps
+}
+
 /// The lines outside fenced code blocks, with their 1-based numbers.
 fn prose_lines(text: &str) -> Vec<(usize, &str)> {
     let mut fence: Option<&str> = None;
@@ -169,7 +184,8 @@ fn broken_links(root: &Path, file: &Path) -> Vec<String> {
 #[test]
 fn every_relative_link_leads_to_a_file_and_a_heading() {
     let root = repo_root();
-    let files = markdown_files(&root);
+    let mut files = markdown_files(&root);
+    files.extend(folder_maps(&root));
     assert!(
         files.len() > 10,
         "README, ARCHITECTURE and docs/: {files:?}"
@@ -264,6 +280,33 @@ fn readme_links_every_docs_page() {
         assert!(
             lines.next().is_some_and(|l| !l.starts_with('#')),
             "{rel} says what it is for before its first section"
+        );
+    }
+}
+
+/// Every group folder has its map, linked from ARCHITECTURE.md, opening
+/// with its title and what the folder holds.
+#[test]
+fn every_group_folder_has_a_map_the_top_one_links() {
+    let root = repo_root();
+    let top = std::fs::read_to_string(root.join("ARCHITECTURE.md")).unwrap();
+    let linked: BTreeSet<String> = prose_lines(&top)
+        .into_iter()
+        .flat_map(|(_, line)| link_targets(line))
+        .collect();
+    for map in folder_maps(&root) {
+        let rel = map.strip_prefix(&root).unwrap().display().to_string();
+        let text = std::fs::read_to_string(&map)
+            .unwrap_or_else(|e| panic!("{rel}: {e} (every group folder has its map)"));
+        assert!(linked.contains(&rel), "ARCHITECTURE.md links no {rel}");
+        let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+        assert!(
+            lines.next().is_some_and(|l| l.starts_with("# ")),
+            "{rel} opens with its title"
+        );
+        assert!(
+            text.contains("## Entry points"),
+            "{rel} has an \"Entry points\" section"
         );
     }
 }

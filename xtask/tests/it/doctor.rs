@@ -326,8 +326,12 @@ fn a_missing_root_is_a_usage_error() {
 #[test]
 fn every_recipe_the_knowledge_names_exists_or_is_announced() {
     let root = repo_root();
-    let knowledge = xtask::knowledge::Knowledge::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
-    let recipes: BTreeSet<String> = xtask::recipe::list(&root).unwrap().into_iter().collect();
+    let knowledge =
+        xtask::input::knowledge::Knowledge::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
+    let recipes: BTreeSet<String> = xtask::input::recipe::list(&root)
+        .unwrap()
+        .into_iter()
+        .collect();
     for name in knowledge.recipes() {
         assert!(
             recipes.contains(&name) || STILL_TO_COME.contains(&name.as_str()),
@@ -343,11 +347,11 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
     // A stop-gap is a config package, built by `cargo xtask build-config`.
     for fault in &knowledge.faults {
         for stopgap in fault.stopgap.iter().filter(|s| recipes.contains(*s)) {
-            let recipe = xtask::recipe::Recipe::load(&root, stopgap)
+            let recipe = xtask::input::recipe::Recipe::load(&root, stopgap)
                 .unwrap_or_else(|e| panic!("recipe {stopgap}: {e:#}"));
             assert_eq!(
                 recipe.kind.name(),
-                xtask::recipe::KindName::Config,
+                xtask::input::recipe::KindName::Config,
                 "fault {} names stop-gap {stopgap}, which is not a config recipe",
                 fault.id
             );
@@ -357,7 +361,7 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
     // and a DKMS kernel fix is recognised when its package is loaded.
     for fault in &knowledge.faults {
         for fix in fault.fixes.iter().filter(|f| recipes.contains(&f.recipe)) {
-            let recipe = xtask::recipe::Recipe::load(&root, &fix.recipe)
+            let recipe = xtask::input::recipe::Recipe::load(&root, &fix.recipe)
                 .unwrap_or_else(|e| panic!("recipe {}: {e:#}", fix.recipe));
             assert_eq!(
                 recipe.kind.name().as_str(),
@@ -380,7 +384,7 @@ fn every_recipe_the_knowledge_names_exists_or_is_announced() {
             if let (Some(offered), Some(builds)) = (&fix.kernel, &recipe.target.kernel) {
                 let outside: Vec<String> = (0..=25)
                     .flat_map(|minor| (0..=300).map(move |patch| (minor, patch)))
-                    .map(|(minor, patch)| xtask::kernel::KernelVersion(6, minor, patch))
+                    .map(|(minor, patch)| xtask::input::kernel::KernelVersion(6, minor, patch))
                     .filter(|v| offered.matches(*v) && !builds.matches(*v))
                     .map(|v| v.to_string())
                     .collect();

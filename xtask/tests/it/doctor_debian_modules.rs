@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 
 use xtask::doctor::module::{self, TrapHandler};
-use xtask::kernel::KernelVersion;
+use xtask::input::kernel::KernelVersion;
 
 use crate::support::ci;
 use crate::support::doctor::{fault, FakeMachine};
@@ -150,7 +150,7 @@ fn judged(series: &str, expect: TrapHandler) {
     );
     assert_eq!(
         amdgpu["sha256"].as_str().unwrap(),
-        xtask::hash::sha256_file(&kept.amdgpu).unwrap()
+        xtask::shared::hash::sha256_file(&kept.amdgpu).unwrap()
     );
     let cwsr = fault(&report, "cwsr-expert-sched");
     let status = if fixed { "fixed" } else { "affected" };

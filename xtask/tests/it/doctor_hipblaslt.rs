@@ -337,8 +337,8 @@ fn a_truncated_real_kernel_file_cannot_be_told() {
         .unwrap();
     let bytes = std::fs::read(&real).unwrap();
     for cut in [10, 30, bytes.len() / 2, bytes.len() - 1] {
-        match xtask::codeobj::judge_bytes(&bytes[..cut]) {
-            xtask::codeobj::FileVerdict::Unreadable(why) => assert!(!why.is_empty()),
+        match xtask::gpu::codeobj::judge_bytes(&bytes[..cut]) {
+            xtask::gpu::codeobj::FileVerdict::Unreadable(why) => assert!(!why.is_empty()),
             other => panic!("{} cut at {cut}: {other:?}", real.display()),
         }
     }

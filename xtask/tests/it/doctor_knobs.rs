@@ -214,7 +214,8 @@ fn debian_comgr_7_0_2_is_flagged_with_the_cache_workaround_and_7_2_4_is_not() {
 #[test]
 fn every_link_of_the_knowledge_files_is_a_well_formed_url() {
     let root = repo_root();
-    let knowledge = xtask::knowledge::Knowledge::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
+    let knowledge =
+        xtask::input::knowledge::Knowledge::load(&root).unwrap_or_else(|e| panic!("{e:#}"));
     let check = |link: &str, whose: &str| {
         let url = url::Url::parse(link).unwrap_or_else(|e| panic!("{whose}: `{link}`: {e}"));
         assert_eq!(url.scheme(), "https", "{whose}: {link}");
@@ -346,14 +347,15 @@ fn the_comgr_range_follows_the_debian_changelogs() {
     else {
         return;
     };
-    let knowledge = xtask::knowledge::Knowledge::load(&repo_root()).unwrap();
+    let knowledge = xtask::input::knowledge::Knowledge::load(&repo_root()).unwrap();
     let f = knowledge
         .faults
         .iter()
         .find(|f| f.id == "comgr-unbundle-cache-key")
         .unwrap();
     let range = f.comgr.as_ref().unwrap();
-    let affected = |v: &str| range.matches(xtask::knowledge::Version::parse_prefix(v).unwrap());
+    let affected =
+        |v: &str| range.matches(xtask::input::knowledge::Version::parse_prefix(v).unwrap());
     // sid's package (the one measured) has no fix and is in the range
     assert!(sid.iter().all(|(_, body)| !body.contains("2142813")));
     assert!(affected(&sid[0].0), "sid {} outside {range}", sid[0].0);

@@ -70,7 +70,7 @@ fn debian_612_amdgpu_carries_the_fixed_handler() {
     assert_eq!(file.trap_handler, TrapHandler::Fixed, "{file:?}");
     assert_eq!(
         file.sha256.as_deref().unwrap(),
-        xtask::hash::sha256_file(&path).unwrap()
+        xtask::shared::hash::sha256_file(&path).unwrap()
     );
 }
 
@@ -200,7 +200,7 @@ fn a_fixed_module_in_the_affected_range_is_fixed_and_json_names_it() {
     assert_eq!(file["trap_handler"], "fixed");
     assert_eq!(
         file["sha256"].as_str().unwrap(),
-        xtask::hash::sha256_file(&path).unwrap()
+        xtask::shared::hash::sha256_file(&path).unwrap()
     );
     let text = m.doctor(&[]).stdout;
     assert!(text.contains("amdgpu.ko.xz (fixed)"), "{text}");

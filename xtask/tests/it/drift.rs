@@ -103,7 +103,7 @@ fn drift_and_verify_recipe_name_offsets_and_explain_by_blob_id() {
     let b = ps::c_file("b", 30).replace("int b_value_19 = 19;", "long b_value_19 = 19;");
     repo.file("drivers/amd/b.c", &b);
     repo.commit("upstream v3");
-    let found = xtask::patch::apply::blob_id(b.as_bytes());
+    let found = xtask::apply::patch::apply::blob_id(b.as_bytes());
     let v3 = project.root().join("v3");
     std::fs::create_dir_all(&v3).unwrap();
     repo.git(&[

@@ -44,7 +44,7 @@ fn builds_the_patched_library_and_packages_it_with_a_toolchain() {
         .stderr_has("configure: done in")
         .stderr_has("build: done in")
         .stderr_has("install: done in");
-    assert!(xtask::dist::verify(&dist).unwrap().is_empty());
+    assert!(xtask::release::dist::verify(&dist).unwrap().is_empty());
 
     // Source artifacts: pristine and patched, only the extracted paths.
     let orig = dist.join("source/hipblaslt-fixture_7.1.1.orig.tar.gz");
@@ -153,8 +153,8 @@ fn two_builds_give_byte_identical_dist_folders() {
         )
         .success();
     }
-    let a = xtask::dist::hash_tree(&p.root().join("dist/a"), &[]).unwrap();
-    let b = xtask::dist::hash_tree(&p.root().join("dist/b"), &[]).unwrap();
+    let a = xtask::release::dist::hash_tree(&p.root().join("dist/a"), &[]).unwrap();
+    let b = xtask::release::dist::hash_tree(&p.root().join("dist/b"), &[]).unwrap();
     assert_eq!(a, b);
     assert_eq!(a.len(), 9, "{:#?}", a.keys());
 }
@@ -168,7 +168,7 @@ fn auto_without_a_toolchain_publishes_the_source_and_says_why() {
         .stderr_has("warning: binary build skipped")
         .stderr_has("(from ROCM_PATH): the folder does not exist");
     let dist = p.root().join("dist/hip");
-    assert!(xtask::dist::verify(&dist).unwrap().is_empty());
+    assert!(xtask::release::dist::verify(&dist).unwrap().is_empty());
     let m = manifest(&dist);
     let binary = m["build"]["binary"].as_str().unwrap();
     assert!(
@@ -207,7 +207,7 @@ fn published() -> (Project, Monorepo, Vec<u8>) {
 #[track_caller]
 fn assert_untouched(p: &Project, before: &[u8]) {
     let dist = p.root().join("dist/hip");
-    assert!(xtask::dist::verify(&dist).unwrap().is_empty());
+    assert!(xtask::release::dist::verify(&dist).unwrap().is_empty());
     assert_eq!(std::fs::read(dist.join("manifest.json")).unwrap(), before);
     let leftovers: Vec<_> = std::fs::read_dir(p.root().join("dist"))
         .unwrap()
@@ -382,7 +382,7 @@ fn the_workflow_parses_and_names_only_existing_xtask_commands() {
         .map(|e| e["recipe"].as_str().unwrap().to_owned())
         .collect();
     matrix.sort();
-    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::KindName::Hipblaslt);
+    let recipes: Vec<String> = repo_recipes_of_kind(xtask::input::recipe::KindName::Hipblaslt);
     assert_eq!(matrix, recipes);
 }
 

@@ -152,7 +152,7 @@ fn the_rpm_post_dracut_branch_runs_real_dracut_and_the_image_carries_the_module(
     let dir = tempfile::tempdir().unwrap();
     let backup = dir.path().join("initrd.img");
     std::fs::copy(&image, &backup).unwrap();
-    let before = xtask::hash::sha256_file(&image).unwrap();
+    let before = xtask::shared::hash::sha256_file(&image).unwrap();
     let build = dir.path().join("module");
     std::fs::create_dir_all(&build).unwrap();
     let ko = compile_module(&build, &kernel);
@@ -214,12 +214,12 @@ fn the_rpm_post_dracut_branch_runs_real_dracut_and_the_image_carries_the_module(
         image.display(),
         run.stderr
     );
-    assert_ne!(xtask::hash::sha256_file(&image).unwrap(), before);
+    assert_ne!(xtask::shared::hash::sha256_file(&image).unwrap(), before);
 
     let restore_index = restore.index.clone();
     let made_updates = restore.made.clone();
     drop(restore);
-    assert_eq!(xtask::hash::sha256_file(&image).unwrap(), before);
+    assert_eq!(xtask::shared::hash::sha256_file(&image).unwrap(), before);
     assert!(!installed.exists());
     assert_eq!(updates.exists(), made_updates.is_none());
     assert!(!Path::new(CONF).exists());

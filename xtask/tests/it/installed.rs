@@ -12,12 +12,12 @@ use crate::support::doctor::{fault, next, FakeMachine};
 use crate::support::inplace::{debian, digests, kernel_digests, place};
 use crate::support::{repo_root, Run};
 
-pub const VENV: &str = "home/user/venv";
-pub const TORCH_LIB: &str = "home/user/venv/lib/python3.12/site-packages/torch/lib";
+pub(crate) const VENV: &str = "home/user/venv";
+pub(crate) const TORCH_LIB: &str = "home/user/venv/lib/python3.12/site-packages/torch/lib";
 
 /// The binary copied into `<root>/home/user/venv/bin/`, a venv as pip
 /// makes it (`pyvenv.cfg`); its path.
-pub fn install(root: &Path) -> PathBuf {
+pub(crate) fn install(root: &Path) -> PathBuf {
     let venv = root.join(VENV);
     std::fs::create_dir_all(venv.join("bin")).unwrap();
     std::fs::write(
@@ -33,7 +33,7 @@ pub fn install(root: &Path) -> PathBuf {
 /// `rocm-patchkit <args>` by its bare name, found on `PATH` in the venv's
 /// `bin/`, run from an empty folder with no checkout to read; a text
 /// report's items each on one line (`doctor_text.rs` holds the layout).
-pub fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
+pub(crate) fn run(m: &FakeMachine, nowhere: &Path, args: &[&str]) -> Run {
     let path = format!(
         "{}:{}",
         m.root().join(VENV).join("bin").display(),
@@ -214,12 +214,12 @@ fn the_installed_doctor_reads_its_built_in_knowledge_or_a_newer_folder() {
 #[test]
 fn the_installed_command_knows_every_dkms_package_our_recipes_build() {
     let mut built: Vec<String> =
-        crate::support::repo_recipes_of_kind(xtask::recipe::KindName::Dkms)
+        crate::support::repo_recipes_of_kind(xtask::input::recipe::KindName::Dkms)
             .iter()
             // the demo recipe's package is the tests' hello module, not amdgpu
             .filter(|name| !name.starts_with("demo-"))
             .map(|name| {
-                xtask::recipe::Recipe::load(&repo_root(), name)
+                xtask::input::recipe::Recipe::load(&repo_root(), name)
                     .unwrap()
                     .package
                     .name
@@ -227,5 +227,5 @@ fn the_installed_command_knows_every_dkms_package_our_recipes_build() {
             .collect();
     built.sort();
     built.dedup();
-    assert_eq!(built, xtask::commands::doctor::DKMS_PACKAGES);
+    assert_eq!(built, xtask::cli::commands::doctor::DKMS_PACKAGES);
 }

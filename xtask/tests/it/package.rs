@@ -219,13 +219,13 @@ fn rpm_payload_is_the_uncompressed_write_payload() {
     let rpm = fx::path_of(&artifacts, ".noarch.rpm");
     let cpio = Command::new("rpm2cpio").arg(&rpm).output().unwrap();
     assert!(cpio.status.success(), "rpm2cpio failed: {cpio:?}");
-    let tree = xtask::package::FileTree::from_dir(
+    let tree = xtask::formats::FileTree::from_dir(
         &dir.path().join("staging"),
-        &xtask::package::names::dkms_source_dir(MODULE, VERSION),
+        &xtask::formats::names::dkms_source_dir(MODULE, VERSION),
     )
     .unwrap();
     let payload =
-        xtask::package::rpm::write_payload(&tree, EPOCH, Vec::new(), &Default::default()).unwrap();
+        xtask::formats::rpm::write_payload(&tree, EPOCH, Vec::new(), &Default::default()).unwrap();
     assert!(cpio.stdout == payload, "rpm2cpio and write_payload differ");
 }
 

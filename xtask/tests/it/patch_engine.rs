@@ -4,9 +4,9 @@
 
 use std::path::Path;
 
-use xtask::patch::apply::{check, series};
-use xtask::patch::tree::Tree;
-use xtask::patch::{PatchInput, PatchState, Tolerance};
+use xtask::apply::patch::apply::{check, series};
+use xtask::apply::patch::tree::Tree;
+use xtask::apply::patch::{PatchInput, PatchState, Tolerance};
 
 use crate::support::patch as ps;
 

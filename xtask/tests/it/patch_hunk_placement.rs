@@ -3,9 +3,9 @@
 //! both lines named, fuzz only when asked, and the git blob ids of a patch's
 //! `index` lines explain a file the patch was not written for or already has.
 
-use xtask::patch::apply::{check, series, PatchState};
-use xtask::patch::tree::Tree;
-use xtask::patch::{PatchInput, Tolerance};
+use xtask::apply::patch::apply::{check, series, PatchState};
+use xtask::apply::patch::tree::Tree;
+use xtask::apply::patch::{PatchInput, Tolerance};
 
 use crate::support::patch as ps;
 
@@ -137,7 +137,7 @@ fn patch_placement_blob_ids_explain_another_version_and_an_applied_change() {
     s.repo.checkout(&s.base, &tree);
     let other = ps::c_file("a", 30).replace("int a_value_9 = 9;", "long a_value_9 = 9;");
     std::fs::write(tree.join("drivers/amd/a.c"), &other).unwrap();
-    let found = xtask::patch::apply::blob_id(other.as_bytes());
+    let found = xtask::apply::patch::apply::blob_id(other.as_bytes());
     let err = ps::strict_refusal(&mut Tree::dry(&tree), &first_patch(&s));
     let expected = format!(
         "written for another version of amd/a.c (expected blob {}…, the tree has {}…): \

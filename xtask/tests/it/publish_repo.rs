@@ -111,7 +111,7 @@ fn the_apt_indexes_are_apt_ftparchives_and_gpgv_checks_their_signatures() {
         "main/binary-amd64/Packages",
         "main/binary-amd64/Packages.xz",
     ] {
-        let sha = xtask::hash::sha256_file(&dists_dir.join(rel)).unwrap();
+        let sha = xtask::shared::hash::sha256_file(&dists_dir.join(rel)).unwrap();
         assert!(
             release
                 .lines()
@@ -272,14 +272,17 @@ fn every_rpm_is_signed_with_the_key_and_only_that_key() {
 
 #[test]
 fn the_keyring_snippets_are_as_reviewed() {
-    let site = xtask::repos::Site {
+    let site = xtask::release::repos::Site {
         url: URL.to_owned(),
         suite: "stable".to_owned(),
         fingerprint: "0123456789ABCDEF0123456789ABCDEF01234567".to_owned(),
     };
     let templates = crate::support::repo_root().join("templates");
-    let snippets = xtask::repos::keyring::snippets(&templates, &site).unwrap();
-    assert_eq!(snippets.len(), xtask::repos::keyring::TEMPLATES.len());
+    let snippets = xtask::release::repos::keyring::snippets(&templates, &site).unwrap();
+    assert_eq!(
+        snippets.len(),
+        xtask::release::repos::keyring::TEMPLATES.len()
+    );
     for (name, text) in &snippets {
         insta::assert_snapshot!(format!("repos_snippet__{}", name.replace('/', "__")), text);
     }

@@ -336,9 +336,9 @@ fn fix_pins_do_not_apply_to_a_curated_file() {
 /// pinned and pins its upstream fix by the blobs it produces.
 #[test]
 fn no_shipped_recipe_is_unpinned_without_saying_why() {
-    use xtask::recipe::{PatchOrigin, Recipe, Source};
+    use xtask::input::recipe::{PatchOrigin, Recipe, Source};
     let root = crate::support::repo_root();
-    for name in xtask::recipe::list(&root).unwrap() {
+    for name in xtask::input::recipe::list(&root).unwrap() {
         let r = Recipe::load(&root, &name).unwrap();
         let text = std::fs::read_to_string(&r.path).unwrap();
         for (input, why) in r.unpinned_reasons() {
@@ -412,7 +412,7 @@ fn list_shows_every_kernel_recipe_pinned_and_says_why_others_are_not() {
 /// real tarball with `git hash-object`.
 #[test]
 fn the_backport_pins_are_the_files_of_debian_linux_source_6_12() {
-    use xtask::recipe::Recipe;
+    use xtask::input::recipe::Recipe;
     let tarball = std::path::Path::new("/usr/src/linux-source-6.12.tar.xz");
     if !tarball.is_file() {
         assert!(

@@ -4,9 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use xtask::packaging::dkms::{self as packaging, Inputs};
-use xtask::recipe::Recipe;
-use xtask::render::{Rendered, Renderer};
+use xtask::input::recipe::Recipe;
+use xtask::release::packaging::dkms_files::{self as packaging, Inputs};
+use xtask::release::render::{Rendered, Renderer};
 
 use crate::support::tools::stdout;
 use crate::support::{repo_root, Project};
@@ -28,7 +28,7 @@ fn inputs() -> Inputs {
 
 fn render(root: &Path, recipe: &str) -> Rendered {
     let recipe = Recipe::load(root, recipe).unwrap();
-    let plan = xtask::build::plan::plan(&recipe).unwrap();
+    let plan = xtask::line::plan::plan(&recipe).unwrap();
     let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
     packaging::render(
         &renderer,
@@ -40,9 +40,9 @@ fn render(root: &Path, recipe: &str) -> Rendered {
 /// The packaging files of config recipe `recipe` under `root`.
 fn render_config(root: &Path, recipe: &str) -> Rendered {
     let recipe = Recipe::load(root, recipe).unwrap();
-    let plan = xtask::build::plan::plan(&recipe).unwrap();
+    let plan = xtask::line::plan::plan(&recipe).unwrap();
     let renderer = Renderer::new(&repo_root().join("templates")).unwrap();
-    let inputs = xtask::packaging::config::Inputs {
+    let inputs = xtask::release::packaging::config_files::Inputs {
         orig_tarball: format!(
             "{}_{}.orig.tar.gz",
             recipe.name, recipe.package.about.version
@@ -51,8 +51,8 @@ fn render_config(root: &Path, recipe: &str) -> Rendered {
         source_dir: format!("{}-{}", recipe.name, recipe.package.about.version),
         patch_sha256: vec!["2".repeat(64); recipe.patches.len()],
     };
-    let values = xtask::packaging::config::values(&recipe, &plan, &inputs).unwrap();
-    xtask::packaging::config::render(&renderer, &values).unwrap()
+    let values = xtask::release::packaging::config_files::values(&recipe, &plan, &inputs).unwrap();
+    xtask::release::packaging::config_files::render(&renderer, &values).unwrap()
 }
 
 #[test]
@@ -78,10 +78,11 @@ fn the_demo_packaging_files_are_as_reviewed() {
 fn every_template_is_used() {
     let files = render(&repo_root(), "demo-hello");
     let config = render_config(&repo_root(), "amdgpu-cwsr-off");
-    for template in xtask::render::template_files(&repo_root().join("templates")).unwrap() {
+    for template in xtask::release::render::template_files(&repo_root().join("templates")).unwrap()
+    {
         let name = template.trim_end_matches(".hbs");
         if name.starts_with("repos/") {
-            let used = xtask::repos::keyring::TEMPLATES.contains(&name);
+            let used = xtask::release::repos::keyring::TEMPLATES.contains(&name);
             assert!(used, "templates/{template} is never rendered");
             continue;
         }

@@ -9,13 +9,13 @@ use crate::support::rust_text::{blank_comments_and_literals, functions, rust_fil
 #[test]
 fn every_recipe_parses_and_plans() {
     let root = repo_root();
-    let names = xtask::recipe::list(&root).unwrap();
+    let names = xtask::input::recipe::list(&root).unwrap();
     assert!(names.contains(&"demo-hello".to_owned()), "{names:?}");
     for name in names {
-        let recipe = xtask::recipe::Recipe::load(&root, &name)
+        let recipe = xtask::input::recipe::Recipe::load(&root, &name)
             .unwrap_or_else(|e| panic!("recipe {name}: {e:#}"));
         let plan =
-            xtask::build::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
+            xtask::line::plan::plan(&recipe).unwrap_or_else(|e| panic!("plan {name}: {e:#}"));
         assert_eq!(plan.patches.len(), recipe.patches.len());
     }
 }
@@ -23,7 +23,7 @@ fn every_recipe_parses_and_plans() {
 #[test]
 fn every_patch_folder_belongs_to_a_recipe() {
     let root = repo_root();
-    let names = xtask::recipe::list(&root).unwrap();
+    let names = xtask::input::recipe::list(&root).unwrap();
     for entry in std::fs::read_dir(root.join("patches")).unwrap() {
         let entry = entry.unwrap();
         let folder = entry.file_name().into_string().unwrap();
@@ -146,8 +146,8 @@ fn functions_stay_short() {
 #[test]
 fn the_demo_plan_is_stable() {
     let root = repo_root();
-    let recipe = xtask::recipe::Recipe::load(&root, "demo-hello").unwrap();
-    let json = xtask::plan::to_json(&xtask::build::plan::plan(&recipe).unwrap()).unwrap();
+    let recipe = xtask::input::recipe::Recipe::load(&root, "demo-hello").unwrap();
+    let json = xtask::input::plan::to_json(&xtask::line::plan::plan(&recipe).unwrap()).unwrap();
     insta::assert_snapshot!("plan_demo_hello_json", json);
 }
 
@@ -336,10 +336,11 @@ mod tests {
         assert_eq!(cycles[0].len(), 4, "{cycles:?}");
     }
 
-    /// Both levels, a file brought in by `#[path]` counted as its
-    /// declaring module's, and paths through a parent's imports followed.
+    /// Every level (the top, a folder's files, a folder's folder), a file
+    /// brought in by `#[path]` counted as its declaring module's, and paths
+    /// through a parent's imports followed.
     #[test]
-    fn a_crate_on_disk_gives_both_levels() {
+    fn a_crate_on_disk_gives_every_level() {
         let dir = tempfile::tempdir().unwrap();
         let files = [
             (
@@ -348,8 +349,11 @@ mod tests {
             ),
             (
                 "a/mod.rs",
-                "//! a\nmod x;\nmod y;\nuse crate::b::B;\npub use y::Y;\n",
+                "//! a\nmod x;\nmod y;\nuse crate::b::B;\npub use y::Y;\nmod z;\n",
             ),
+            ("a/z/mod.rs", "//! z\nmod p;\nmod q;\npub use q::Q;\n"),
+            ("a/z/p.rs", "//! p\nuse super::Q;\n"),
+            ("a/z/q.rs", "//! q\nfn f() { crate::a::z::p::g() }\n"),
             (
                 "a/x.rs",
                 "//! x\nuse super::Y;\nfn f() -> crate::C { crate::C }\n",
@@ -382,6 +386,14 @@ mod tests {
                 "cycle in a/: x, y",
                 "    x -> y  (src/a/x.rs:2)",
                 "    y -> x  (src/a/y_tests.rs:2)"
+            ]
+        );
+        assert_eq!(
+            graphs.siblings["a/z"].describe_cycles("in a/z/"),
+            [
+                "cycle in a/z/: p, q",
+                "    p -> q  (src/a/z/p.rs:2)",
+                "    q -> p  (src/a/z/q.rs:2)"
             ]
         );
     }

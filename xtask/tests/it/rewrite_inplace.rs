@@ -148,7 +148,7 @@ fn a_venv_rewritten_in_place_is_mitigated_and_undone_byte_for_byte() {
         let kept = kernels(&m).join(entry["original"].as_str().unwrap());
         assert!(!kept.to_string_lossy().ends_with(".co"));
         assert_eq!(
-            xtask::hash::sha256_file(&kept).unwrap(),
+            xtask::shared::hash::sha256_file(&kept).unwrap(),
             entry["sha256_before"].as_str().unwrap()
         );
     }

@@ -99,7 +99,7 @@ fn save(m: &FakeMachine, record: &serde_json::Value) {
 }
 
 fn sha(bytes: &[u8]) -> String {
-    xtask::hash::sha256_hex(bytes)
+    xtask::shared::hash::sha256_hex(bytes)
 }
 
 /// A record entry saying `key` was rewritten to `after` from the bytes

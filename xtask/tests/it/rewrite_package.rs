@@ -157,8 +157,8 @@ fn debian_hipblaslt_rewritten_takes_the_place_of_debians_package() {
         assert_eq!(pa, pb);
         if ba != bb {
             differ.insert(pa.clone());
-            match xtask::codeobj::judge_bytes(bb) {
-                xtask::codeobj::FileVerdict::Off => {}
+            match xtask::gpu::codeobj::judge_bytes(bb) {
+                xtask::gpu::codeobj::FileVerdict::Off => {}
                 other => panic!("{pa} after the rewrite: {other:?}"),
             }
         }

@@ -43,7 +43,7 @@ fn build_deb(tree: &Path, out: &Path) -> String {
             .arg(tree)
             .arg(out),
     );
-    xtask::hash::sha256_file(out).unwrap()
+    xtask::shared::hash::sha256_file(out).unwrap()
 }
 
 /// A project whose rewrite recipe takes `deb` from `local`.

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
-use xtask::codeobj::bundle::{self, Scratch};
-use xtask::codeobj::rewrite::{self, Rewrite};
-use xtask::codeobj::{self, llvm, Cache, Judgement};
+use xtask::gpu::codeobj::bundle::{self, Scratch};
+use xtask::gpu::codeobj::rewrite::{self, Rewrite};
+use xtask::gpu::codeobj::{self, llvm, Judgement, VerdictCache};
 
 use crate::support::ci;
 
@@ -303,7 +303,7 @@ fn rewritten_and_llvm_agrees(
     );
 
     // doctor's scanner over the rewritten library: no site anywhere
-    let judged = codeobj::judge_library(out.path(), &mut Cache::in_memory(), 2);
+    let judged = codeobj::judge_library(out.path(), &mut VerdictCache::in_memory(), 2);
     assert_eq!(judged, Judgement::Off { files: done.len() }, "{judged:?}");
 
     // the sample: the largest code object, the smallest with sites, one of

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
 
-use xtask::user::docs;
+use xtask::cli::user::docs;
 
 use crate::support::repo_root;
 

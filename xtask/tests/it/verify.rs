@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 use xtask::fetch::FetchedSource;
-use xtask::recipe::Recipe;
+use xtask::input::recipe::Recipe;
 
 use crate::support::patch as ps;
 use crate::support::Project;

@@ -66,7 +66,7 @@ fn every_workflow_names_only_existing_xtask_commands() {
 
 #[test]
 fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
-    use xtask::recipe::{Kind, Recipe};
+    use xtask::input::recipe::{Kind, Recipe};
 
     let doc = workflow("kernel.yml");
     let job = &doc["jobs"]["build"];
@@ -95,7 +95,7 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
             "{recipe} twice"
         );
     }
-    let kernel_recipes: Vec<String> = xtask::recipe::list(&root)
+    let kernel_recipes: Vec<String> = xtask::input::recipe::list(&root)
         .unwrap()
         .into_iter()
         .filter(|name| name.starts_with("amdgpu-"))
@@ -130,7 +130,7 @@ fn the_kernel_workflow_builds_every_kernel_recipe_that_is_pinned() {
                 let kernel = kernel
                     .as_deref()
                     .unwrap_or_else(|| panic!("{name}: a DKMS recipe needs `kernel`"));
-                xtask::target::check_kernel(&recipe, kernel)
+                xtask::input::target::check_kernel(&recipe, kernel)
                     .unwrap_or_else(|e| panic!("{name}: kernel {kernel}: {e:#}"));
             }
             _ => assert!(kernel.is_none(), "{name}: a config recipe has no kernel"),
@@ -209,7 +209,7 @@ fn the_rewrite_job_builds_every_rewrite_recipe_in_a_debian_container() {
         })
         .collect();
     matrix.sort();
-    let recipes: Vec<String> = repo_recipes_of_kind(xtask::recipe::KindName::Rewrite);
+    let recipes: Vec<String> = repo_recipes_of_kind(xtask::input::recipe::KindName::Rewrite);
     assert!(!recipes.is_empty());
     assert_eq!(matrix, recipes);
     let runs: Vec<&str> = job["steps"]

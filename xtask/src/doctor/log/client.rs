@@ -4,7 +4,7 @@
 //! of the hardware, not of any known fault (those are `[fault.log]`).
 
 /// What the part named `client` does, said for the user.
-pub fn meaning(client: &str) -> Option<&'static str> {
+pub(crate) fn meaning(client: &str) -> Option<&'static str> {
     let m = match client {
         "TCP" => "a shader's memory access (a GPU kernel: a library's GEMM, expert scheduling, an out-of-bounds read)",
         "SQC (inst)" | "SQC (data)" | "SQG/PC/SC" | "SQG" | "SQC" => {

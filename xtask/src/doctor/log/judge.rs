@@ -10,65 +10,65 @@ use super::{client, Event, EventKind, LogRead, Scan};
 use crate::doctor::machine::Machine;
 use crate::doctor::verdict::{Status, Verdict};
 use crate::doctor::FaultReport;
-use crate::knowledge::{Fault, Knowledge};
+use crate::input::knowledge::{Fault, Knowledge};
 
 /// The logs read and the GPU faults in them, judged.
 #[derive(Debug, Clone, Default, Serialize)]
-pub struct LogReport {
-    pub read: Vec<LogRead>,
+pub(crate) struct LogReport {
+    pub(crate) read: Vec<LogRead>,
     /// Why no log was read, when that is no error.
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     /// The faults seen, oldest first (the last ones when there were many).
-    pub faults: Vec<Seen>,
+    pub(crate) faults: Vec<Seen>,
     /// Faults seen before those listed.
-    pub dropped: u64,
+    pub(crate) dropped: u64,
     /// Kernels of known faults the logs launched (HIP logs).
-    pub kernels: Vec<KernelSeen>,
+    pub(crate) kernels: Vec<KernelSeen>,
 }
 
 /// One fault seen, and what it points to.
 #[derive(Debug, Clone, Serialize)]
-pub struct Seen {
+pub(crate) struct Seen {
     #[serde(flatten)]
-    pub event: Event,
+    pub(crate) event: Event,
     /// What the part named by the UTCL2 client is.
-    pub client_is: Option<String>,
+    pub(crate) client_is: Option<String>,
     /// The known faults whose signature it shows, most likely here first.
-    pub points_to: Vec<Pointer>,
+    pub(crate) points_to: Vec<Pointer>,
     /// When it points to none: what it is and what to do.
-    pub unknown: Option<String>,
+    pub(crate) unknown: Option<String>,
 }
 
 /// A known fault a log points to.
 #[derive(Debug, Clone, Serialize)]
-pub struct Pointer {
-    pub id: String,
+pub(crate) struct Pointer {
+    pub(crate) id: String,
     /// What matched: `client TCP`, `kernel Cijk_...`.
-    pub by: String,
+    pub(crate) by: String,
     /// The fault's verdict on this machine.
-    pub here: Status,
+    pub(crate) here: Status,
     /// That verdict as the text report labels it.
     #[serde(skip)]
-    pub label: &'static str,
+    pub(crate) label: &'static str,
 }
 
 /// A kernel of a known fault launched in a log.
 #[derive(Debug, Clone, Serialize)]
-pub struct KernelSeen {
-    pub source: String,
-    pub kernel: String,
-    pub launches: u64,
-    pub faults: Vec<String>,
+pub(crate) struct KernelSeen {
+    pub(crate) source: String,
+    pub(crate) kernel: String,
+    pub(crate) launches: u64,
+    pub(crate) faults: Vec<String>,
 }
 
 /// What to attach when a fault is unknown (AMD's triage asks for these).
-pub const REPORT_IT: &str = "unknown: no known fault has this signature; report it (https://github.com/ROCm/TheRock/issues) with the job's output run with AMD_LOG_LEVEL=4, the full kernel log (sudo dmesg) of a boot with amdgpu.dyndbg=+flmpt, and the firmware versions doctor lists";
+pub(crate) const REPORT_IT: &str = "unknown: no known fault has this signature; report it (https://github.com/ROCm/TheRock/issues) with the job's output run with AMD_LOG_LEVEL=4, the full kernel log (sudo dmesg) of a boot with amdgpu.dyndbg=+flmpt, and the firmware versions doctor lists";
 
 /// The job's line alone does not say which part of the GPU faulted.
 const WHICH_PART: &str = "the job's side of a GPU page fault: the kernel log of the same moment names the part that faulted (its UTCL2 client); doctor reads this boot's kernel log when run without --log, or give a saved one (sudo dmesg > kernel.log, then --log kernel.log); AMD_LOG_LEVEL=3 makes the job log the kernels it launches";
 
 /// Judges what `scan` found against the known faults and their verdicts.
-pub fn judge(scan: Scan, knowledge: &Knowledge, verdicts: &[FaultReport]) -> LogReport {
+pub(crate) fn judge(scan: Scan, knowledge: &Knowledge, verdicts: &[FaultReport]) -> LogReport {
     let faults = scan
         .events
         .kept
@@ -155,7 +155,7 @@ fn seen(event: Event, knowledge: &Knowledge, verdicts: &[FaultReport]) -> Seen {
 /// (info)`, `not affected here`.
 fn here_label(v: &FaultReport) -> &'static str {
     match (v.verdict.status, v.severity) {
-        (Status::Affected, crate::knowledge::Severity::Info) => "affected here (info)",
+        (Status::Affected, crate::input::knowledge::Severity::Info) => "affected here (info)",
         (Status::Affected, _) => "AFFECTED here",
         (Status::NotAffected, _) => "not affected here",
         (Status::Mitigated, _) => "mitigated here",
@@ -179,7 +179,7 @@ fn rank(status: Status) -> u8 {
 /// The verdict on a fault known only by its signature in logs: the GPUs
 /// it is on, and that a log names it (`log_read`: whether doctor read one,
 /// so the verdict asks for `--log` only when it read none).
-pub fn verdict_without_log(fault: &Fault, m: &Machine, log_read: bool) -> Verdict {
+pub(crate) fn verdict_without_log(fault: &Fault, m: &Machine, log_read: bool) -> Verdict {
     let verdict = |status, why: String| Verdict {
         status,
         why,

@@ -6,25 +6,25 @@ use std::io::{BufRead, BufReader, Read};
 use std::time::Instant;
 
 /// Bytes of one log read at most (its last ones, for a file).
-pub const WINDOW: u64 = 64 << 20;
+pub(crate) const WINDOW: u64 = 64 << 20;
 /// A longer line is cut there (kernel log records are at most 8 KiB).
-pub const LINE_MAX: usize = 16 << 10;
+pub(crate) const LINE_MAX: usize = 16 << 10;
 
 /// What reading a log took, and why it stopped early if it did.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Outcome {
-    pub bytes: u64,
-    pub lines: u64,
+pub(crate) struct Outcome {
+    pub(crate) bytes: u64,
+    pub(crate) lines: u64,
     /// Why the rest was not read (the window, the deadline).
-    pub cut: Option<String>,
+    pub(crate) cut: Option<String>,
     /// A read error that ended it.
-    pub error: Option<String>,
+    pub(crate) error: Option<String>,
 }
 
 /// Calls `each(line number, line)` for every line of `reader`, up to
 /// `window` bytes and until `deadline`. A line longer than [`LINE_MAX`] is
 /// cut, its rest skipped; `\r` at a line's end is dropped.
-pub fn each_line(
+pub(crate) fn each_line(
     reader: impl Read,
     window: u64,
     deadline: Instant,
@@ -66,7 +66,7 @@ pub fn each_line(
         if out.bytes > window {
             out.cut = Some(format!(
                 "read its first {} only",
-                crate::report::human_size(window)
+                crate::shared::report::human_size(window)
             ));
             break;
         }

@@ -14,13 +14,13 @@ mod text;
 
 use serde::Serialize;
 
-pub use judge::{judge, verdict_without_log, LogReport};
-pub use source::{read, Settings};
+pub(crate) use judge::{judge, verdict_without_log, LogReport};
+pub(crate) use source::{read, Settings};
 
 /// What kind of line told the fault.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum EventKind {
+pub(crate) enum EventKind {
     /// amdgpu's `[gfxhub] page fault` block in the kernel log.
     PageFault,
     /// ROCr's `Memory access fault by GPU node-N` in the job's output.
@@ -29,31 +29,31 @@ pub enum EventKind {
 
 /// One GPU fault seen in a log; fields the log did not give are `None`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Event {
+pub(crate) struct Event {
     /// The log it is in: a file, `journalctl -k -b`, `/dev/kmsg`.
-    pub source: String,
+    pub(crate) source: String,
     /// Its line in what was read of that log (1-based).
-    pub line: u64,
-    pub kind: EventKind,
+    pub(crate) line: u64,
+    pub(crate) kind: EventKind,
     /// As the log writes it (`169.822093`, `Jan 09 18:55:45`).
-    pub time: Option<String>,
+    pub(crate) time: Option<String>,
     /// `gfxhub` or `mmhub`.
-    pub hub: Option<String>,
-    pub process: Option<String>,
-    pub pid: Option<u32>,
-    pub pasid: Option<u32>,
-    pub address: Option<String>,
+    pub(crate) hub: Option<String>,
+    pub(crate) process: Option<String>,
+    pub(crate) pid: Option<u32>,
+    pub(crate) pasid: Option<u32>,
+    pub(crate) address: Option<String>,
     /// The UTCL2 client that faulted (`TCP`, `SDMA0`, `CPF`).
-    pub client: Option<String>,
+    pub(crate) client: Option<String>,
     /// The KFD node of `Memory access fault by GPU node-N`.
-    pub node: Option<u32>,
+    pub(crate) node: Option<u32>,
     /// ROCr's reason (`Page not present or supervisor privilege`).
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
     /// Kernels of known faults the same log launched just before it
     /// (a HIP log), newest last.
-    pub kernels: Vec<String>,
+    pub(crate) kernels: Vec<String>,
     /// How many more times it came right after (same process and client).
-    pub repeats: u64,
+    pub(crate) repeats: u64,
 }
 
 impl Event {
@@ -75,20 +75,20 @@ impl Event {
 
 /// One log read: what, how much, and what was cut.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LogRead {
-    pub source: String,
-    pub bytes: u64,
-    pub lines: u64,
+pub(crate) struct LogRead {
+    pub(crate) source: String,
+    pub(crate) bytes: u64,
+    pub(crate) lines: u64,
     /// What of it was not read, and why (a window, a time limit).
-    pub cut: Option<String>,
+    pub(crate) cut: Option<String>,
 }
 
 /// Every log read and the faults in them, for [`judge`].
 #[derive(Debug, Default)]
-pub struct Scan {
-    pub read: Vec<LogRead>,
+pub(crate) struct Scan {
+    pub(crate) read: Vec<LogRead>,
     /// Why no log was read, when none was and that is no error (no kernel
     /// log below `--root`).
-    pub note: Option<String>,
+    pub(crate) note: Option<String>,
     events: parse::Events,
 }

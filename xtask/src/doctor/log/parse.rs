@@ -10,10 +10,10 @@
 use std::collections::{BTreeMap, VecDeque};
 
 use super::{Event, EventKind};
-use crate::knowledge::Glob;
+use crate::input::knowledge::Glob;
 
 /// Events kept per scan (the last ones); older ones are counted.
-pub const MAX_EVENTS: usize = 64;
+pub(crate) const MAX_EVENTS: usize = 64;
 /// Kernels of known faults remembered per log.
 const MAX_KERNELS: usize = 32;
 /// Lines after a page-fault header that may still belong to it.
@@ -22,11 +22,11 @@ const BLOCK_LINES: u64 = 32;
 /// Events of every log read, the last [`MAX_EVENTS`] kept, a run of the
 /// same fault counted on the first.
 #[derive(Debug, Default)]
-pub struct Events {
-    pub kept: VecDeque<Event>,
-    pub dropped: u64,
+pub(crate) struct Events {
+    pub(crate) kept: VecDeque<Event>,
+    pub(crate) dropped: u64,
     /// Per log, the kernels of known faults it launched, with counts.
-    pub kernels: BTreeMap<String, BTreeMap<String, u64>>,
+    pub(crate) kernels: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl Events {
@@ -46,7 +46,7 @@ impl Events {
 }
 
 /// Reads one log's lines, in order.
-pub struct Parser<'a> {
+pub(crate) struct Parser<'a> {
     source: String,
     patterns: &'a [Glob],
     events: &'a mut Events,
@@ -56,7 +56,7 @@ pub struct Parser<'a> {
 }
 
 impl<'a> Parser<'a> {
-    pub fn new(source: &str, patterns: &'a [Glob], events: &'a mut Events) -> Parser<'a> {
+    pub(crate) fn new(source: &str, patterns: &'a [Glob], events: &'a mut Events) -> Parser<'a> {
         Parser {
             source: source.to_owned(),
             patterns,
@@ -66,7 +66,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    pub fn line(&mut self, number: u64, line: &str) {
+    pub(crate) fn line(&mut self, number: u64, line: &str) {
         if let Some(at) = line.find("page fault (src_id:") {
             self.close();
             self.open = Some(self.page_fault(number, line, at));
@@ -83,7 +83,7 @@ impl<'a> Parser<'a> {
     }
 
     /// Ends the log: a page fault still being read is kept as it is.
-    pub fn finish(mut self) {
+    pub(crate) fn finish(mut self) {
         self.close();
     }
 

@@ -4,7 +4,7 @@
 //! print them.
 
 use super::*;
-use crate::knowledge::LogFacts;
+use crate::input::knowledge::LogFacts;
 
 fn events(source: &str, text: &str, patterns: &[Glob]) -> Events {
     let mut events = Events::default();
@@ -18,7 +18,7 @@ fn events(source: &str, text: &str, patterns: &[Glob]) -> Events {
 
 fn dtvb() -> Vec<Glob> {
     let text = "[[fault]]\nid = \"x\"\ntitle = \"t\"\nseverity = \"fault\"\ngfx = [\"gfx1201\"]\nsummary = \"s\"\nlinks = [\"https://a\"]\nworkaround = \"w\"\n[fault.log]\nkernels = [\"Cijk_*DTVB1*\"]\n";
-    let k = crate::knowledge::parse(std::path::Path::new("k.toml"), text).unwrap();
+    let k = crate::input::knowledge::parse(std::path::Path::new("k.toml"), text).unwrap();
     let facts: &LogFacts = &k.faults[0].log;
     facts.kernels.clone()
 }

@@ -17,27 +17,27 @@ use super::lines::{each_line, Outcome, WINDOW};
 use super::parse::Parser;
 use super::{LogRead, Scan};
 use crate::doctor::fsread::{Root, Unread};
-use crate::knowledge::Glob;
+use crate::input::knowledge::Glob;
 
 /// All logs of one run are read within this.
-pub const TIME: Duration = Duration::from_secs(6);
+pub(crate) const TIME: Duration = Duration::from_secs(6);
 /// The kernel log below `--root`.
 const KERN_LOG: &str = "var/log/kern.log";
 
 /// What to read, passed by the command.
-pub struct Settings<'a> {
+pub(crate) struct Settings<'a> {
     /// The machine (`/`, or a copy below which its own log is read).
-    pub root: &'a Path,
+    pub(crate) root: &'a Path,
     /// `--log` files, as given.
-    pub files: &'a [PathBuf],
+    pub(crate) files: &'a [PathBuf],
     /// Kernel-name patterns of the known faults.
-    pub patterns: Vec<Glob>,
+    pub(crate) patterns: Vec<Glob>,
     /// The program run for this boot's kernel log when the root is `/`.
-    pub journalctl: &'a OsStr,
+    pub(crate) journalctl: &'a OsStr,
 }
 
 /// Reads the logs `settings` name; what cannot be read is an [`Unread`].
-pub fn read(settings: &Settings) -> (Scan, Vec<Unread>) {
+pub(crate) fn read(settings: &Settings) -> (Scan, Vec<Unread>) {
     let deadline = Instant::now() + TIME;
     let mut scan = Scan::default();
     let mut unread = Vec::new();
@@ -107,8 +107,8 @@ fn read_file(tail: Tail, shown: &str, s: &Settings, scan: &mut Scan, deadline: I
     if cut_start {
         out.cut = Some(format!(
             "read its last {} of {}",
-            crate::report::human_size(WINDOW),
-            crate::report::human_size(tail.len)
+            crate::shared::report::human_size(WINDOW),
+            crate::shared::report::human_size(tail.len)
         ));
     }
     scan.read.push(log_read(shown, out));
@@ -186,7 +186,7 @@ fn kmsg(patterns: &[Glob], scan: &mut Scan, deadline: Instant) -> Result<(), Str
         if out.bytes > WINDOW {
             out.cut = Some(format!(
                 "read its first {} only",
-                crate::report::human_size(WINDOW)
+                crate::shared::report::human_size(WINDOW)
             ));
             break;
         }

@@ -12,7 +12,7 @@ use std::time::Instant;
 use super::lines::{each_line, WINDOW};
 use super::parse::Parser;
 use super::{LogRead, Scan};
-use crate::knowledge::Glob;
+use crate::input::knowledge::Glob;
 
 /// The kernel-log lines asked of journalctl (its last ones).
 const LINES: &str = "200000";
@@ -21,7 +21,7 @@ const DENIED_HINT: &str = "not seeing messages from other users and the system";
 
 /// What running journalctl gave.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Journal {
+pub(crate) enum Journal {
     /// Kernel-log lines were read (into the scan).
     Read,
     /// It ran, but shows this user no kernel log.
@@ -33,7 +33,12 @@ pub enum Journal {
 }
 
 /// Runs `program -k -b` and reads what it prints into `scan`.
-pub fn run(program: &OsStr, patterns: &[Glob], scan: &mut Scan, deadline: Instant) -> Journal {
+pub(crate) fn run(
+    program: &OsStr,
+    patterns: &[Glob],
+    scan: &mut Scan,
+    deadline: Instant,
+) -> Journal {
     let spawned = Command::new(program)
         .args(["-k", "-b", "--no-pager", "-o", "short", "-n", LINES])
         .env("SYSTEMD_COLORS", "0")
@@ -91,7 +96,7 @@ pub fn run(program: &OsStr, patterns: &[Glob], scan: &mut Scan, deadline: Instan
     if !status.is_ok_and(|s| s.success()) && out.cut.is_none() {
         out.error = Some(format!(
             "journalctl failed: {}",
-            crate::report::safe(errors.lines().next().unwrap_or("no message"))
+            crate::shared::report::safe(errors.lines().next().unwrap_or("no message"))
         ));
     }
     scan.read.push(LogRead {

@@ -10,7 +10,7 @@ const SHOWN: usize = 20;
 
 impl LogReport {
     /// The section, or nothing when no log was read or asked for.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         if self.read.is_empty() && self.note.is_none() {
             return String::new();
         }

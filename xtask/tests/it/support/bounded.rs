@@ -8,16 +8,16 @@ use std::process::Command;
 use super::{ci, Run};
 
 /// How a bounded run ended and what it cost.
-pub struct Bounded {
-    pub run: Run,
+pub(crate) struct Bounded {
+    pub(crate) run: Run,
     /// Peak resident memory of the command, KiB (`Maximum resident set size`).
-    pub peak_kib: u64,
+    pub(crate) peak_kib: u64,
     /// Wall-clock seconds.
-    pub seconds: f64,
+    pub(crate) seconds: f64,
 }
 
 /// The tools a bounded run needs; with `CI=true` their absence fails.
-pub fn available() -> bool {
+pub(crate) fn available() -> bool {
     let have = ["/usr/bin/time", "/usr/bin/prlimit", "/usr/bin/timeout"]
         .iter()
         .all(|t| Path::new(t).exists());
@@ -30,7 +30,7 @@ pub fn available() -> bool {
 
 /// Runs `cmd` with at most `address_space` bytes of virtual memory, killed
 /// after `seconds`, measured by `/usr/bin/time -v`.
-pub fn run(cmd: &Command, address_space: u64, seconds: u64) -> Bounded {
+pub(crate) fn run(cmd: &Command, address_space: u64, seconds: u64) -> Bounded {
     let report = tempfile::NamedTempFile::new().unwrap();
     let mut outer = Command::new("/usr/bin/time");
     outer
@@ -82,7 +82,7 @@ impl Bounded {
     /// by the time limit (137), not aborted by the memory limit (134), no
     /// panic (101).
     #[track_caller]
-    pub fn ended_with(&self, codes: &[i32]) -> &Bounded {
+    pub(crate) fn ended_with(&self, codes: &[i32]) -> &Bounded {
         let what = match self.run.code {
             137 | -1 => "killed: it hung past its time limit",
             134 => "aborted: it ran out of its memory limit",

@@ -14,19 +14,19 @@ use crate::support::tools::stdout_and_stderr as run;
 use crate::support::tools::{bsdtar_list, bsdtar_unpack};
 
 /// The file names of a Debian source package in `dist/source/`.
-pub struct DebSource {
+pub(crate) struct DebSource {
     /// The `.dsc`.
-    pub dsc: &'static str,
+    pub(crate) dsc: &'static str,
     /// The `debian.tar.xz` the `.dsc` names.
-    pub debian_tar: &'static str,
+    pub(crate) debian_tar: &'static str,
     /// The pristine `orig.tar.gz`.
-    pub orig: &'static str,
+    pub(crate) orig: &'static str,
     /// The folder `dpkg-source -b` is run on (`<source>-<upstream version>`).
-    pub dir: &'static str,
+    pub(crate) dir: &'static str,
 }
 
 /// deb822 fields of a `.dsc`, in order.
-pub fn dsc_fields(text: &str) -> Vec<(String, String)> {
+pub(crate) fn dsc_fields(text: &str) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     for line in text.lines() {
         if let Some(rest) = line.strip_prefix(' ') {
@@ -42,9 +42,9 @@ pub fn dsc_fields(text: &str) -> Vec<(String, String)> {
 
 /// `name` (relative to the dist folder) is in `SHA256SUMS` and in the
 /// manifest's outputs with its real size and sha256.
-pub fn assert_listed(dist: &Path, name: &str) {
+pub(crate) fn assert_listed(dist: &Path, name: &str) {
     let sums = std::fs::read_to_string(dist.join("SHA256SUMS")).unwrap();
-    let (sha256, size) = xtask::hash::sha256_file_sized(&dist.join(name)).unwrap();
+    let (sha256, size) = xtask::shared::hash::sha256_file_sized(&dist.join(name)).unwrap();
     assert!(
         sums.contains(&format!("{sha256}  {name}\n")),
         "SHA256SUMS lists {name}:\n{sums}"
@@ -64,7 +64,11 @@ pub fn assert_listed(dist: &Path, name: &str) {
 /// Asserts every patch of `source/patches/series` is applied, in order,
 /// and that `debian/rules` is executable; returns the unpacked tree and
 /// what dpkg-source printed.
-pub fn dpkg_source_unpacks(dist: &Path, names: &DebSource, work: &Path) -> (PathBuf, String) {
+pub(crate) fn dpkg_source_unpacks(
+    dist: &Path,
+    names: &DebSource,
+    work: &Path,
+) -> (PathBuf, String) {
     std::fs::create_dir_all(work).unwrap();
     let log = run(Command::new("dpkg-source")
         .arg("-x")
@@ -91,7 +95,12 @@ pub fn dpkg_source_unpacks(dist: &Path, names: &DebSource, work: &Path) -> (Path
 /// same fields in the same order, the same line for the orig tarball, a
 /// line naming the same debian tarball (two writers compress debian/
 /// differently).
-pub fn assert_dsc_as_dpkg_source_writes(dist: &Path, names: &DebSource, work: &Path, src: &Path) {
+pub(crate) fn assert_dsc_as_dpkg_source_writes(
+    dist: &Path,
+    names: &DebSource,
+    work: &Path,
+    src: &Path,
+) {
     let rebuilt = work.join("rebuilt");
     copy_into(&rebuilt, &[dist.join("source").join(names.orig)]);
     run(Command::new("cp")
@@ -125,7 +134,7 @@ pub fn assert_dsc_as_dpkg_source_writes(dist: &Path, names: &DebSource, work: &P
 
 /// Asserts `rpm -qpi` reads `srpm` as a noarch source rpm named `name` and
 /// `rpm -K` finds its digests OK.
-pub fn assert_source_rpm_header(srpm: &Path, name: &str) {
+pub(crate) fn assert_source_rpm_header(srpm: &Path, name: &str) {
     let info = run(Command::new("rpm").arg("-qpi").arg(srpm));
     let fields: BTreeMap<&str, &str> = info
         .lines()
@@ -144,7 +153,7 @@ pub fn assert_source_rpm_header(srpm: &Path, name: &str) {
 
 /// `rpmbuild --rebuild <srpm>` below `top`: returns the binary rpm named
 /// `rpm` it built, after asserting that rpm names `srpm` as its source.
-pub fn rpmbuild_rebuilds(srpm: &Path, top: &Path, rpm: &str) -> PathBuf {
+pub(crate) fn rpmbuild_rebuilds(srpm: &Path, top: &Path, rpm: &str) -> PathBuf {
     run(Command::new("rpmbuild")
         .arg("--rebuild")
         .arg("--define")
@@ -160,16 +169,16 @@ pub fn rpmbuild_rebuilds(srpm: &Path, top: &Path, rpm: &str) -> PathBuf {
 /// An Arch source package unpacked for makepkg in a folder outside the
 /// project's private temporary folder: makepkg refuses to run as root, so
 /// as root it builds as `nobody`, who is given that folder.
-pub struct ArchFarm {
+pub(crate) struct ArchFarm {
     outside: tempfile::TempDir,
     /// The package's folder: the PKGBUILD and the files beside it.
-    pub work: PathBuf,
+    pub(crate) work: PathBuf,
 }
 
 impl ArchFarm {
     /// `bsdtar -xf <source package>` into a fresh folder; `pkgname` is the
     /// folder the source package holds.
-    pub fn unpack(source_package: &Path, pkgname: &str) -> ArchFarm {
+    pub(crate) fn unpack(source_package: &Path, pkgname: &str) -> ArchFarm {
         let outside = tempfile::tempdir().unwrap();
         std::fs::set_permissions(outside.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
         bsdtar_unpack(source_package, outside.path());
@@ -178,13 +187,13 @@ impl ArchFarm {
     }
 
     /// `makepkg <args>` in the package's folder: what it printed.
-    pub fn makepkg(&self, args: &[&str]) -> String {
+    pub(crate) fn makepkg(&self, args: &[&str]) -> String {
         makepkg_in(self.outside.path(), &self.work, args)
     }
 
     /// Asserts our `.SRCINFO` is what makepkg prints for our PKGBUILD and
     /// what dist publishes beside the packaging files; returns it.
-    pub fn assert_srcinfo_is_makepkgs(&self, dist: &Path) -> String {
+    pub(crate) fn assert_srcinfo_is_makepkgs(&self, dist: &Path) -> String {
         let srcinfo = std::fs::read_to_string(self.work.join(".SRCINFO")).unwrap();
         assert_eq!(srcinfo, self.makepkg(&["--printsrcinfo"]));
         assert_eq!(
@@ -196,7 +205,7 @@ impl ArchFarm {
 
     /// makepkg checks every sha256sum against the files beside the
     /// PKGBUILD, offline, and builds the package.
-    pub fn build(&self) {
+    pub(crate) fn build(&self) {
         let log = self.makepkg(&["--nodeps", "--noconfirm"]);
         assert!(
             log.contains("Validating source files with sha256sums"),
@@ -206,7 +215,7 @@ impl ArchFarm {
 
     /// Asserts `makepkg --source` (once the package `pkg` it built is
     /// gone) packs the same files as our `<dist>/<source_package>`.
-    pub fn assert_source_packs_ours(&self, dist: &Path, source_package: &str, pkg: &str) {
+    pub(crate) fn assert_source_packs_ours(&self, dist: &Path, source_package: &str, pkg: &str) {
         std::fs::remove_file(self.work.join(pkg)).unwrap();
         self.makepkg(&["--source", "--nodeps"]);
         let list = |file: &Path| {
@@ -224,7 +233,7 @@ impl ArchFarm {
 /// `makepkg <args>` in `work` below `outside` (a folder outside the
 /// project's private temporary folder): makepkg refuses to run as root, so
 /// as root it runs as `nobody`, who is given `outside` first.
-pub fn makepkg_in(outside: &Path, work: &Path, args: &[&str]) -> String {
+pub(crate) fn makepkg_in(outside: &Path, work: &Path, args: &[&str]) -> String {
     let mut c = if is_root() {
         run(Command::new("chown").args(["-R", "nobody:"]).arg(outside));
         let mut c = Command::new("runuser");
@@ -244,7 +253,7 @@ pub fn makepkg_in(outside: &Path, work: &Path, args: &[&str]) -> String {
 /// Runs `rpmbuild -bs` on `spec` with the sources already in
 /// `<top>/SOURCES` and asserts our source rpm `ours` says what rpmbuild's
 /// says (see [`rpm_query`]) and lists the same files; returns our query.
-pub fn assert_srpm_as_rpmbuild_bs(top: &Path, spec: &Path, ours: &Path) -> String {
+pub(crate) fn assert_srpm_as_rpmbuild_bs(top: &Path, spec: &Path, ours: &Path) -> String {
     run(Command::new("rpmbuild")
         .arg("-bs")
         .arg("--define")
@@ -265,7 +274,7 @@ pub fn assert_srpm_as_rpmbuild_bs(top: &Path, spec: &Path, ours: &Path) -> Strin
 /// patches, files and relations. rpmbuild records the files' own times and
 /// its host; ours are SOURCE_DATE_EPOCH and rocm-patchkit, so times and
 /// host are not part of the query.
-pub fn rpm_query(pkg: &Path) -> String {
+pub(crate) fn rpm_query(pkg: &Path) -> String {
     rpm_queryformat(
         pkg,
         "%{NAME} %{VERSION} %{RELEASE} %{ARCH} %{OS} %{SOURCEPACKAGE} %{SOURCERPM} \

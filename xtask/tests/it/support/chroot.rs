@@ -20,7 +20,7 @@ use crate::support::tools::run;
 use crate::support::{ci, is_root, Run};
 
 /// The suite of this machine's apt sources (`bookworm`).
-pub fn suite() -> String {
+pub(crate) fn suite() -> String {
     let sources = std::fs::read_to_string("/etc/apt/sources.list.d/debian.sources")
         .expect("reading /etc/apt/sources.list.d/debian.sources");
     sources
@@ -39,7 +39,7 @@ fn chroot_dir() -> PathBuf {
 
 /// The kept chroot tarball, when this run can use it: root and the
 /// tarball (in CI both must be there).
-pub fn tarball() -> Option<PathBuf> {
+pub(crate) fn tarball() -> Option<PathBuf> {
     let tarball = chroot_dir().join(format!("{}-buildd.tar", suite()));
     if !is_root() {
         assert!(!ci(), "the chroot tests run as root in CI");
@@ -64,16 +64,16 @@ pub fn tarball() -> Option<PathBuf> {
 /// The local repository of the packages the chroot lacks, served on
 /// 127.0.0.1 until dropped (`[trusted=yes]`: its `.debs` are the ones apt
 /// verified against the archive's signed indexes in `.ci/setup`).
-pub struct LocalArchive {
+pub(crate) struct LocalArchive {
     _served: Served,
     /// The one-line apt source of the repository.
-    pub source: String,
+    pub(crate) source: String,
 }
 
 impl LocalArchive {
     /// Serves `$PATCHKIT_CHROOT_DIR/<suite>-debs/` when `.ci/setup` made it
     /// (in CI it must have).
-    pub fn start() -> Option<LocalArchive> {
+    pub(crate) fn start() -> Option<LocalArchive> {
         let debs = chroot_dir().join(format!("{}-debs", suite()));
         if !debs.join("DEPENDS").is_file() || !debs.join("Packages").is_file() {
             assert!(
@@ -99,7 +99,7 @@ impl LocalArchive {
 /// of its dummy package is a `copy:/` one), and that there was one from
 /// 127.0.0.1.
 #[track_caller]
-pub fn assert_fetched_only_locally(log: &str) {
+pub(crate) fn assert_fetched_only_locally(log: &str) {
     let fetches: Vec<&str> = log
         .lines()
         .filter(|l| {
@@ -125,12 +125,12 @@ pub fn assert_fetched_only_locally(log: &str) {
 }
 
 /// An unpacked copy of the chroot, removed when dropped.
-pub struct Chroot {
+pub(crate) struct Chroot {
     dir: tempfile::TempDir,
 }
 
 impl Chroot {
-    pub fn unpack(tarball: &Path) -> Chroot {
+    pub(crate) fn unpack(tarball: &Path) -> Chroot {
         let dir = tempfile::Builder::new()
             .prefix("pk-chroot-")
             .tempdir()
@@ -144,17 +144,17 @@ impl Chroot {
         Chroot { dir }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
 
     /// `path` inside the chroot (`etc/apt/...`), on the machine.
-    pub fn path(&self, rel: &str) -> PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> PathBuf {
         self.root().join(rel.trim_start_matches('/'))
     }
 
     /// Removes the chroot's own apt sources: nothing but 127.0.0.1 is reached.
-    pub fn offline(&self) -> &Chroot {
+    pub(crate) fn offline(&self) -> &Chroot {
         for entry in std::fs::read_dir(self.path("etc/apt/sources.list.d"))
             .unwrap()
             .flatten()
@@ -166,7 +166,7 @@ impl Chroot {
     }
 
     /// [`Chroot::offline`], with `archive` as its one apt source.
-    pub fn local_only(&self, archive: &LocalArchive) -> &Chroot {
+    pub(crate) fn local_only(&self, archive: &LocalArchive) -> &Chroot {
         self.offline();
         std::fs::write(
             self.path("etc/apt/sources.list.d/local.list"),
@@ -177,7 +177,7 @@ impl Chroot {
     }
 
     /// `sh -c script` as root inside the chroot, whatever its exit status.
-    pub fn sh(&self, script: &str) -> Run {
+    pub(crate) fn sh(&self, script: &str) -> Run {
         let inner = format!(
             "mount -t proc proc /proc && {{ mount -t devpts devpts /dev/pts 2>/dev/null || true; }} && {script}"
         );
@@ -194,7 +194,7 @@ impl Chroot {
 
     /// [`Chroot::sh`], which must succeed: its stdout and stderr.
     #[track_caller]
-    pub fn ok(&self, script: &str) -> String {
+    pub(crate) fn ok(&self, script: &str) -> String {
         let out = self.sh(script);
         assert_eq!(out.code, 0, "{script}:\n{}{}", out.stdout, out.stderr);
         out.stdout + &out.stderr

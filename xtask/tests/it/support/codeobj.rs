@@ -4,24 +4,24 @@
 //! writes them.
 
 /// `s_setreg_imm32_b32 hwreg(HW_REG_SCHED_MODE, 0, 2)`, whose next word is the value.
-pub const SETREG_SCHED_MODE: u32 = 0xb980_081a;
+pub(crate) const SETREG_SCHED_MODE: u32 = 0xb980_081a;
 /// `s_endpgm` on gfx12.
-pub const S_ENDPGM: u32 = 0xbfb0_0000;
+pub(crate) const S_ENDPGM: u32 = 0xbfb0_0000;
 /// `s_nop 0`.
-pub const S_NOP: u32 = 0xbf80_0000;
+pub(crate) const S_NOP: u32 = 0xbf80_0000;
 /// EF_AMDGPU_MACH of gfx1200, gfx1201 and gfx1100.
-pub const GFX1200: u32 = 0x048;
-pub const GFX1201: u32 = 0x04e;
-pub const GFX1100: u32 = 0x041;
+pub(crate) const GFX1200: u32 = 0x048;
+pub(crate) const GFX1201: u32 = 0x04e;
+pub(crate) const GFX1100: u32 = 0x041;
 
 /// A kernel body that switches expert scheduling on (value 2) or not.
-pub fn kernel(expert_sched: bool) -> Vec<u32> {
+pub(crate) fn kernel(expert_sched: bool) -> Vec<u32> {
     let value = if expert_sched { 2 } else { 0 };
     vec![S_NOP, SETREG_SCHED_MODE, value, S_NOP, S_ENDPGM]
 }
 
 /// A 64-bit AMDGPU ELF with sections: null, `.text`, `.shstrtab`.
-pub fn elf(mach: u32, words: &[u32]) -> Vec<u8> {
+pub(crate) fn elf(mach: u32, words: &[u32]) -> Vec<u8> {
     let text: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
     let names = b"\0.text\0.shstrtab\0";
     let text_off = 64usize;
@@ -66,7 +66,7 @@ pub fn elf(mach: u32, words: &[u32]) -> Vec<u8> {
 }
 
 /// An uncompressed clang offload bundle: a host entry, then one per object.
-pub fn bundle(objects: &[(&str, Vec<u8>)]) -> Vec<u8> {
+pub(crate) fn bundle(objects: &[(&str, Vec<u8>)]) -> Vec<u8> {
     let mut entries: Vec<(String, &[u8])> =
         vec![("host-x86_64-unknown-linux-gnu-".to_owned(), &[][..])];
     entries.extend(
@@ -97,7 +97,7 @@ pub fn bundle(objects: &[(&str, Vec<u8>)]) -> Vec<u8> {
 
 /// `CCOB` version 2, zstd: magic, version, method, total size, uncompressed
 /// size, a hash (any 8 bytes: readers do not check it), the frame.
-pub fn ccob(bundle: &[u8]) -> Vec<u8> {
+pub(crate) fn ccob(bundle: &[u8]) -> Vec<u8> {
     let frame = zstd::encode_all(bundle, 3).unwrap();
     let mut out = b"CCOB".to_vec();
     out.extend_from_slice(&2u16.to_le_bytes());
@@ -110,7 +110,7 @@ pub fn ccob(bundle: &[u8]) -> Vec<u8> {
 }
 
 /// A compressed bundle of gfx1200 and gfx1201 objects, with or without the switch.
-pub fn gfx12_kernel_file(expert_sched: bool) -> Vec<u8> {
+pub(crate) fn gfx12_kernel_file(expert_sched: bool) -> Vec<u8> {
     ccob(&bundle(&[
         ("gfx1200", elf(GFX1200, &kernel(expert_sched))),
         ("gfx1201", elf(GFX1201, &kernel(expert_sched))),
@@ -119,7 +119,7 @@ pub fn gfx12_kernel_file(expert_sched: bool) -> Vec<u8> {
 
 /// How the kernel [`gated_kernel_source`] writes tests its expert-scheduling site.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Gating {
+pub(crate) enum Gating {
     /// As tensilelite writes it from rocm-libraries PR #6261 on: the flag
     /// VGPR moved from the SGPR `ESMRuntimeSupported` is loaded into, a
     /// compare, `s_cbranch_vccz` over the site.
@@ -141,7 +141,7 @@ pub enum Gating {
 /// declaring `alpha` (offset 96) and `ESMRuntimeSupported` (offset 104)
 /// and the argument loads tensilelite's inline-argument path makes (the
 /// kernel-argument pointer moved 16 bytes on, then `s_load_b32` of each).
-pub fn gated_kernel_source(name: &str, gating: Gating) -> String {
+pub(crate) fn gated_kernel_source(name: &str, gating: Gating) -> String {
     let (test, branch_to) = match gating {
         Gating::Gated | Gating::SiteReachedPastTest => (
             "v_cmp_ge_i32 vcc_lo, v5, 1",
@@ -227,7 +227,7 @@ amdhsa.kernels:
 /// `source` assembled for gfx1201 by `llvm-mc-19` into an ELF code object
 /// (relocatable: symbols, metadata note and descriptor as the linker gets
 /// them); `None` (skipped) when llvm-mc-19 is missing outside CI.
-pub fn assemble_gfx1201(source: &str) -> Option<Vec<u8>> {
+pub(crate) fn assemble_gfx1201(source: &str) -> Option<Vec<u8>> {
     if !super::have_tool("llvm-mc-19") {
         return None;
     }
@@ -254,7 +254,7 @@ pub fn assemble_gfx1201(source: &str) -> Option<Vec<u8>> {
 }
 
 /// A compressed bundle holding the gfx1201 kernel of `gating`.
-pub fn gated_kernel_file(name: &str, gating: Gating) -> Option<Vec<u8>> {
+pub(crate) fn gated_kernel_file(name: &str, gating: Gating) -> Option<Vec<u8>> {
     let object = assemble_gfx1201(&gated_kernel_source(name, gating))?;
     Some(ccob(&bundle(&[("gfx1201", object)])))
 }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::support::demo::EPOCH;
 use crate::support::{Project, Run};
 
-pub fn project() -> Project {
+pub(crate) fn project() -> Project {
     let p = Project::new();
     p.copy_from_repo(&[
         "recipes/amdgpu-cwsr-off.toml",
@@ -16,17 +16,17 @@ pub fn project() -> Project {
     p
 }
 
-pub fn build(p: &Project, extra: &[&str]) -> Run {
+pub(crate) fn build(p: &Project, extra: &[&str]) -> Run {
     let mut args = vec!["build-config", "amdgpu-cwsr-off"];
     args.extend_from_slice(extra);
     p.xtask_with(&args, &[("SOURCE_DATE_EPOCH", EPOCH)])
 }
 
-pub fn dist(p: &Project) -> PathBuf {
+pub(crate) fn dist(p: &Project) -> PathBuf {
     p.root().join("dist/amdgpu-cwsr-off")
 }
 
-pub fn the_conf() -> String {
+pub(crate) fn the_conf() -> String {
     std::fs::read_to_string(
         crate::support::repo_root().join("examples/amdgpu-cwsr-off/amdgpu-cwsr-off.conf"),
     )

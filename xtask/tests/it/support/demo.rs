@@ -7,10 +7,10 @@ use std::process::Command;
 
 use crate::support::{Project, Run};
 
-pub const EPOCH: &str = "1767225600";
+pub(crate) const EPOCH: &str = "1767225600";
 
 /// A scratch project holding the demo recipe, its module and the templates.
-pub fn demo_project() -> Project {
+pub(crate) fn demo_project() -> Project {
     let p = Project::new();
     p.copy_from_repo(&[
         "recipes/demo-hello.toml",
@@ -23,7 +23,7 @@ pub fn demo_project() -> Project {
 
 /// `build-dkms demo-hello` for Debian 12's kernel at [`EPOCH`], `extra`
 /// appended: to run in the background or with more environment.
-pub fn build_command(p: &Project, extra: &[&str]) -> Command {
+pub(crate) fn build_command(p: &Project, extra: &[&str]) -> Command {
     let mut args = vec![
         "build-dkms",
         "demo-hello",
@@ -36,10 +36,10 @@ pub fn build_command(p: &Project, extra: &[&str]) -> Command {
     cmd
 }
 
-pub fn build(p: &Project, extra: &[&str]) -> Run {
+pub(crate) fn build(p: &Project, extra: &[&str]) -> Run {
     Run::of(build_command(p, extra).output().expect("running xtask"))
 }
 
-pub fn dist(p: &Project) -> PathBuf {
+pub(crate) fn dist(p: &Project) -> PathBuf {
     p.root().join("dist/demo-hello")
 }

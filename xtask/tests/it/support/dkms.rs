@@ -9,7 +9,7 @@ use crate::support::tools::run;
 /// `dkms status` for one module and kernel, after installing it for that
 /// kernel when the package's own postinst did not (it builds for the
 /// running kernel, which need not have headers).
-pub fn install_for(module: &str, version: &str, kernel: &str) -> String {
+pub(crate) fn install_for(module: &str, version: &str, kernel: &str) -> String {
     let status =
         run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel]))
             .stdout;
@@ -21,7 +21,7 @@ pub fn install_for(module: &str, version: &str, kernel: &str) -> String {
 }
 
 /// The built module under `/lib/modules/<kernel>/updates/dkms/`, compressed or not.
-pub fn built_module(kernel: &str, name: &str) -> PathBuf {
+pub(crate) fn built_module(kernel: &str, name: &str) -> PathBuf {
     let dir = Path::new("/lib/modules").join(kernel).join("updates/dkms");
     std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))

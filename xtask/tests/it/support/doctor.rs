@@ -11,14 +11,14 @@ use crate::support::{repo_root, Run};
 const TOPOLOGY: &str = "sys/class/kfd/kfd/topology/nodes";
 
 /// A machine tree in a temp dir, built step by step like the scenario reads.
-pub struct FakeMachine {
-    pub dir: tempfile::TempDir,
+pub(crate) struct FakeMachine {
+    pub(crate) dir: tempfile::TempDir,
     env: Vec<(String, String)>,
 }
 
 impl FakeMachine {
     /// A machine with a CPU node in the KFD topology and nothing else.
-    pub fn new() -> FakeMachine {
+    pub(crate) fn new() -> FakeMachine {
         let dir = tempfile::Builder::new()
             .prefix("patchkit-machine-")
             .tempdir()
@@ -34,12 +34,12 @@ impl FakeMachine {
         m
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
 
     /// Writes `text` to `rel` below the root, creating parents.
-    pub fn file(&self, rel: &str, text: &str) -> &FakeMachine {
+    pub(crate) fn file(&self, rel: &str, text: &str) -> &FakeMachine {
         let path = self.root().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
@@ -47,7 +47,7 @@ impl FakeMachine {
     }
 
     /// A GPU node as KFD writes it (gfx_target_version 120001 = gfx1201).
-    pub fn gpu(&self, node: u32, gfx_target_version: u32, device_id: u32) -> &FakeMachine {
+    pub(crate) fn gpu(&self, node: u32, gfx_target_version: u32, device_id: u32) -> &FakeMachine {
         self.file(
             &format!("{TOPOLOGY}/{node}/properties"),
             &format!(
@@ -57,7 +57,7 @@ impl FakeMachine {
     }
 
     /// The running kernel and its command line.
-    pub fn kernel(&self, release: &str) -> &FakeMachine {
+    pub(crate) fn kernel(&self, release: &str) -> &FakeMachine {
         self.file("proc/sys/kernel/osrelease", &format!("{release}\n"))
             .file(
                 "proc/cmdline",
@@ -65,12 +65,12 @@ impl FakeMachine {
             )
     }
 
-    pub fn cmdline(&self, text: &str) -> &FakeMachine {
+    pub(crate) fn cmdline(&self, text: &str) -> &FakeMachine {
         self.file("proc/cmdline", &format!("{text}\n"))
     }
 
     /// amdgpu loaded with this cwsr_enable (the kernel's own module: no version).
-    pub fn amdgpu(&self, cwsr_enable: i32) -> &FakeMachine {
+    pub(crate) fn amdgpu(&self, cwsr_enable: i32) -> &FakeMachine {
         self.file(
             "sys/module/amdgpu/parameters/cwsr_enable",
             &format!("{cwsr_enable}\n"),
@@ -79,12 +79,12 @@ impl FakeMachine {
     }
 
     /// The loaded amdgpu reports MODULE_VERSION `version` (a DKMS build).
-    pub fn amdgpu_version(&self, version: &str) -> &FakeMachine {
+    pub(crate) fn amdgpu_version(&self, version: &str) -> &FakeMachine {
         self.file("sys/module/amdgpu/version", &format!("{version}\n"))
     }
 
     /// ROCm `version` (`7.1.1-53`) with hipBLASLt `hipblaslt` (`1.1.0`).
-    pub fn rocm(&self, version: &str, hipblaslt: &str) -> &FakeMachine {
+    pub(crate) fn rocm(&self, version: &str, hipblaslt: &str) -> &FakeMachine {
         let major = hipblaslt.split('.').next().unwrap();
         self.file("opt/rocm/.info/version", &format!("{version}\n"))
             .file(&format!("opt/rocm/lib/libhipblaslt.so.{hipblaslt}"), "ELF")
@@ -92,12 +92,12 @@ impl FakeMachine {
             .file("opt/rocm/lib/libhipblaslt.so", "ELF")
     }
 
-    pub fn miopen(&self) -> &FakeMachine {
+    pub(crate) fn miopen(&self) -> &FakeMachine {
         self.file("opt/rocm/lib/libMIOpen.so.1.0.60401", "ELF")
     }
 
     /// A DKMS module version registered and built for `kernel`.
-    pub fn dkms(&self, name: &str, version: &str, kernel: &str) -> &FakeMachine {
+    pub(crate) fn dkms(&self, name: &str, version: &str, kernel: &str) -> &FakeMachine {
         self.file(
             &format!("var/lib/dkms/{name}/{version}/{kernel}/x86_64/module/amdgpu.ko.xz"),
             "xz",
@@ -114,7 +114,7 @@ impl FakeMachine {
 
     /// Like [`FakeMachine::dkms`], with an xz-compressed amdgpu.ko whose
     /// modinfo carries `srcversion`.
-    pub fn dkms_built(
+    pub(crate) fn dkms_built(
         &self,
         name: &str,
         version: &str,
@@ -139,12 +139,12 @@ impl FakeMachine {
     }
 
     /// doctor's verdict cache for this machine: the fake user's, in the tree.
-    pub fn cache_home(&self) -> std::path::PathBuf {
+    pub(crate) fn cache_home(&self) -> std::path::PathBuf {
         self.root().join("home/user/.cache")
     }
 
     /// An environment variable for the doctor run.
-    pub fn env(&mut self, name: &str, value: &str) -> &mut FakeMachine {
+    pub(crate) fn env(&mut self, name: &str, value: &str) -> &mut FakeMachine {
         self.env.push((name.to_owned(), value.to_owned()));
         self
     }
@@ -153,7 +153,7 @@ impl FakeMachine {
     /// knowledge file and recipes, each item of the text on one line
     /// (`COLUMNS=1000`): what doctor says; `doctor_text.rs` holds how it
     /// is laid out at 60, 80 and 200 columns.
-    pub fn doctor(&self, args: &[&str]) -> Run {
+    pub(crate) fn doctor(&self, args: &[&str]) -> Run {
         Run::of(
             self.doctor_command(args)
                 .env("COLUMNS", "1000")
@@ -163,7 +163,7 @@ impl FakeMachine {
     }
 
     /// The command [`FakeMachine::doctor`] runs, to run it another way.
-    pub fn doctor_command(&self, args: &[&str]) -> Command {
+    pub(crate) fn doctor_command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.arg("doctor")
             .arg("--root")
@@ -187,12 +187,12 @@ impl FakeMachine {
     }
 
     /// The `--json` report, parsed.
-    pub fn report(&self) -> (Run, serde_json::Value) {
+    pub(crate) fn report(&self) -> (Run, serde_json::Value) {
         self.report_with(&[])
     }
 
     /// The `--json` report of a run with these arguments too, parsed.
-    pub fn report_with(&self, args: &[&str]) -> (Run, serde_json::Value) {
+    pub(crate) fn report_with(&self, args: &[&str]) -> (Run, serde_json::Value) {
         let mut all = vec!["--json"];
         all.extend(args);
         let run = self.doctor(&all);
@@ -203,7 +203,7 @@ impl FakeMachine {
 }
 
 /// The verdict of fault `id` in a `--json` report.
-pub fn fault<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
+pub(crate) fn fault<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Value {
     report["faults"]
         .as_array()
         .unwrap()
@@ -214,7 +214,7 @@ pub fn fault<'a>(report: &'a serde_json::Value, id: &str) -> &'a serde_json::Val
 
 /// The `next` steps of a fault, joined by newlines: each step's command
 /// lines (program and arguments joined by spaces), then its text.
-pub fn next(fault: &serde_json::Value) -> String {
+pub(crate) fn next(fault: &serde_json::Value) -> String {
     let mut lines = Vec::new();
     for step in fault["next"].as_array().unwrap() {
         for c in step["commands"].as_array().unwrap() {
@@ -234,7 +234,7 @@ pub fn next(fault: &serde_json::Value) -> String {
 }
 
 /// The judged knob `name` of a `--json` report.
-pub fn knob<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+pub(crate) fn knob<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
     report["knobs"]
         .as_array()
         .unwrap()
@@ -245,7 +245,7 @@ pub fn knob<'a>(report: &'a serde_json::Value, name: &str) -> &'a serde_json::Va
 
 /// An RDNA4 machine on Ubuntu's 6.14.0-36 (in the affected range by
 /// version) whose amdgpu modprobe would load is `module`.
-pub fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
+pub(crate) fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
     let m = FakeMachine::new();
     m.gpu(1, 120001, 0x7551)
         .kernel("6.14.0-36-generic")
@@ -259,15 +259,15 @@ pub fn rdna4_614_with(module: &Path, rel: &str) -> FakeMachine {
 
 /// A process holding a file memory-mapped (python3's `mmap`) until dropped,
 /// for `doctor --pid`.
-pub struct Holder(std::process::Child);
+pub(crate) struct Holder(std::process::Child);
 
 impl Holder {
     /// The python3 script a holder runs: maps `argv[1]`, says `mapped`,
     /// waits for its stdin to close.
-    pub const SCRIPT: &'static str = "import mmap, sys\nf = open(sys.argv[1], 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\nprint('mapped', flush=True)\nsys.stdin.read()\n";
+    pub(crate) const SCRIPT: &'static str = "import mmap, sys\nf = open(sys.argv[1], 'rb')\nm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)\nprint('mapped', flush=True)\nsys.stdin.read()\n";
 
     /// `python3 -c SCRIPT lib`, to start with [`Holder::start`].
-    pub fn python(lib: &Path) -> Command {
+    pub(crate) fn python(lib: &Path) -> Command {
         let mut cmd = Command::new("python3");
         cmd.arg("-c").arg(Holder::SCRIPT).arg(lib);
         cmd
@@ -275,7 +275,7 @@ impl Holder {
 
     /// Starts `cmd` (which ends in running [`Holder::SCRIPT`] in its own
     /// process, by `exec`) and returns once the file is mapped.
-    pub fn start(cmd: &mut Command) -> Holder {
+    pub(crate) fn start(cmd: &mut Command) -> Holder {
         let mut child = cmd
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -289,7 +289,7 @@ impl Holder {
         Holder(child)
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.0.id()
     }
 }
@@ -302,18 +302,18 @@ impl Drop for Holder {
 }
 
 /// Virtual memory a bounded doctor run may take (address space, not resident).
-pub const ADDRESS_SPACE: u64 = 1 << 30;
+pub(crate) const ADDRESS_SPACE: u64 = 1 << 30;
 /// Resident memory a doctor run may peak at, KiB (issue #30: 256 MiB).
-pub const PEAK_KIB: u64 = 256 << 10;
+pub(crate) const PEAK_KIB: u64 = 256 << 10;
 /// A run longer than this has hung.
-pub const HANG: u64 = 60;
+pub(crate) const HANG: u64 = 60;
 
 /// `cmd` (a `doctor --json` run) under the memory and time limits of
 /// [`crate::support::bounded`]: it must end by itself with 0 or 3
 /// (affected), print a report and peak under [`PEAK_KIB`]; its time and
 /// peak are printed (reported, not asserted).
 #[track_caller]
-pub fn bounded_report(
+pub(crate) fn bounded_report(
     cmd: &mut Command,
     what: &str,
 ) -> (super::bounded::Bounded, serde_json::Value) {

@@ -6,7 +6,7 @@ use std::path::Path;
 use sha2::{Digest, Sha256};
 
 /// The parts of a recipe that fetch does not look at.
-pub const HEAD: &str = r#"[package]
+pub(crate) const HEAD: &str = r#"[package]
 name = "demo"
 version = "1.0"
 summary = "a test recipe"
@@ -23,14 +23,14 @@ kernel = ">=6.1"
 name = "demo"
 "#;
 
-pub fn sha(bytes: &[u8]) -> String {
+pub(crate) fn sha(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
 /// Nothing unverified in the cache: every blob is named by its sha256 and
 /// `tmp/` is empty.
 #[track_caller]
-pub fn assert_cache_clean(cache: &Path) {
+pub(crate) fn assert_cache_clean(cache: &Path) {
     if let Ok(blobs) = std::fs::read_dir(cache.join("sha256")) {
         for blob in blobs {
             let path = blob.unwrap().path();
@@ -49,10 +49,10 @@ pub fn assert_cache_clean(cache: &Path) {
     }
 }
 
-pub fn blobs(cache: &Path) -> usize {
+pub(crate) fn blobs(cache: &Path) -> usize {
     std::fs::read_dir(cache.join("sha256")).map_or(0, |d| d.count())
 }
 
-pub fn tarball_recipe(url: &str, sha256: &str) -> String {
+pub(crate) fn tarball_recipe(url: &str, sha256: &str) -> String {
     format!("{HEAD}\n[source]\ntarball = \"{url}\"\nsha256 = \"{sha256}\"\n")
 }

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use crate::support::upstream::Upstream;
 use crate::support::{Project, Run};
 
-pub const EPOCH: &str = "1763150400";
+pub(crate) const EPOCH: &str = "1763150400";
 
 const CMAKE: &str = r#"cmake_minimum_required(VERSION 3.16)
 project(hipblaslt VERSION 1.1.0 LANGUAGES CXX)
@@ -61,29 +61,29 @@ extern \"C\" const char* hipblaslt_gpu_targets() {\n\
 }\n";
 
 /// The fixed line the upstream fix commit brings.
-pub const FIXED: &str = "return gfx >= 1200 && gfx < 1300 ? 0 : (gfx >= 1200 ? 1 : 0);";
+pub(crate) const FIXED: &str = "return gfx >= 1200 && gfx < 1300 ? 0 : (gfx >= 1200 ? 1 : 0);";
 
 /// A rocm-libraries look-alike: `base` is the release (tag `rocm-7.1.1`),
 /// `fix` the upstream fix on branch `develop`, `bad_configure` and
 /// `bad_build` commits on their own branches that break CMake and the
 /// compiler.
-pub struct Monorepo {
-    pub up: Upstream,
-    pub base: String,
-    pub fix: String,
-    pub bad_configure: String,
-    pub bad_build: String,
+pub(crate) struct Monorepo {
+    pub(crate) up: Upstream,
+    pub(crate) base: String,
+    pub(crate) fix: String,
+    pub(crate) bad_configure: String,
+    pub(crate) bad_build: String,
 }
 
 impl Monorepo {
-    pub fn new() -> Monorepo {
+    pub(crate) fn new() -> Monorepo {
         Self::build(false)
     }
 
     /// Like [`Monorepo::new`], with a kernel library: compressed gfx12 code
     /// objects that switch expert scheduling on, or (once the fix is
     /// applied) do not.
-    pub fn with_kernels() -> Monorepo {
+    pub(crate) fn with_kernels() -> Monorepo {
         Self::build(true)
     }
 
@@ -143,7 +143,7 @@ impl Monorepo {
 
     /// A hipblaslt recipe on the release commit with upstream commit
     /// patches (sha256 left for `lock`).
-    pub fn recipe(&self, patches: &[&str]) -> String {
+    pub(crate) fn recipe(&self, patches: &[&str]) -> String {
         let mut text = format!(
             r#"[package]
 name = "hipblaslt-fixture"
@@ -177,7 +177,7 @@ formats = ["deb", "rpm", "arch"]
     }
 
     /// Writes the recipe into `p` and pins its patches with `cargo xtask lock`.
-    pub fn locked_recipe(&self, p: &Project, name: &str, patches: &[&str]) {
+    pub(crate) fn locked_recipe(&self, p: &Project, name: &str, patches: &[&str]) {
         p.recipe(name, &self.recipe(patches));
         run(p, &["lock", name], &[]).success();
     }
@@ -185,7 +185,7 @@ formats = ["deb", "rpm", "arch"]
 
 /// A fake ROCm prefix: `.info/version`, `lib/cmake/hip/` and a `bin/hipcc`
 /// that hands everything to the system's `c++`.
-pub fn fake_rocm(dir: &Path, version: &str) -> PathBuf {
+pub(crate) fn fake_rocm(dir: &Path, version: &str) -> PathBuf {
     let rocm = dir.join("rocm");
     std::fs::create_dir_all(rocm.join("bin")).unwrap();
     std::fs::create_dir_all(rocm.join("lib/cmake/hip")).unwrap();
@@ -205,7 +205,7 @@ pub fn fake_rocm(dir: &Path, version: &str) -> PathBuf {
 /// `cargo xtask` in `p` with a fixed `SOURCE_DATE_EPOCH` and no `ROCM_PATH`
 /// from the caller's environment (a missing one points at a folder that
 /// does not exist, so that a machine's /opt/rocm is never picked up).
-pub fn run(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
+pub(crate) fn run(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
     let nowhere = p.root().join("no-rocm");
     let nowhere = nowhere.to_str().unwrap();
     let mut all = vec![("SOURCE_DATE_EPOCH", EPOCH), ("ROCM_PATH", nowhere)];
@@ -214,12 +214,12 @@ pub fn run(p: &Project, args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// Whether the tools a real build needs are here (skips elsewhere, fails in CI).
-pub fn have_build_tools() -> bool {
+pub(crate) fn have_build_tools() -> bool {
     crate::support::have_tool("cmake") && crate::support::have_tool("c++")
 }
 
 /// The names of the entries of a `.tar.gz`.
-pub fn tar_names(path: &Path) -> Vec<String> {
+pub(crate) fn tar_names(path: &Path) -> Vec<String> {
     let file = std::fs::File::open(path).unwrap();
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     archive
@@ -230,7 +230,7 @@ pub fn tar_names(path: &Path) -> Vec<String> {
 }
 
 /// The text of one entry of a `.tar.gz`.
-pub fn tar_text(path: &Path, name: &str) -> String {
+pub(crate) fn tar_text(path: &Path, name: &str) -> String {
     let file = std::fs::File::open(path).unwrap();
     let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(file));
     for entry in archive.entries().unwrap() {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 /// What the server answers at a path.
 #[derive(Clone)]
-pub enum Reply {
+pub(crate) enum Reply {
     /// 200 with these bytes.
     Bytes(Vec<u8>),
     /// 500 for the first `failures` requests, then 200 with the bytes.
@@ -39,7 +39,7 @@ struct State {
     hits: HashMap<String, usize>,
 }
 
-pub struct Server {
+pub(crate) struct Server {
     addr: SocketAddr,
     state: Arc<Mutex<State>>,
     stop: Arc<AtomicBool>,
@@ -47,7 +47,7 @@ pub struct Server {
 }
 
 impl Server {
-    pub fn start() -> Server {
+    pub(crate) fn start() -> Server {
         let listener = TcpListener::bind("127.0.0.1:0").expect("binding 127.0.0.1");
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(Mutex::new(State::default()));
@@ -73,7 +73,7 @@ impl Server {
         }
     }
 
-    pub fn route(&self, path: &str, reply: Reply) -> &Server {
+    pub(crate) fn route(&self, path: &str, reply: Reply) -> &Server {
         self.state
             .lock()
             .unwrap()
@@ -82,12 +82,12 @@ impl Server {
         self
     }
 
-    pub fn url(&self, path: &str) -> String {
+    pub(crate) fn url(&self, path: &str) -> String {
         format!("http://{}{path}", self.addr)
     }
 
     /// Requests seen at `path`.
-    pub fn hits(&self, path: &str) -> usize {
+    pub(crate) fn hits(&self, path: &str) -> usize {
         self.state
             .lock()
             .unwrap()
@@ -98,7 +98,7 @@ impl Server {
     }
 
     /// Requests seen at any path.
-    pub fn total_hits(&self) -> usize {
+    pub(crate) fn total_hits(&self) -> usize {
         self.state.lock().unwrap().hits.values().sum()
     }
 }

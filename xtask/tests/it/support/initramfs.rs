@@ -6,10 +6,10 @@ use std::process::Command;
 use crate::support::tools::run;
 
 /// The list of modules initramfs-tools adds to every image.
-pub const MODULES: &str = "/etc/initramfs-tools/modules";
+pub(crate) const MODULES: &str = "/etc/initramfs-tools/modules";
 
 /// The listing of the initramfs image of `kernel`.
-pub fn lsinitramfs(kernel: &str) -> String {
+pub(crate) fn lsinitramfs(kernel: &str) -> String {
     run(Command::new("lsinitramfs").arg(format!("/boot/initrd.img-{kernel}")))
         .success()
         .stdout
@@ -18,13 +18,13 @@ pub fn lsinitramfs(kernel: &str) -> String {
 
 /// A module added to /etc/initramfs-tools/modules for the life of this
 /// value; the file and the initramfs of `kernel` are put back on drop.
-pub struct ListedForInitramfs {
+pub(crate) struct ListedForInitramfs {
     before: Option<String>,
     kernel: String,
 }
 
 impl ListedForInitramfs {
-    pub fn add(module: &str, kernel: &str) -> ListedForInitramfs {
+    pub(crate) fn add(module: &str, kernel: &str) -> ListedForInitramfs {
         let before = std::fs::read_to_string(MODULES).ok();
         let mut listed = before.clone().unwrap_or_default();
         listed.push_str(&format!("{module}\n"));
@@ -44,7 +44,7 @@ impl Drop for ListedForInitramfs {
 
 /// Writes /etc/initramfs-tools/modules back as it was (`None`: absent) and
 /// rebuilds the initramfs of `kernel`; errors ignored, as in a drop.
-pub fn put_back_modules(before: &Option<String>, kernel: &str) {
+pub(crate) fn put_back_modules(before: &Option<String>, kernel: &str) {
     match before {
         Some(text) => {
             let _ = std::fs::write(MODULES, text);

@@ -11,7 +11,7 @@ use super::{repo_root, Run};
 
 /// Debian's unpacked libhipblaslt1 of `suite` (`sid`, `experimental`), as
 /// `.ci/setup` leaves it; `None` (a skip) only outside CI.
-pub fn debian(suite: &str) -> Option<PathBuf> {
+pub(crate) fn debian(suite: &str) -> Option<PathBuf> {
     let base = std::env::var_os("PATCHKIT_DEBIAN_HIPBLASLT")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/var/cache/rocm-patchkit/debian-hipblaslt"));
@@ -31,7 +31,7 @@ pub fn debian(suite: &str) -> Option<PathBuf> {
 /// The kernel files of 7.1.1 the tests use: small gfx1200/gfx1201 files
 /// with sites (one family with one site each, one with six or seven), two
 /// without (f32 kernels never use the mode), and a gfx1100 file.
-pub fn is_sample(name: &str) -> bool {
+pub(crate) fn is_sample(name: &str) -> bool {
     let with_sites = [
         "TensileLibrary_HH_HH_HA_Bias_Aux_SAV_UA_Type_HH_HPA_Contraction_l_",
         "TensileLibrary_B8B8_F8B8_HA_Bias_SAB_SCD_SAV_UA_Type_B8F8_HPA_Contraction_l_Ailk_Bljk_",
@@ -47,7 +47,7 @@ pub fn is_sample(name: &str) -> bool {
 /// Copies Debian's `libhipblaslt.so.1.1` to `lib_dir/lib_name` and the
 /// sample kernel files to `lib_dir/hipblaslt/library/` (copies, never
 /// links: the tests change them).
-pub fn place(debian: &Path, lib_dir: &Path, lib_name: &str) {
+pub(crate) fn place(debian: &Path, lib_dir: &Path, lib_name: &str) {
     let src = debian.join("usr/lib/x86_64-linux-gnu");
     let kernels = lib_dir.join("hipblaslt/library");
     std::fs::create_dir_all(&kernels).unwrap();
@@ -67,15 +67,15 @@ pub fn place(debian: &Path, lib_dir: &Path, lib_name: &str) {
 }
 
 /// sha256 of every file below `dir` by relative path, `.patchkit/` included.
-pub fn digests(dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn digests(dir: &Path) -> BTreeMap<String, String> {
     crate::support::snapshot(dir)
         .into_iter()
-        .map(|(rel, bytes)| (rel, xtask::hash::sha256_hex(&bytes)))
+        .map(|(rel, bytes)| (rel, xtask::shared::hash::sha256_hex(&bytes)))
         .collect()
 }
 
 /// `digests` without our `.patchkit/` folder.
-pub fn kernel_digests(dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn kernel_digests(dir: &Path) -> BTreeMap<String, String> {
     let mut all = digests(dir);
     all.retain(|k, _| !k.starts_with(".patchkit/"));
     all
@@ -83,7 +83,7 @@ pub fn kernel_digests(dir: &Path) -> BTreeMap<String, String> {
 
 /// `cargo xtask rewrite-hipblaslt <args>` as a user whose home (and comgr
 /// cache) is `home`.
-pub fn command(home: &Path, args: &[&str]) -> Command {
+pub(crate) fn command(home: &Path, args: &[&str]) -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
     cmd.arg("rewrite-hipblaslt")
         .args(args)
@@ -98,7 +98,7 @@ pub fn command(home: &Path, args: &[&str]) -> Command {
     cmd
 }
 
-pub fn rewrite(home: &Path, args: &[&str]) -> Run {
+pub(crate) fn rewrite(home: &Path, args: &[&str]) -> Run {
     Run::of(
         command(home, args)
             .output()
@@ -108,7 +108,7 @@ pub fn rewrite(home: &Path, args: &[&str]) -> Run {
 
 /// A comgr cache entry of an unbundle command: the output's length, each
 /// output file as a u32 length and its bytes, then the log's length and log.
-pub fn comgr_entry(outputs: &[&[u8]], log: &str) -> Vec<u8> {
+pub(crate) fn comgr_entry(outputs: &[&[u8]], log: &str) -> Vec<u8> {
     let mut output = Vec::new();
     for o in outputs {
         output.extend_from_slice(&(o.len() as u32).to_le_bytes());
@@ -122,7 +122,7 @@ pub fn comgr_entry(outputs: &[&[u8]], log: &str) -> Vec<u8> {
 }
 
 /// A FIFO at `path` (its folder made).
-pub fn mkfifo(path: &Path) {
+pub(crate) fn mkfifo(path: &Path) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).unwrap();
     // SAFETY: a NUL-terminated path that lives across the call.
@@ -134,7 +134,7 @@ pub fn mkfifo(path: &Path) {
 }
 
 /// A sparse file of `len` bytes at `path` (its folder made).
-pub fn sparse(path: &Path, len: u64) {
+pub(crate) fn sparse(path: &Path, len: u64) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::File::create(path).unwrap().set_len(len).unwrap();
 }
@@ -142,7 +142,7 @@ pub fn sparse(path: &Path, len: u64) {
 /// sha256 of every regular file below `dir` (symlinked folders not
 /// followed) by relative path; anything else (a FIFO, a link, a file over
 /// 64 MiB) listed by what it is, never opened.
-pub fn regular_digests(dir: &Path) -> BTreeMap<String, String> {
+pub(crate) fn regular_digests(dir: &Path) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -161,7 +161,7 @@ pub fn regular_digests(dir: &Path) -> BTreeMap<String, String> {
             } else if meta.len() > 64 << 20 {
                 format!("{} bytes", meta.len())
             } else {
-                xtask::hash::sha256_hex(&std::fs::read(&path).unwrap())
+                xtask::shared::hash::sha256_hex(&std::fs::read(&path).unwrap())
             };
             out.insert(rel, value);
         }

@@ -5,8 +5,8 @@ use std::path::Path;
 
 /// The installed kernel releases of the 6.12 series that have headers,
 /// oldest first.
-pub fn debian_612_releases() -> Vec<String> {
-    let mut releases: Vec<(xtask::kernel::KernelVersion, String)> =
+pub(crate) fn debian_612_releases() -> Vec<String> {
+    let mut releases: Vec<(xtask::input::kernel::KernelVersion, String)> =
         std::fs::read_dir("/lib/modules")
             .into_iter()
             .flatten()
@@ -15,13 +15,13 @@ pub fn debian_612_releases() -> Vec<String> {
             .filter(|r| {
                 r.starts_with("6.12.") && Path::new("/lib/modules").join(r).join("build").is_dir()
             })
-            .filter_map(|r| Some((xtask::kernel::KernelVersion::from_release(&r)?, r)))
+            .filter_map(|r| Some((xtask::input::kernel::KernelVersion::from_release(&r)?, r)))
             .collect();
     releases.sort();
     releases.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The newest installed kernel release of the 6.12 series that has headers.
-pub fn debian_612_headers() -> Option<String> {
+pub(crate) fn debian_612_headers() -> Option<String> {
     debian_612_releases().pop()
 }

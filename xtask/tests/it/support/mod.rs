@@ -3,42 +3,42 @@
 
 #![allow(dead_code)]
 
-pub mod bounded;
-pub mod build_farm;
-pub mod chroot;
-pub mod codeobj;
-pub mod cwsr_off;
-pub mod demo;
-pub mod dkms;
-pub mod doctor;
-pub mod fetch;
-pub mod hipblaslt;
-pub mod http;
-pub mod initramfs;
-pub mod inplace;
-pub mod kernels;
-pub mod module_graph;
-pub mod package;
-pub mod patch;
-pub mod qemu;
-pub mod rebuild;
-pub mod repos;
-pub mod rust_text;
-pub mod scripts;
-pub mod tools;
-pub mod upstream;
+pub(crate) mod bounded;
+pub(crate) mod build_farm;
+pub(crate) mod chroot;
+pub(crate) mod codeobj;
+pub(crate) mod cwsr_off;
+pub(crate) mod demo;
+pub(crate) mod dkms;
+pub(crate) mod doctor;
+pub(crate) mod fetch;
+pub(crate) mod hipblaslt;
+pub(crate) mod http;
+pub(crate) mod initramfs;
+pub(crate) mod inplace;
+pub(crate) mod kernels;
+pub(crate) mod module_graph;
+pub(crate) mod package;
+pub(crate) mod patch;
+pub(crate) mod qemu;
+pub(crate) mod rebuild;
+pub(crate) mod repos;
+pub(crate) mod rust_text;
+pub(crate) mod scripts;
+pub(crate) mod tools;
+pub(crate) mod upstream;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 /// A scratch project root (`recipes/`, `patches/`, a private cache) in a
 /// temp dir.
-pub struct Project {
-    pub dir: tempfile::TempDir,
+pub(crate) struct Project {
+    pub(crate) dir: tempfile::TempDir,
 }
 
 impl Project {
-    pub fn new() -> Project {
+    pub(crate) fn new() -> Project {
         let dir = tempfile::Builder::new()
             .prefix("patchkit-it-")
             .tempdir()
@@ -47,33 +47,33 @@ impl Project {
         Project { dir }
     }
 
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         self.dir.path()
     }
 
-    pub fn cache(&self) -> PathBuf {
+    pub(crate) fn cache(&self) -> PathBuf {
         self.root().join("cache")
     }
 
     /// Writes `text` to `rel` below the root, creating parents.
-    pub fn file(&self, rel: &str, text: impl AsRef<[u8]>) -> &Project {
+    pub(crate) fn file(&self, rel: &str, text: impl AsRef<[u8]>) -> &Project {
         let path = self.root().join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
         self
     }
 
-    pub fn recipe(&self, name: &str, text: &str) -> &Project {
+    pub(crate) fn recipe(&self, name: &str, text: &str) -> &Project {
         self.file(&format!("recipes/{name}.toml"), text)
     }
 
     /// `cargo xtask <args>` with this project as root and its own cache.
-    pub fn xtask(&self, args: &[&str]) -> Run {
+    pub(crate) fn xtask(&self, args: &[&str]) -> Run {
         Run::of(self.command(args).output().expect("running xtask"))
     }
 
     /// `cargo xtask <args>` with these environment variables set.
-    pub fn xtask_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+    pub(crate) fn xtask_with(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut cmd = self.command(args);
         cmd.envs(env.iter().copied());
         Run::of(cmd.output().expect("running xtask"))
@@ -83,7 +83,7 @@ impl Project {
     /// in the background: the one way every test runs the binary. HTTP
     /// retries are fast (10 ms base, 10 s read timeout) and no proxy from
     /// the caller's environment is used (every server is on 127.0.0.1).
-    pub fn command(&self, args: &[&str]) -> Command {
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_xtask"));
         cmd.args(args)
             .current_dir(self.root())
@@ -108,7 +108,7 @@ impl Project {
 
     /// Copies files or folders of this repository (`recipes/demo-hello.toml`,
     /// `templates`) into the project.
-    pub fn copy_from_repo(&self, paths: &[&str]) -> &Project {
+    pub(crate) fn copy_from_repo(&self, paths: &[&str]) -> &Project {
         for rel in paths {
             if let Some(parent) = Path::new(rel).parent() {
                 std::fs::create_dir_all(self.root().join(parent)).unwrap();
@@ -129,7 +129,7 @@ impl Project {
 /// share one package database and one DKMS tree, with every other test
 /// process on the machine too (two checkouts testing at once), so the lock
 /// is an `flock` on a file in /tmp as well as a mutex within this process.
-pub fn system_lock() -> SystemLock {
+pub(crate) fn system_lock() -> SystemLock {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
     let guard = LOCK.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
     let file = std::fs::OpenOptions::new()
@@ -148,14 +148,14 @@ pub fn system_lock() -> SystemLock {
 }
 
 /// Held while a test changes the machine; dropping it lets the next one in.
-pub struct SystemLock {
+pub(crate) struct SystemLock {
     _file: std::fs::File,
     _guard: std::sync::MutexGuard<'static, ()>,
 }
 
 /// A port on 127.0.0.1 that nothing listens on (the kernel's pick of a free
 /// one, released before it returns).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|l| l.local_addr())
         .expect("a free port on 127.0.0.1")
@@ -163,20 +163,20 @@ pub fn free_port() -> u16 {
 }
 
 /// Whether this process is root (the dpkg and dkms tests need it).
-pub fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
 
 /// The finished run of a command.
-pub struct Run {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
 }
 
 impl Run {
-    pub fn of(out: Output) -> Run {
+    pub(crate) fn of(out: Output) -> Run {
         Run {
             code: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -185,7 +185,7 @@ impl Run {
     }
 
     #[track_caller]
-    pub fn success(&self) -> &Run {
+    pub(crate) fn success(&self) -> &Run {
         assert_eq!(
             self.code, 0,
             "expected success\nstdout:\n{}\nstderr:\n{}",
@@ -195,7 +195,7 @@ impl Run {
     }
 
     #[track_caller]
-    pub fn fails_with(&self, code: i32) -> &Run {
+    pub(crate) fn fails_with(&self, code: i32) -> &Run {
         assert_eq!(
             self.code, code,
             "expected exit {code}\nstdout:\n{}\nstderr:\n{}",
@@ -205,7 +205,7 @@ impl Run {
     }
 
     #[track_caller]
-    pub fn stderr_has(&self, needle: &str) -> &Run {
+    pub(crate) fn stderr_has(&self, needle: &str) -> &Run {
         assert!(
             self.stderr.contains(needle),
             "stderr lacks {needle:?}:\n{}",
@@ -215,7 +215,7 @@ impl Run {
     }
 
     #[track_caller]
-    pub fn stdout_has(&self, needle: &str) -> &Run {
+    pub(crate) fn stdout_has(&self, needle: &str) -> &Run {
         assert!(
             self.stdout.contains(needle),
             "stdout lacks {needle:?}:\n{}",
@@ -226,7 +226,7 @@ impl Run {
 }
 
 /// The repository this test binary was built from.
-pub fn repo_root() -> PathBuf {
+pub(crate) fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .unwrap()
@@ -235,25 +235,26 @@ pub fn repo_root() -> PathBuf {
 
 /// The names of this repository's recipes of one kind, sorted (those that
 /// do not load are left out: `recipes.rs` checks that every one loads).
-pub fn repo_recipes_of_kind(kind: xtask::recipe::KindName) -> Vec<String> {
-    xtask::recipe::list(&repo_root())
+pub(crate) fn repo_recipes_of_kind(kind: xtask::input::recipe::KindName) -> Vec<String> {
+    xtask::input::recipe::list(&repo_root())
         .unwrap()
         .into_iter()
         .filter(|name| {
-            xtask::recipe::Recipe::load(&repo_root(), name).is_ok_and(|r| r.kind.name() == kind)
+            xtask::input::recipe::Recipe::load(&repo_root(), name)
+                .is_ok_and(|r| r.kind.name() == kind)
         })
         .collect()
 }
 
 /// Whether this run is CI's (`CI=true`): there a missing tool or a missing
 /// privilege fails a test instead of skipping it.
-pub fn ci() -> bool {
+pub(crate) fn ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v == "true")
 }
 
 /// Whether the slow tests run: in CI, or when `PATCHKIT_SLOW_TESTS=1`
 /// asks; otherwise says that `what` is skipped and how to run it.
-pub fn slow_tests_enabled(what: &str) -> bool {
+pub(crate) fn slow_tests_enabled(what: &str) -> bool {
     let asked = std::env::var("PATCHKIT_SLOW_TESTS").is_ok_and(|v| v == "1");
     if !(ci() || asked) {
         eprintln!("skipping {what}: set PATCHKIT_SLOW_TESTS=1 to run it");
@@ -263,7 +264,7 @@ pub fn slow_tests_enabled(what: &str) -> bool {
 
 /// Every file below `dir` by relative path, sorted, with its bytes (a
 /// symlink with its target's text).
-pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -287,7 +288,7 @@ pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 
 /// The files (relative names) whose bytes differ between two snapshots or
 /// that only one holds: what an assertion of "the same bytes" names.
-pub fn snapshot_diff(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) -> Vec<String> {
+pub(crate) fn snapshot_diff(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) -> Vec<String> {
     let (a, b): (
         std::collections::BTreeMap<_, _>,
         std::collections::BTreeMap<_, _>,
@@ -304,7 +305,7 @@ pub fn snapshot_diff(a: &[(String, Vec<u8>)], b: &[(String, Vec<u8>)]) -> Vec<St
 
 /// Whether a tool is on PATH. In CI (`CI=true`) a missing tool is a failure,
 /// never a skip.
-pub fn have_tool(tool: &str) -> bool {
+pub(crate) fn have_tool(tool: &str) -> bool {
     let found = Command::new("sh")
         .arg("-c")
         .arg(format!("command -v {tool}"))
@@ -328,7 +329,7 @@ fn wheel_tools() -> std::path::PathBuf {
 }
 
 /// `name` of the wheel tools' venv, or `None` (a skip) outside CI.
-pub fn wheel_tool(name: &str) -> Option<std::path::PathBuf> {
+pub(crate) fn wheel_tool(name: &str) -> Option<std::path::PathBuf> {
     let path = wheel_tools().join("bin").join(name);
     if path.is_file() {
         return Some(path);
@@ -344,13 +345,13 @@ pub fn wheel_tool(name: &str) -> Option<std::path::PathBuf> {
 
 /// Whether every tool is on PATH (see [`have_tool`]: in CI a missing one
 /// is a failure).
-pub fn have_tools(tools: &[&str]) -> bool {
+pub(crate) fn have_tools(tools: &[&str]) -> bool {
     tools.iter().all(|tool| have_tool(tool))
 }
 
 /// The line of `text` (1-based) holding `needle`.
 #[track_caller]
-pub fn line_of(text: &str, needle: &str) -> usize {
+pub(crate) fn line_of(text: &str, needle: &str) -> usize {
     text.lines()
         .position(|l| l.contains(needle))
         .expect("needle in text")

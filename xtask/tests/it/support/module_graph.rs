@@ -1,9 +1,9 @@
 //! The import graph of a crate's modules, read from the `crate::`,
 //! `super::` and `self::` paths of its source (comments and literals
 //! blanked first, `#[cfg(test)]` modules counted: tests are part of their
-//! module), at two levels: between the top-level modules, and between the
-//! sibling files of each directory module; and the cycles of a graph, each
-//! edge with the first place that makes it.
+//! module), at every level: between the top-level modules, and between the
+//! children of each directory module, however deep; and the cycles of a
+//! graph, each edge with the first place that makes it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -13,14 +13,14 @@ use super::rust_text::{blank_comments_and_literals, line_at, matching_brace, rus
 /// Modules and the edges between them, each edge with where it is first
 /// made (`file:line`).
 #[derive(Default)]
-pub struct Graph {
-    pub nodes: BTreeSet<String>,
-    pub edges: BTreeMap<(String, String), String>,
+pub(crate) struct Graph {
+    pub(crate) nodes: BTreeSet<String>,
+    pub(crate) edges: BTreeMap<(String, String), String>,
 }
 
 impl Graph {
     /// Records `from -> to`, keeping the first place that made it.
-    pub fn add(&mut self, from: &str, to: &str, at: String) {
+    pub(crate) fn add(&mut self, from: &str, to: &str, at: String) {
         self.edges
             .entry((from.to_owned(), to.to_owned()))
             .or_insert(at);
@@ -48,7 +48,7 @@ impl Graph {
 
     /// The cycles: groups of two or more modules that each reach all the
     /// others (strongly connected components), sorted.
-    pub fn cycles(&self) -> Vec<BTreeSet<String>> {
+    pub(crate) fn cycles(&self) -> Vec<BTreeSet<String>> {
         let reach: BTreeMap<&str, BTreeSet<&str>> = self
             .nodes
             .iter()
@@ -71,7 +71,7 @@ impl Graph {
 
     /// Each cycle as text: its modules, then every edge inside it with
     /// where it is made.
-    pub fn describe_cycles(&self, level: &str) -> Vec<String> {
+    pub(crate) fn describe_cycles(&self, level: &str) -> Vec<String> {
         let mut out = Vec::new();
         for cycle in self.cycles() {
             let names: Vec<&str> = cycle.iter().map(String::as_str).collect();
@@ -86,19 +86,39 @@ impl Graph {
     }
 }
 
-/// The two levels of a crate's import graph.
-pub struct CrateGraphs {
+/// The levels of a crate's import graph.
+pub(crate) struct CrateGraphs {
     /// Between the crate's top-level modules (`lib.rs` and `main.rs` are
     /// the root, not a module).
-    pub top: Graph,
-    /// For each directory module, between its files (its `mod.rs` is the
-    /// parent, not a sibling).
-    pub siblings: BTreeMap<String, Graph>,
+    pub(crate) top: Graph,
+    /// For each directory module (`a`, `a/b`), between its children, files
+    /// and folders (its `mod.rs` is the parent, not a sibling).
+    pub(crate) siblings: BTreeMap<String, Graph>,
+}
+
+impl CrateGraphs {
+    /// The graph between the children of the module `parent` (the top
+    /// level for the root).
+    fn level(&mut self, parent: &[String]) -> &mut Graph {
+        if parent.is_empty() {
+            &mut self.top
+        } else {
+            self.siblings.entry(parent.join("/")).or_default()
+        }
+    }
+
+    fn level_of(&self, parent: &[String]) -> Option<&Graph> {
+        if parent.is_empty() {
+            Some(&self.top)
+        } else {
+            self.siblings.get(&parent.join("/"))
+        }
+    }
 }
 
 /// Reads the crate whose sources are in `src`; places are named
 /// `{shown}/{file}:{line}`.
-pub fn read_crate(src: &Path, shown: &str) -> CrateGraphs {
+pub(crate) fn read_crate(src: &Path, shown: &str) -> CrateGraphs {
     let files: Vec<(String, String)> = rust_files(src)
         .iter()
         .map(|path| {
@@ -112,16 +132,9 @@ pub fn read_crate(src: &Path, shown: &str) -> CrateGraphs {
         siblings: BTreeMap::new(),
     };
     for module in modules.values() {
-        match module.as_slice() {
-            [top] => {
-                graphs.top.nodes.insert(top.clone());
-            }
-            [top, kid, ..] => {
-                graphs.top.nodes.insert(top.clone());
-                let dir = graphs.siblings.entry(top.clone()).or_default();
-                dir.nodes.insert(kid.clone());
-            }
-            [] => {}
+        for depth in 0..module.len() {
+            let kid = module[depth].clone();
+            graphs.level(&module[..depth]).nodes.insert(kid);
         }
     }
     let blanked: BTreeMap<&str, String> = files
@@ -142,7 +155,8 @@ pub fn read_crate(src: &Path, shown: &str) -> CrateGraphs {
     graphs
 }
 
-/// The edges that a file of `module` referring to `target` makes.
+/// The edges that a file of `module` referring to `target` makes: at each
+/// level the two share, from `module`'s child there to `target`'s.
 fn add_edges(
     graphs: &mut CrateGraphs,
     imports: &BTreeMap<Vec<String>, Vec<String>>,
@@ -150,18 +164,19 @@ fn add_edges(
     target: &[String],
     at: String,
 ) {
-    let target = follow(imports, target, 1);
-    let (Some(from), Some(to)) = (module.first(), target.first()) else {
-        return;
-    };
-    if from != to && graphs.top.nodes.contains(to) {
-        graphs.top.add(from, to, at.clone());
-    }
-    let target = follow(imports, &target, 2);
-    if let ([top, kid, ..], [to, other, ..]) = (module, target.as_slice()) {
-        let dir = graphs.siblings.get_mut(top).expect("a directory module");
-        if top == to && kid != other && dir.nodes.contains(other) {
-            dir.add(kid, other, at);
+    let mut target = target.to_vec();
+    for depth in 0..module.len() {
+        target = follow(imports, &target, depth + 1);
+        if target.len() <= depth || target[..depth] != module[..depth] {
+            return;
+        }
+        let (from, to) = (&module[depth], &target[depth]);
+        let level = graphs.level(&module[..depth]);
+        if from != to && level.nodes.contains(to) {
+            level.add(from, to, at.clone());
+        }
+        if from != to {
+            return;
         }
     }
 }
@@ -192,12 +207,9 @@ fn parent_imports(
     let mut imports = BTreeMap::new();
     for (rel, text) in blanked {
         let module = &modules[*rel];
-        let children = match module.as_slice() {
-            [] if *rel == "lib.rs" => &graphs.top.nodes,
-            [dir] if rel.ends_with("/mod.rs") => match graphs.siblings.get(dir) {
-                Some(graph) => &graph.nodes,
-                None => continue,
-            },
+        let parent = (*rel == "lib.rs" && module.is_empty()) || rel.ends_with("/mod.rs");
+        let children = match graphs.level_of(module) {
+            Some(graph) if parent => &graph.nodes,
             _ => continue,
         };
         for leaf in top_level_uses(text) {
@@ -321,7 +333,7 @@ fn tokens(blanked: &str) -> Vec<(usize, Token<'_>)> {
 /// to a path from the crate root, with the offset where it is named: paths
 /// in expressions and types (`crate::x::f()`, `super::y::T`) and every
 /// leaf of a `use` tree (`use super::{a, b::{c, d}}`).
-pub fn referenced_modules(blanked: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
+pub(crate) fn referenced_modules(blanked: &str, module: &[String]) -> Vec<(usize, Vec<String>)> {
     let toks = tokens(blanked);
     let inline = inline_modules(blanked, &toks);
     let mut out = Vec::new();
@@ -454,7 +466,7 @@ fn use_tree(toks: &[(usize, Token)], i: &mut usize, prefix: Vec<String>, out: &m
 /// `path` as seen from module `base`, from the crate root; `None` for a
 /// path that starts elsewhere (another crate, `std`) or climbs past the
 /// root.
-pub fn resolve(base: &[String], path: &[String]) -> Option<Vec<String>> {
+pub(crate) fn resolve(base: &[String], path: &[String]) -> Option<Vec<String>> {
     let (first, rest) = path.split_first()?;
     match first.as_str() {
         "crate" => Some(rest.to_vec()),

@@ -4,14 +4,14 @@
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use xtask::package::{self, names, tar::Names, Artifact, FileTree, PackageMeta};
+use xtask::formats::{self, names, tar::Names, Artifact, FileTree, PackageMeta};
 
-pub const MODULE: &str = "patchkit-pkgtest";
-pub const VERSION: &str = "0.1.0";
-pub const EPOCH: u64 = 1_735_787_045;
+pub(crate) const MODULE: &str = "patchkit-pkgtest";
+pub(crate) const VERSION: &str = "0.1.0";
+pub(crate) const EPOCH: u64 = 1_735_787_045;
 
 /// The module's files: (relative path, text, executable).
-pub fn files() -> Vec<(&'static str, String, bool)> {
+pub(crate) fn files() -> Vec<(&'static str, String, bool)> {
     vec![
         (
             "dkms.conf",
@@ -54,7 +54,7 @@ pub fn files() -> Vec<(&'static str, String, bool)> {
 /// Writes the module below `root`. `odd` writes it the other way round:
 /// reverse order, files 0600 / executables 0700 / dirs 0700, as a
 /// restrictive umask would leave them.
-pub fn write_module(root: &Path, odd: bool) {
+pub(crate) fn write_module(root: &Path, odd: bool) {
     let mut files = files();
     if odd {
         files.reverse();
@@ -79,11 +79,11 @@ pub fn write_module(root: &Path, odd: bool) {
     }
 }
 
-pub fn meta() -> PackageMeta {
+pub(crate) fn meta() -> PackageMeta {
     PackageMeta {
         name: names::dkms_package(MODULE),
         source: None,
-        about: xtask::package::About {
+        about: xtask::formats::About {
             version: VERSION.into(),
             release: "1".into(),
             summary: "Patchkit test module for DKMS".into(),
@@ -104,33 +104,33 @@ pub fn meta() -> PackageMeta {
 
 /// Every artifact from the module in `staging`, written to `out`:
 /// deb, rpm, Arch, DKMS tarball, plain source tarball.
-pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
+pub(crate) fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
     let meta = meta();
     let src_dir = names::dkms_source_dir(MODULE, VERSION);
     let tree = FileTree::from_dir(staging, &src_dir).unwrap();
     let source = FileTree::from_dir(staging, "").unwrap();
-    let write = |format, scripts: &package::Scripts, pkgbuild: Option<&[u8]>| {
-        let pkg = package::Package {
+    let write = |format, scripts: &formats::Scripts, pkgbuild: Option<&[u8]>| {
+        let pkg = formats::Package {
             meta: &meta,
-            machine: package::Architecture::Any,
+            machine: formats::Architecture::Any,
             tree: &tree,
             scripts,
             pkgbuild,
             epoch: EPOCH,
         };
-        package::write(format, &pkg, out, &Default::default()).unwrap()
+        formats::write(format, &pkg, out, &Default::default()).unwrap()
     };
     vec![
-        write(package::Format::Deb, &scripts(package::Format::Deb), None),
-        write(package::Format::Rpm, &scripts(package::Format::Rpm), None),
+        write(formats::Format::Deb, &scripts(formats::Format::Deb), None),
+        write(formats::Format::Rpm, &scripts(formats::Format::Rpm), None),
         write(
-            package::Format::Arch,
-            &package::Scripts::default(),
+            formats::Format::Arch,
+            &formats::Scripts::default(),
             Some(b"pkgname=x\n"),
         ),
-        package::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out, &Default::default())
+        formats::tarball::write_dkms(&source, MODULE, VERSION, EPOCH, out, &Default::default())
             .unwrap(),
-        package::tarball::write_tar_gz(
+        formats::tarball::write_tar_gz(
             &source.nested(&format!("{MODULE}-{VERSION}")).unwrap(),
             Names::Plain,
             EPOCH,
@@ -143,7 +143,7 @@ pub fn build_all(staging: &Path, out: &Path) -> Vec<Artifact> {
 }
 
 /// A fresh staging dir with the module and an output dir.
-pub fn build_fresh() -> (tempfile::TempDir, Vec<Artifact>) {
+pub(crate) fn build_fresh() -> (tempfile::TempDir, Vec<Artifact>) {
     let dir = tempfile::Builder::new()
         .prefix("patchkit-pkg-")
         .tempdir()
@@ -154,7 +154,7 @@ pub fn build_fresh() -> (tempfile::TempDir, Vec<Artifact>) {
     (dir, artifacts)
 }
 
-pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
+pub(crate) fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
     artifacts
         .iter()
         .find(|a| a.path.to_string_lossy().ends_with(suffix))
@@ -165,8 +165,8 @@ pub fn path_of(artifacts: &[Artifact], suffix: &str) -> PathBuf {
 
 /// The maintainer scripts as build-dkms makes them: rendered from the
 /// repository's `templates/scripts/`.
-pub fn scripts(format: package::Format) -> package::Scripts {
-    let mut all = xtask::packaging::dkms::dkms_scripts(
+pub(crate) fn scripts(format: formats::Format) -> formats::Scripts {
+    let mut all = xtask::release::packaging::dkms_files::dkms_scripts(
         &crate::support::repo_root().join("templates"),
         MODULE,
         VERSION,

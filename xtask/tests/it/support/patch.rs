@@ -5,11 +5,11 @@
 
 use std::path::{Path, PathBuf};
 
+use xtask::apply::patch::tree::Tree;
+use xtask::apply::patch::{stage, PatchInput, Tolerance};
 use xtask::fetch::{Fetched, FetchedPatch, FetchedSource};
-use xtask::patch::tree::Tree;
-use xtask::patch::{stage, PatchInput, Tolerance};
-use xtask::recipe::Recipe;
-use xtask::report::Reporter;
+use xtask::input::recipe::Recipe;
+use xtask::shared::report::Reporter;
 
 use crate::support::upstream::Upstream;
 use crate::support::Project;
@@ -17,7 +17,7 @@ use crate::support::Project;
 /// A test recipe: its `[package]` table, then `source` (the `[source]`
 /// table and any `[[patch]]`) as given, then a `[target]` for DKMS on
 /// kernels >= 6.11 that builds the tarball only.
-pub fn recipe_text(name: &str, version: &str, source: &str) -> String {
+pub(crate) fn recipe_text(name: &str, version: &str, source: &str) -> String {
     format!(
         r#"
 [package]
@@ -39,7 +39,7 @@ formats = ["tar"]
 }
 
 /// Lines of a C file: `count` lines after a header naming `name`.
-pub fn c_file(name: &str, count: usize) -> String {
+pub(crate) fn c_file(name: &str, count: usize) -> String {
     let mut s = format!("/* {name}: written for the rocm-patchkit tests */\n");
     for i in 1..=count {
         s.push_str(&format!("int {name}_value_{i} = {i};\n"));
@@ -48,7 +48,7 @@ pub fn c_file(name: &str, count: usize) -> String {
 }
 
 /// The upstream tree of the fixtures: `drivers/amd/{a,b,c}.c`, `docs/README`.
-pub fn upstream_files() -> Vec<(&'static str, String)> {
+pub(crate) fn upstream_files() -> Vec<(&'static str, String)> {
     vec![
         ("drivers/amd/a.c", c_file("a", 30)),
         ("drivers/amd/b.c", c_file("b", 30)),
@@ -60,7 +60,7 @@ pub fn upstream_files() -> Vec<(&'static str, String)> {
 }
 
 /// Writes `files` below `dir`.
-pub fn write_tree(dir: &Path, files: &[(&str, String)]) {
+pub(crate) fn write_tree(dir: &Path, files: &[(&str, String)]) {
     for (rel, text) in files {
         let path = dir.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -69,7 +69,7 @@ pub fn write_tree(dir: &Path, files: &[(&str, String)]) {
 }
 
 /// Replaces line `n` (1-based) of `text`.
-pub fn replace_line(text: &str, n: usize, with: &str) -> String {
+pub(crate) fn replace_line(text: &str, n: usize, with: &str) -> String {
     text.lines()
         .enumerate()
         .map(|(i, l)| if i + 1 == n { with.to_owned() } else { l.to_owned() } + "\n")
@@ -80,13 +80,13 @@ pub fn replace_line(text: &str, n: usize, with: &str) -> String {
 /// 0001 changes a.c line 10, 0002 changes b.c line 20 and adds new.c,
 /// 0003 deletes gone.c, renames c.c to renamed.c and makes tool.sh
 /// non-executable.
-pub struct Series {
-    pub repo: Upstream,
-    pub base: String,
-    pub patches: Vec<(String, Vec<u8>)>,
+pub(crate) struct Series {
+    pub(crate) repo: Upstream,
+    pub(crate) base: String,
+    pub(crate) patches: Vec<(String, Vec<u8>)>,
 }
 
-pub fn series(dir: &Path) -> Series {
+pub(crate) fn series(dir: &Path) -> Series {
     let repo = Upstream::init(&dir.join("upstream"));
     for (rel, text) in upstream_files() {
         repo.file(rel, &text);
@@ -131,7 +131,7 @@ pub fn series(dir: &Path) -> Series {
 
 /// The fixture [`series`] below `dir` and its base commit checked out into
 /// `dir/tree`, the tree each patch test starts from.
-pub fn series_at_base(dir: &Path) -> (Series, PathBuf) {
+pub(crate) fn series_at_base(dir: &Path) -> (Series, PathBuf) {
     let s = series(dir);
     let tree = dir.join("tree");
     s.repo.checkout(&s.base, &tree);
@@ -139,24 +139,24 @@ pub fn series_at_base(dir: &Path) -> (Series, PathBuf) {
 }
 
 /// Patches as the engine takes them.
-pub fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
+pub(crate) fn inputs(patches: &[(String, Vec<u8>)]) -> Vec<PatchInput> {
     patches
         .iter()
         .map(|(n, b)| PatchInput::new(n.clone(), b.clone()))
         .collect()
 }
 
-/// The error of a strict [`series`](xtask::patch::apply::series) that must
+/// The error of a strict [`series`](xtask::apply::patch::apply::series) that must
 /// fail, as text.
 #[track_caller]
-pub fn strict_refusal(tree: &mut Tree, patches: &[PatchInput]) -> String {
-    xtask::patch::apply::series(tree, patches, Tolerance::strict())
+pub(crate) fn strict_refusal(tree: &mut Tree, patches: &[PatchInput]) -> String {
+    xtask::apply::patch::apply::series(tree, patches, Tolerance::strict())
         .unwrap_err()
         .to_string()
 }
 
 /// Writes the patches to `dir` and returns them as fetched patches.
-pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<FetchedPatch> {
+pub(crate) fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<FetchedPatch> {
     std::fs::create_dir_all(dir).unwrap();
     patches
         .iter()
@@ -166,19 +166,19 @@ pub fn fetched_patches(dir: &Path, patches: &[(String, Vec<u8>)]) -> Vec<Fetched
             FetchedPatch {
                 name: name.clone(),
                 path,
-                sha256: xtask::hash::sha256_hex(bytes),
+                sha256: xtask::shared::hash::sha256_hex(bytes),
             }
         })
         .collect()
 }
 
-pub fn fetched(source: FetchedSource, patches: Vec<FetchedPatch>) -> Fetched {
+pub(crate) fn fetched(source: FetchedSource, patches: Vec<FetchedPatch>) -> Fetched {
     Fetched { source, patches }
 }
 
 /// `apply_recipe` with strict tolerance and no reporting: the apply every
 /// library test makes.
-pub fn apply_strict(
+pub(crate) fn apply_strict(
     recipe: &Recipe,
     fetched: &Fetched,
     dest: &Path,
@@ -187,14 +187,14 @@ pub fn apply_strict(
         recipe,
         fetched,
         dest,
-        xtask::extract::Limits::DEFAULT,
+        xtask::apply::extract::Limits::DEFAULT,
         Tolerance::strict(),
         &Reporter::quiet(),
     )
 }
 
 /// One entry of a hand-made archive.
-pub enum TarEntry<'a> {
+pub(crate) enum TarEntry<'a> {
     File(&'a str, &'a str),
     Dir(&'a str),
     Symlink(&'a str, &'a str),
@@ -205,7 +205,7 @@ pub enum TarEntry<'a> {
 
 /// Writes a tar archive with raw names (nothing sanitised, so hostile
 /// entries can be made), gzip-, xz- or zstd-compressed after its extension.
-pub fn tar(path: &Path, entries: &[TarEntry]) {
+pub(crate) fn tar(path: &Path, entries: &[TarEntry]) {
     let mut builder = tar::Builder::new(Vec::new());
     for entry in entries {
         let mut header = tar::Header::new_ustar();
@@ -238,7 +238,7 @@ pub fn tar(path: &Path, entries: &[TarEntry]) {
 
 /// Writes a tar archive to `path`, gzip-, xz- or zstd-compressed after its
 /// extension (plain for any other).
-pub fn write_compressed(path: &Path, tar: Vec<u8>) {
+pub(crate) fn write_compressed(path: &Path, tar: Vec<u8>) {
     let name = path.to_string_lossy();
     let out = if name.ends_with(".gz") {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -257,14 +257,14 @@ pub fn write_compressed(path: &Path, tar: Vec<u8>) {
 }
 
 /// Every file below `dir` (not `.patchkit/`) with its bytes, sorted.
-pub fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+pub(crate) fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
     let mut all = crate::support::snapshot(dir);
     all.retain(|(rel, _)| rel != ".patchkit" && !rel.starts_with(".patchkit/"));
     all
 }
 
 /// Names of the entries of `dir`.
-pub fn entries(dir: &Path) -> Vec<String> {
+pub(crate) fn entries(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(dir)
         .map(|r| {
             r.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
@@ -276,7 +276,7 @@ pub fn entries(dir: &Path) -> Vec<String> {
 }
 
 /// A project whose recipe `fix` carries the fixture series as curated files.
-pub fn project_with_series() -> (Project, Series) {
+pub(crate) fn project_with_series() -> (Project, Series) {
     let project = Project::new();
     let s = series(project.root());
     let mut series = String::new();

@@ -16,24 +16,24 @@ const TIMEOUT: Duration = Duration::from_secs(480);
 
 /// What came back from one boot.
 #[derive(Debug)]
-pub struct Boot {
+pub(crate) struct Boot {
     /// The whole serial console.
-    pub console: String,
+    pub(crate) console: String,
     /// Where the console log is kept.
-    pub log: PathBuf,
-    pub modprobe_status: Option<i32>,
+    pub(crate) log: PathBuf,
+    pub(crate) modprobe_status: Option<i32>,
     /// `/sys/module/amdgpu/version`, when the module has one.
-    pub version: Option<String>,
+    pub(crate) version: Option<String>,
     /// `/sys/module/amdgpu/initstate` (`live` once loaded).
-    pub initstate: Option<String>,
+    pub(crate) initstate: Option<String>,
     /// The kernel log lines about symbols that would not resolve.
-    pub symbol_errors: Vec<String>,
-    pub took: Duration,
+    pub(crate) symbol_errors: Vec<String>,
+    pub(crate) took: Duration,
 }
 
 /// Whether qemu, busybox and the 6.12 kernel image are here; in CI their
 /// absence is a failure.
-pub fn can_boot(kernel: &str) -> bool {
+pub(crate) fn can_boot(kernel: &str) -> bool {
     let ci = crate::support::ci();
     let image = vmlinuz(kernel);
     let have = [
@@ -63,7 +63,7 @@ pub fn can_boot(kernel: &str) -> bool {
     have
 }
 
-pub fn vmlinuz(kernel: &str) -> PathBuf {
+pub(crate) fn vmlinuz(kernel: &str) -> PathBuf {
     Path::new("/boot").join(format!("vmlinuz-{kernel}"))
 }
 
@@ -138,12 +138,12 @@ poweroff -f
 
 /// The amdgpu `modprobe` would load on this machine for `kernel`: ours
 /// (updates/dkms) once our package installed it.
-pub fn installed_amdgpu(kernel: &str) -> PathBuf {
+pub(crate) fn installed_amdgpu(kernel: &str) -> PathBuf {
     resolve(kernel, "amdgpu")
 }
 
 /// The kernel's own amdgpu, whatever DKMS installed beside it.
-pub fn kernels_own_amdgpu(kernel: &str) -> PathBuf {
+pub(crate) fn kernels_own_amdgpu(kernel: &str) -> PathBuf {
     let dir = Path::new("/lib/modules")
         .join(kernel)
         .join("kernel/drivers/gpu/drm/amd/amdgpu");
@@ -158,7 +158,7 @@ pub fn kernels_own_amdgpu(kernel: &str) -> PathBuf {
 /// `/lib/modules/<kernel>`) and what it needs, and boots `kernel` with it.
 /// The console log is also copied to the temp folder as
 /// `patchkit-boot-<kernel>.log`, so it outlives `work`.
-pub fn boot_amdgpu(kernel: &str, amdgpu: &Path, work: &Path) -> Boot {
+pub(crate) fn boot_amdgpu(kernel: &str, amdgpu: &Path, work: &Path) -> Boot {
     let root = work.join("initramfs");
     let _ = std::fs::remove_dir_all(&root);
     for dir in ["bin", "proc", "sys", "dev", "tmp"] {
@@ -287,14 +287,14 @@ pub fn boot_amdgpu(kernel: &str, amdgpu: &Path, work: &Path) -> Boot {
 }
 
 /// The last lines of a console log, for a failure message.
-pub fn tail(console: &str) -> String {
+pub(crate) fn tail(console: &str) -> String {
     let lines: Vec<&str> = console.lines().collect();
     lines[lines.len().saturating_sub(60)..].join("\n")
 }
 
 impl Boot {
     /// Asserts amdgpu loaded cleanly, keeping the console log on failure.
-    pub fn assert_loaded(&self) {
+    pub(crate) fn assert_loaded(&self) {
         let ok = self.modprobe_status == Some(0)
             && self.initstate.as_deref() == Some("live")
             && self.symbol_errors.is_empty();

@@ -14,13 +14,13 @@ use crate::support::tools::stdout_and_stderr as run;
 use crate::support::tools::{bsdtar_unpack, pacman_info};
 use crate::support::{have_tools, Project};
 
-pub const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
-pub const SOURCE_DIR: &str = "patchkit-hello-0.1.0";
-pub const PKGNAME: &str = "patchkit-hello-dkms";
+pub(crate) const ORIG: &str = "patchkit-hello_0.1.0.orig.tar.gz";
+pub(crate) const SOURCE_DIR: &str = "patchkit-hello-0.1.0";
+pub(crate) const PKGNAME: &str = "patchkit-hello-dkms";
 
 /// The demo built for `formats` into its dist folder, when every one of
 /// `tools` is installed (in CI a missing one fails the test instead).
-pub fn demo_built(tools: &[&str], formats: &str) -> Option<(Project, PathBuf)> {
+pub(crate) fn demo_built(tools: &[&str], formats: &str) -> Option<(Project, PathBuf)> {
     if !have_tools(tools) {
         return None;
     }
@@ -31,7 +31,7 @@ pub fn demo_built(tools: &[&str], formats: &str) -> Option<(Project, PathBuf)> {
 }
 
 /// `cp <files> <dir>/`
-pub fn copy_into(dir: &Path, files: &[PathBuf]) {
+pub(crate) fn copy_into(dir: &Path, files: &[PathBuf]) {
     std::fs::create_dir_all(dir).unwrap();
     for file in files {
         std::fs::copy(file, dir.join(file.file_name().unwrap())).unwrap();
@@ -40,7 +40,7 @@ pub fn copy_into(dir: &Path, files: &[PathBuf]) {
 
 /// `<top>/SOURCES` for rpmbuild: the orig tarball, `dkms.conf` and the
 /// patches of a dist folder, as its spec names them.
-pub fn rpm_sources(dist: &Path, top: &Path) -> PathBuf {
+pub(crate) fn rpm_sources(dist: &Path, top: &Path) -> PathBuf {
     let sources = top.join("SOURCES");
     let mut files = vec![
         dist.join("source").join(ORIG),
@@ -52,7 +52,7 @@ pub fn rpm_sources(dist: &Path, top: &Path) -> PathBuf {
 }
 
 /// `source/patches/*.patch` of a dist folder.
-pub fn patches(dist: &Path) -> Vec<PathBuf> {
+pub(crate) fn patches(dist: &Path) -> Vec<PathBuf> {
     let mut out: Vec<PathBuf> = std::fs::read_dir(dist.join("source/patches"))
         .unwrap()
         .map(|e| e.unwrap().path())
@@ -106,7 +106,7 @@ fn tree(dir: &Path, skip: &[&str]) -> BTreeMap<String, (String, Vec<u8>)> {
 
 /// Asserts that the two trees hold the same entries, modes and bytes,
 /// naming the first difference.
-pub fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
+pub(crate) fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
     let (a, b) = (tree(ours, skip), tree(theirs, skip));
     let names = |t: &BTreeMap<String, (String, Vec<u8>)>| t.keys().cloned().collect::<Vec<_>>();
     assert_eq!(
@@ -133,7 +133,7 @@ pub fn assert_same_tree(ours: &Path, theirs: &Path, skip: &[&str]) {
 
 /// Unpacks two packages with bsdtar below `scratch` (`ours/`, `theirs/`)
 /// and asserts the trees are the same, `skip` left out.
-pub fn assert_same_package(scratch: &Path, ours: &Path, theirs: &Path, skip: &[&str]) {
+pub(crate) fn assert_same_package(scratch: &Path, ours: &Path, theirs: &Path, skip: &[&str]) {
     let (a, b) = (scratch.join("ours"), scratch.join("theirs"));
     bsdtar_unpack(ours, &a);
     bsdtar_unpack(theirs, &b);
@@ -142,7 +142,7 @@ pub fn assert_same_package(scratch: &Path, ours: &Path, theirs: &Path, skip: &[&
 
 /// Asserts that the Arch package makepkg wrote in `work` holds what ours in
 /// `dist` does (makepkg's own metadata files aside); returns its file name.
-pub fn assert_same_arch_package(scratch: &Path, dist: &Path, work: &Path) -> String {
+pub(crate) fn assert_same_arch_package(scratch: &Path, dist: &Path, work: &Path) -> String {
     let pkg = format!("{PKGNAME}-0.1.0-1-any.pkg.tar.zst");
     let metadata = [".PKGINFO", ".BUILDINFO", ".MTREE"];
     assert_same_package(scratch, &dist.join(&pkg), &work.join(&pkg), &metadata);
@@ -150,7 +150,7 @@ pub fn assert_same_arch_package(scratch: &Path, dist: &Path, work: &Path) -> Str
 }
 
 /// `KEY=value` assignments of a shell script, quotes removed.
-pub fn assignments(script: &str) -> BTreeMap<String, String> {
+pub(crate) fn assignments(script: &str) -> BTreeMap<String, String> {
     script
         .lines()
         .filter_map(|l| l.trim().split_once('='))
@@ -160,20 +160,20 @@ pub fn assignments(script: &str) -> BTreeMap<String, String> {
 }
 
 /// `rpm -qp --queryformat <format> <pkg>`: what rpm says of a package.
-pub fn rpm_queryformat(pkg: &Path, format: &str) -> String {
+pub(crate) fn rpm_queryformat(pkg: &Path, format: &str) -> String {
     run(Command::new("rpm")
         .args(["-qp", "--queryformat", format])
         .arg(pkg))
 }
 
 /// `rpm -qp --scripts <pkg>`: the package's scriptlets.
-pub fn rpm_scripts(pkg: &Path) -> String {
+pub(crate) fn rpm_scripts(pkg: &Path) -> String {
     run(Command::new("rpm").args(["-qp", "--scripts"]).arg(pkg))
 }
 
 /// The fields of `pacman -Qip` every Arch package of ours has and says as
 /// makepkg's does.
-pub const PACMAN_FIELDS: [&str; 6] = [
+pub(crate) const PACMAN_FIELDS: [&str; 6] = [
     "Name",
     "Version",
     "Description",
@@ -184,7 +184,7 @@ pub const PACMAN_FIELDS: [&str; 6] = [
 
 /// The fields named in `keys` of what `pacman -Qip` reads from an Arch
 /// package.
-pub fn pacman_fields(pkg: &Path, keys: &[&str]) -> BTreeMap<String, String> {
+pub(crate) fn pacman_fields(pkg: &Path, keys: &[&str]) -> BTreeMap<String, String> {
     pacman_info(pkg)
         .lines()
         .filter_map(|l| l.split_once(" : "))
@@ -196,7 +196,7 @@ pub fn pacman_fields(pkg: &Path, keys: &[&str]) -> BTreeMap<String, String> {
 /// Runs `dpkg-buildpackage -us -uc` in `src` (whose parent is `work`) and
 /// unpacks the .deb it builds and ours from `dist` (files and control area)
 /// into `root/theirs` and `root/ours`.
-pub fn dpkg_buildpackage_beside_ours(
+pub(crate) fn dpkg_buildpackage_beside_ours(
     src: &Path,
     dist: &Path,
     work: &Path,
@@ -206,7 +206,7 @@ pub fn dpkg_buildpackage_beside_ours(
 }
 
 /// [`dpkg_buildpackage_beside_ours`] for the `.deb` named `deb`.
-pub fn dpkg_buildpackage_deb_beside_ours(
+pub(crate) fn dpkg_buildpackage_deb_beside_ours(
     src: &Path,
     dist: &Path,
     work: &Path,

@@ -13,14 +13,14 @@ use crate::support::{cwsr_off, demo, free_port, Project, Run};
 
 /// A GnuPG home holding one ed25519 signing key without a passphrase; its
 /// agent is stopped when dropped.
-pub struct TestKey {
-    pub home: tempfile::TempDir,
-    pub fingerprint: String,
+pub(crate) struct TestKey {
+    pub(crate) home: tempfile::TempDir,
+    pub(crate) fingerprint: String,
 }
 
 impl TestKey {
     /// A new key whose user id is `<name> <name@test.invalid>`.
-    pub fn new(name: &str) -> TestKey {
+    pub(crate) fn new(name: &str) -> TestKey {
         let home = tempfile::Builder::new()
             .prefix("pk-gpg-")
             .tempdir()
@@ -54,12 +54,12 @@ impl TestKey {
         TestKey { home, fingerprint }
     }
 
-    pub fn home(&self) -> &Path {
+    pub(crate) fn home(&self) -> &Path {
         self.home.path()
     }
 
     /// `gpg --homedir <home> <args>`, in the C locale.
-    pub fn gpg(&self, args: &[&str]) -> Run {
+    pub(crate) fn gpg(&self, args: &[&str]) -> Run {
         run(Command::new("gpg")
             .arg("--homedir")
             .arg(self.home())
@@ -81,7 +81,7 @@ impl Drop for TestKey {
 
 /// A project holding the demo and `amdgpu-cwsr-off` recipes, both built
 /// (at the demo's epoch): the two dist folders a repository is made from.
-pub fn built() -> (Project, Vec<PathBuf>) {
+pub(crate) fn built() -> (Project, Vec<PathBuf>) {
     let p = demo::demo_project();
     p.copy_from_repo(&["recipes/amdgpu-cwsr-off.toml", "examples/amdgpu-cwsr-off"]);
     demo::build(&p, &[]).success();
@@ -91,7 +91,7 @@ pub fn built() -> (Project, Vec<PathBuf>) {
 }
 
 /// `publish-repo <dists> --to <to> --url <url>` signed with `key`.
-pub fn publish(p: &Project, dists: &[PathBuf], to: &Path, url: &str, key: &TestKey) -> Run {
+pub(crate) fn publish(p: &Project, dists: &[PathBuf], to: &Path, url: &str, key: &TestKey) -> Run {
     let mut args: Vec<String> = vec!["publish-repo".into()];
     args.extend(dists.iter().map(|d| d.display().to_string()));
     args.extend([
@@ -107,7 +107,7 @@ pub fn publish(p: &Project, dists: &[PathBuf], to: &Path, url: &str, key: &TestK
 
 /// The one file below `dir` whose name starts with `prefix` and ends with `suffix`.
 #[track_caller]
-pub fn one_file(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
+pub(crate) fn one_file(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
     let found: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
         .flatten()
@@ -127,15 +127,15 @@ pub fn one_file(dir: &Path, prefix: &str, suffix: &str) -> PathBuf {
 }
 
 /// A folder served over HTTP on 127.0.0.1 until dropped.
-pub struct Served {
+pub(crate) struct Served {
     child: Child,
-    pub port: u16,
+    pub(crate) port: u16,
 }
 
 impl Served {
     /// Serves `dir` on `port` (the folder may be replaced while served: each
     /// request looks the path up again).
-    pub fn start(dir: &Path, port: u16) -> Served {
+    pub(crate) fn start(dir: &Path, port: u16) -> Served {
         let child = Command::new("python3")
             .args(["-m", "http.server", "--bind", "127.0.0.1"])
             .arg(port.to_string())
@@ -157,11 +157,11 @@ impl Served {
     }
 
     /// A port for a server started later (the URL is written into the repository first).
-    pub fn pick_port() -> u16 {
+    pub(crate) fn pick_port() -> u16 {
         free_port()
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
     }
 }

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 /// Every `.rs` file below `dir`, sorted.
-pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn rust_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -25,7 +25,7 @@ pub fn rust_files(dir: &Path) -> Vec<PathBuf> {
 /// `src` with every comment (line, block, nested block, doc), string, byte
 /// string, raw string and char literal turned into spaces; newlines stay.
 /// Lifetimes and labels (`'a`) are code and stay too.
-pub fn blank_comments_and_literals(src: &str) -> String {
+pub(crate) fn blank_comments_and_literals(src: &str) -> String {
     let bytes = src.as_bytes();
     let mut out = bytes.to_vec();
     let mut i = 0;
@@ -144,7 +144,7 @@ fn prefixed_literal_end(b: &[u8], i: usize) -> Option<usize> {
 }
 
 /// The offset of the `}` matching the `{` at `open` in blanked text.
-pub fn matching_brace(blanked: &str, open: usize) -> Option<usize> {
+pub(crate) fn matching_brace(blanked: &str, open: usize) -> Option<usize> {
     let mut depth = 0usize;
     for (j, &c) in blanked.as_bytes().iter().enumerate().skip(open) {
         match c {
@@ -162,7 +162,7 @@ pub fn matching_brace(blanked: &str, open: usize) -> Option<usize> {
 }
 
 /// The 1-based line of byte `offset` in `text`.
-pub fn line_at(text: &str, offset: usize) -> usize {
+pub(crate) fn line_at(text: &str, offset: usize) -> usize {
     text.as_bytes()[..offset]
         .iter()
         .filter(|&&c| c == b'\n')
@@ -173,15 +173,15 @@ pub fn line_at(text: &str, offset: usize) -> usize {
 /// A function with a body: its name, the line of its `fn`, and how many
 /// lines it spans from that line to its closing brace.
 #[derive(Debug, PartialEq)]
-pub struct FnSpan {
-    pub name: String,
-    pub line: usize,
-    pub lines: usize,
+pub(crate) struct FnSpan {
+    pub(crate) name: String,
+    pub(crate) line: usize,
+    pub(crate) lines: usize,
 }
 
 /// Every `fn` with a body in blanked text (nested ones too, each on its
 /// own; declarations without a body are left out).
-pub fn functions(blanked: &str) -> Vec<FnSpan> {
+pub(crate) fn functions(blanked: &str) -> Vec<FnSpan> {
     let b = blanked.as_bytes();
     let mut out = Vec::new();
     let mut i = 0;

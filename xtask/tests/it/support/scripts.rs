@@ -4,8 +4,8 @@
 use crate::support::repo_root;
 
 /// `templates/{script}` rendered for `amdgpu-debian-dkms` 6.12.0.1.
-pub fn rendered(script: &str) -> String {
-    let renderer = xtask::render::Renderer::new(&repo_root().join("templates")).unwrap();
+pub(crate) fn rendered(script: &str) -> String {
+    let renderer = xtask::release::render::Renderer::new(&repo_root().join("templates")).unwrap();
     let values = serde_json::json!({
         "name": "amdgpu-debian",
         "pkgname": "amdgpu-debian-dkms",

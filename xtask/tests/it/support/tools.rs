@@ -8,7 +8,7 @@ use std::process::Command;
 use super::Run;
 
 /// `sh -c script` in `dir`, which must succeed.
-pub fn sh(dir: &Path, script: &str) {
+pub(crate) fn sh(dir: &Path, script: &str) {
     let status = Command::new("sh")
         .arg("-c")
         .arg(script)
@@ -19,7 +19,7 @@ pub fn sh(dir: &Path, script: &str) {
 }
 
 /// Runs `cmd` and returns what it did, whatever its exit status.
-pub fn run(cmd: &mut Command) -> Run {
+pub(crate) fn run(cmd: &mut Command) -> Run {
     Run::of(
         cmd.output()
             .unwrap_or_else(|e| panic!("running {cmd:?}: {e}")),
@@ -28,7 +28,7 @@ pub fn run(cmd: &mut Command) -> Run {
 
 /// Runs `cmd`, which must succeed, and returns its stdout.
 #[track_caller]
-pub fn stdout(cmd: &mut Command) -> String {
+pub(crate) fn stdout(cmd: &mut Command) -> String {
     let out = run(cmd);
     assert_eq!(out.code, 0, "{cmd:?} failed:\n{}{}", out.stdout, out.stderr);
     out.stdout
@@ -36,7 +36,7 @@ pub fn stdout(cmd: &mut Command) -> String {
 
 /// Runs `cmd`, which must succeed, and returns its stdout then its stderr.
 #[track_caller]
-pub fn stdout_and_stderr(cmd: &mut Command) -> String {
+pub(crate) fn stdout_and_stderr(cmd: &mut Command) -> String {
     let out = run(cmd);
     assert_eq!(out.code, 0, "{cmd:?} failed:\n{}{}", out.stdout, out.stderr);
     out.stdout + &out.stderr
@@ -44,7 +44,7 @@ pub fn stdout_and_stderr(cmd: &mut Command) -> String {
 
 /// `<program> <args> <file>` in the C locale and UTC, as a package's user
 /// would read it back.
-pub fn tool(program: &str, args: &[&str], file: &Path) -> Run {
+pub(crate) fn tool(program: &str, args: &[&str], file: &Path) -> Run {
     run(Command::new(program)
         .args(args)
         .arg(file)
@@ -54,7 +54,7 @@ pub fn tool(program: &str, args: &[&str], file: &Path) -> Run {
 
 /// `<program> <args> <file>`, which must succeed: its stdout.
 #[track_caller]
-pub fn read_back(program: &str, args: &[&str], file: &Path) -> String {
+pub(crate) fn read_back(program: &str, args: &[&str], file: &Path) -> String {
     let out = tool(program, args, file);
     assert_eq!(
         out.code,
@@ -69,25 +69,25 @@ pub fn read_back(program: &str, args: &[&str], file: &Path) -> String {
 
 /// `pacman -Qip <pkg>`: the package's fields as pacman reads them.
 #[track_caller]
-pub fn pacman_info(pkg: &Path) -> String {
+pub(crate) fn pacman_info(pkg: &Path) -> String {
     read_back("pacman", &["-Qip"], pkg)
 }
 
 /// `dpkg-deb --info <deb>`: the control file and the archive's members.
 #[track_caller]
-pub fn deb_info(deb: &Path) -> String {
+pub(crate) fn deb_info(deb: &Path) -> String {
     read_back("dpkg-deb", &["--info"], deb)
 }
 
 /// `bsdtar -tf <archive>`: the entries' names.
 #[track_caller]
-pub fn bsdtar_list(archive: &Path) -> String {
+pub(crate) fn bsdtar_list(archive: &Path) -> String {
     read_back("bsdtar", &["-tf"], archive)
 }
 
 /// `bsdtar -xf <archive> -C <dir>` (the folder is made first).
 #[track_caller]
-pub fn bsdtar_unpack(archive: &Path, dir: &Path) {
+pub(crate) fn bsdtar_unpack(archive: &Path, dir: &Path) {
     std::fs::create_dir_all(dir).unwrap();
     stdout(
         Command::new("bsdtar")
@@ -99,18 +99,18 @@ pub fn bsdtar_unpack(archive: &Path, dir: &Path) {
 }
 
 /// What lintian said of a package that has no error and no warning.
-pub struct Lintian {
+pub(crate) struct Lintian {
     /// Everything lintian printed.
-    pub report: String,
+    pub(crate) report: String,
     /// The tag lines (`I: …`, `P: …`, `X: …`), notes (`N:`) left out.
-    pub tags: Vec<String>,
+    pub(crate) tags: Vec<String>,
 }
 
 impl Lintian {
     /// Asserts every tag left is one of `tags` and, when `levels` is given,
     /// of one of those levels (`'I'`, `'P'`, …).
     #[track_caller]
-    pub fn assert_only(&self, levels: Option<&[char]>, tags: &[&str]) {
+    pub(crate) fn assert_only(&self, levels: Option<&[char]>, tags: &[&str]) {
         for tag in &self.tags {
             let level = tag.chars().next().unwrap_or(' ');
             assert!(
@@ -127,7 +127,7 @@ impl Lintian {
 /// the tags it printed); the other tags are returned for the caller to
 /// judge.
 #[track_caller]
-pub fn lintian(path: &Path) -> Lintian {
+pub(crate) fn lintian(path: &Path) -> Lintian {
     let out = tool(
         "lintian",
         &[
@@ -161,7 +161,7 @@ pub fn lintian(path: &Path) -> Lintian {
 }
 
 /// `rpmlint <rpm>`: its error and warning lines (`…: E: …`, `…: W: …`).
-pub fn rpmlint_findings(rpm: &Path) -> (Vec<String>, Run) {
+pub(crate) fn rpmlint_findings(rpm: &Path) -> (Vec<String>, Run) {
     let out = run(Command::new("rpmlint").arg(rpm).env("LC_ALL", "C.UTF-8"));
     let findings = out
         .stdout

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 /// fixed identity and dates, so commit ids are the same on every run. Its
 /// folder is a temp dir of its own ([`Upstream::new`]) or one a test names
 /// ([`Upstream::init`]).
-pub struct Upstream {
+pub(crate) struct Upstream {
     /// The temp dir that holds the repository, when it owns one.
     _home: Option<tempfile::TempDir>,
     path: PathBuf,
@@ -19,7 +19,7 @@ pub struct Upstream {
 
 impl Upstream {
     /// An empty repository with branch `main` (its folder is named `up`).
-    pub fn new() -> Upstream {
+    pub(crate) fn new() -> Upstream {
         let home = tempfile::Builder::new()
             .prefix("patchkit-upstream-")
             .tempdir()
@@ -29,7 +29,7 @@ impl Upstream {
     }
 
     /// An empty repository with branch `main` in `dir` (created).
-    pub fn init(dir: &Path) -> Upstream {
+    pub(crate) fn init(dir: &Path) -> Upstream {
         Upstream::make(None, dir.to_path_buf())
     }
 
@@ -49,27 +49,27 @@ impl Upstream {
     }
 
     /// The working tree (and the path URL of the repository).
-    pub fn path(&self) -> PathBuf {
+    pub(crate) fn path(&self) -> PathBuf {
         self.path.clone()
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         self.path().display().to_string()
     }
 
-    pub fn file_url(&self) -> String {
+    pub(crate) fn file_url(&self) -> String {
         format!("file://{}", self.path().display())
     }
 
     /// Runs `git <args>` in the repository and returns its trimmed stdout.
-    pub fn git(&self, args: &[&str]) -> String {
+    pub(crate) fn git(&self, args: &[&str]) -> String {
         String::from_utf8_lossy(&self.git_bytes(args))
             .trim()
             .to_owned()
     }
 
     /// Runs `git <args>` in the repository and returns its stdout as is.
-    pub fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
+    pub(crate) fn git_bytes(&self, args: &[&str]) -> Vec<u8> {
         let out = Command::new("git")
             .args(args)
             .current_dir(&self.path)
@@ -94,7 +94,7 @@ impl Upstream {
     }
 
     /// Writes a file of the working tree.
-    pub fn file(&self, rel: &str, text: &str) -> &Upstream {
+    pub(crate) fn file(&self, rel: &str, text: &str) -> &Upstream {
         let path = self.path.join(rel);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(path, text).unwrap();
@@ -102,19 +102,19 @@ impl Upstream {
     }
 
     /// Commits everything and returns the new commit id.
-    pub fn commit(&self, message: &str) -> String {
+    pub(crate) fn commit(&self, message: &str) -> String {
         self.git(&["add", "-A"]);
         self.git(&["commit", "-q", "--allow-empty", "-m", message]);
         self.commits.set(self.commits.get() + 1);
         self.head()
     }
 
-    pub fn head(&self) -> String {
+    pub(crate) fn head(&self) -> String {
         self.git(&["rev-parse", "HEAD"])
     }
 
     /// The tree of `commit` written into `dir`, without moving HEAD.
-    pub fn checkout(&self, commit: &str, dir: &Path) {
+    pub(crate) fn checkout(&self, commit: &str, dir: &Path) {
         std::fs::create_dir_all(dir).unwrap();
         self.git(&[
             "--work-tree",
@@ -128,7 +128,7 @@ impl Upstream {
     }
 
     /// `git archive --format=tar [--prefix=<prefix>] <commit>` into `path`.
-    pub fn archive(&self, commit: &str, prefix: Option<&str>, path: &Path) {
+    pub(crate) fn archive(&self, commit: &str, prefix: Option<&str>, path: &Path) {
         let prefix = prefix.map(|p| format!("--prefix={p}"));
         let mut args = vec!["archive", "--format=tar", "-o", path.to_str().unwrap()];
         args.extend(prefix.as_deref());
@@ -137,25 +137,25 @@ impl Upstream {
     }
 
     /// `git format-patch -1 <commit>` as bytes.
-    pub fn format_patch(&self, commit: &str) -> Vec<u8> {
+    pub(crate) fn format_patch(&self, commit: &str) -> Vec<u8> {
         self.git_bytes(&["format-patch", "-1", "--stdout", "-M", commit])
     }
 
     /// An annotated tag at HEAD.
-    pub fn tag(&self, name: &str) -> &Upstream {
+    pub(crate) fn tag(&self, name: &str) -> &Upstream {
         self.git(&["tag", "-a", "-m", name, name]);
         self
     }
 
     /// A branch at HEAD (HEAD stays where it is).
-    pub fn branch(&self, name: &str) -> &Upstream {
+    pub(crate) fn branch(&self, name: &str) -> &Upstream {
         self.git(&["branch", "-f", name]);
         self
     }
 
     /// Lets clients fetch any reachable commit by id (shallow fetches of a
     /// pinned commit need it).
-    pub fn allow_sha1_in_want(&self, allow: bool) -> &Upstream {
+    pub(crate) fn allow_sha1_in_want(&self, allow: bool) -> &Upstream {
         self.git(&[
             "config",
             "uploadpack.allowReachableSHA1InWant",
@@ -165,7 +165,7 @@ impl Upstream {
     }
 
     /// Serves the repository with `git daemon` on 127.0.0.1.
-    pub fn daemon(&self) -> Daemon {
+    pub(crate) fn daemon(&self) -> Daemon {
         let base = self
             .path
             .parent()
@@ -179,7 +179,7 @@ impl Upstream {
 }
 
 /// A running `git daemon` on 127.0.0.1; killed when dropped.
-pub struct Daemon {
+pub(crate) struct Daemon {
     child: Child,
     port: u16,
     name: String,
@@ -215,7 +215,7 @@ impl Daemon {
         daemon
     }
 
-    pub fn url(&self) -> String {
+    pub(crate) fn url(&self) -> String {
         format!("git://127.0.0.1:{}/{}", self.port, self.name)
     }
 }

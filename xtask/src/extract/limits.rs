@@ -1,4 +1,0 @@
-//! How much one extraction may write, the guard against archive bombs:
-//! [`Limits`], read from the environment by `settings`.
-
-pub use crate::settings::{Limits, MAX_BYTES_ENV, MAX_FILES_ENV};
