@@ -89,21 +89,22 @@ pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<()> {
 fn check_flags(recipe: &Recipe, args: &Args) -> Result<()> {
     let kind = recipe.kind.name();
     let given = [
-        ("--kernel", args.kernel.is_some(), KindName::Dkms),
-        ("--rocm", args.rocm.is_some(), KindName::Hipblaslt),
-        (
-            "--gpu-targets",
-            args.gpu_targets.is_some(),
-            KindName::Hipblaslt,
-        ),
-        ("--build", args.build.is_some(), KindName::Hipblaslt),
-        ("--jobs", args.jobs.is_some(), KindName::Hipblaslt),
+        ("--kernel", args.kernel.is_some()),
+        ("--rocm", args.rocm.is_some()),
+        ("--gpu-targets", args.gpu_targets.is_some()),
+        ("--build", args.build.is_some()),
+        ("--jobs", args.jobs.is_some()),
     ];
-    for (flag, set, wants) in given {
-        if set && kind != wants {
+    for (flag, set) in given {
+        if set && !kind.build_flags().contains(&flag) {
+            let takers: Vec<String> = KindName::ALL
+                .iter()
+                .filter(|(_, k)| k.build_flags().contains(&flag))
+                .map(|(word, _)| format!("`kind = \"{word}\"`"))
+                .collect();
             bail!(UsageError(format!(
-                "{flag} is for `kind = \"{}\"` recipes; recipe {} is `kind = \"{}\"`: drop {flag}",
-                wants.as_str(),
+                "{flag} is for {} recipes; recipe {} is `kind = \"{}\"`: drop {flag}",
+                takers.join(" or "),
                 recipe.name,
                 kind.as_str()
             )));

@@ -64,6 +64,16 @@ impl KindName {
         }
     }
 
+    /// The flags of `cargo xtask build` only a recipe of this kind takes
+    /// (the kernel of a module; the ROCm, targets and build of a library).
+    pub(crate) fn build_flags(self) -> &'static [&'static str] {
+        match self {
+            KindName::Dkms => &["--kernel"],
+            KindName::Hipblaslt => &["--rocm", "--gpu-targets", "--build", "--jobs"],
+            KindName::Config | KindName::Rewrite => &[],
+        }
+    }
+
     /// What doctor says of a fix of this kind: what building it is, what
     /// that costs, and what follows its install; none for a kind that is
     /// no fix of the knowledge file (config is the stop-gap, a rewrite the
