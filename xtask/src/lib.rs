@@ -1,7 +1,10 @@
 //! rocm-patchkit: fetch pinned upstream sources, apply curated patch series,
-//! verify the result and package it. Each module is one stage of the line
-//! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`;
-//! `ARCHITECTURE.md` is the map.
+//! verify the result and package it; read a machine and say which known
+//! fault affects it. Each module is a group of one stage of the line
+//! `recipe -> plan -> fetch -> apply -> verify -> render -> package -> dist`
+//! (input, fetch, apply, line, formats, release), the GPU code objects,
+//! doctor, the commands, or the infrastructure they share;
+//! `ARCHITECTURE.md` is the map, each group folder's own its room.
 
 pub mod apply;
 pub mod cli;
