@@ -14,6 +14,7 @@ use super::fsread::{self, Root};
 use super::{Report, Status};
 use crate::input::invocation::Invocation;
 use crate::input::knowledge::Severity;
+use crate::shared::settings::Environment;
 
 /// The user names a report must not show: the name of this process's uid
 /// in the machine's `/etc/passwd`, and `$USER`/`$LOGNAME`.
@@ -23,8 +24,9 @@ pub(crate) struct Private {
 }
 
 impl Private {
-    /// Reads `<root>/etc/passwd` for the uid doctor runs as.
-    pub(crate) fn read(root: &Path) -> Private {
+    /// Reads `<root>/etc/passwd` for the uid doctor runs as, and `USER`
+    /// and `LOGNAME` of `env`.
+    pub(crate) fn read(root: &Path, env: &Environment) -> Private {
         // SAFETY: getuid cannot fail and touches no memory of ours.
         let uid = unsafe { libc::getuid() };
         let passwd = Root::new(root)
@@ -37,7 +39,7 @@ impl Private {
         });
         let from_env = ["USER", "LOGNAME"]
             .iter()
-            .filter_map(|v| std::env::var(v).ok());
+            .filter_map(|v| env.get(v)?.to_str().map(str::to_owned));
         let mut names: Vec<String> = from_passwd.into_iter().chain(from_env).collect();
         names.retain(|n| n.len() >= 2 && n != "root");
         names.sort();

@@ -53,6 +53,38 @@ fn every_module_opens_with_a_doc_line() {
     );
 }
 
+/// Settings are read in one place and passed: no environment variable is
+/// read in xtask/src outside the settings module and the two mains.
+#[test]
+fn the_environment_is_read_only_by_settings_and_the_mains() {
+    let src = repo_root().join("xtask/src");
+    let mut found = Vec::new();
+    for path in rust_files(&src) {
+        let rel = path
+            .strip_prefix(&src)
+            .unwrap()
+            .to_string_lossy()
+            .into_owned();
+        if rel == "shared/settings.rs" || rel == "main.rs" || rel.starts_with("bin/") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if ["env::var(", "env::var_os(", "env::vars(", "env::vars_os("]
+                .iter()
+                .any(|call| code.contains(call))
+            {
+                found.push(format!("xtask/src/{rel}:{}", n + 1));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "environment read outside shared/settings.rs and the mains: {found:?} (take it from the Workspace's settings.env)"
+    );
+}
+
 /// The library's doctests are off (`doctest = false` in xtask/Cargo.toml):
 /// a code block in a doc comment is marked as something other than Rust,
 /// so no example is left untested.

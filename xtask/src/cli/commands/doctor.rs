@@ -14,6 +14,7 @@ use crate::input::recipe::{self, Recipe};
 use crate::input::workspace::Workspace;
 use crate::shared::error::Error;
 use crate::shared::report;
+use crate::shared::settings::Environment;
 
 /// Which known faults affect this machine, why, and the fix to build
 ///
@@ -125,12 +126,12 @@ pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
         report::out_json(&report.to_json(&ws.invocation)?);
     } else if args.report {
         let root = std::path::absolute(&args.root).unwrap_or_else(|_| args.root.clone());
-        let private = doctor::bug_report::Private::read(&root);
+        let private = doctor::bug_report::Private::read(&root, &ws.settings.env);
         report::out(&report.to_markdown(&ws.invocation, &private));
     } else if ws.reporter.mode() == report::Mode::Quiet {
-        report::out_styled(&report.to_quiet_text(layout(args.color)));
+        report::out_styled(&report.to_quiet_text(layout(args.color, &ws.settings.env)));
     } else {
-        report::out_styled(&report.to_text(&ws.invocation, layout(args.color)));
+        report::out_styled(&report.to_text(&ws.invocation, layout(args.color, &ws.settings.env)));
     }
     if !report.affected().is_empty() {
         std::io::stdout().flush().context("writing the report")?;
@@ -144,17 +145,17 @@ pub(crate) fn run(ws: &Workspace, args: &Args) -> Result<(), Error> {
 /// [`doctor::Layout::DEFAULT_WIDTH`]; colour with `--color always`, or
 /// `auto` when stdout is a terminal, `NO_COLOR` is unset or empty and
 /// `TERM` is not `dumb`.
-fn layout(color: Color) -> doctor::Layout {
+fn layout(color: Color, env: &Environment) -> doctor::Layout {
     use std::io::IsTerminal;
     let tty = std::io::stdout().is_terminal();
-    let columns = std::env::var("COLUMNS")
-        .ok()
-        .and_then(|c| c.trim().parse().ok());
+    let columns = env
+        .get("COLUMNS")
+        .and_then(|c| c.to_str()?.trim().parse().ok());
     let width = columns
         .or_else(|| tty.then(terminal_width).flatten())
         .unwrap_or(doctor::Layout::DEFAULT_WIDTH);
-    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let no_color = env.non_empty("NO_COLOR").is_some();
+    let dumb = env.get("TERM").is_some_and(|t| t == "dumb");
     let colour = match color {
         Color::Always => true,
         Color::Never => false,
