@@ -26,7 +26,7 @@ pub(crate) fn install(root: &Path) -> PathBuf {
     )
     .unwrap();
     let exe = venv.join("bin/rocm-patchkit");
-    std::fs::copy(env!("CARGO_BIN_EXE_rocm-patchkit"), &exe).unwrap();
+    crate::support::tools::copy_program(Path::new(env!("CARGO_BIN_EXE_rocm-patchkit")), &exe);
     exe
 }
 

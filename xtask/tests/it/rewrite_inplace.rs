@@ -259,7 +259,7 @@ fn a_folder_this_user_cannot_write_needs_root() {
         // root writes anywhere: run as nobody, who can read the tree, a copy
         // of the binary nobody can run wherever the checkout is
         let bin = m.root().join("xtask");
-        std::fs::copy(env!("CARGO_BIN_EXE_xtask"), &bin).unwrap();
+        crate::support::tools::copy_program(Path::new(env!("CARGO_BIN_EXE_xtask")), &bin);
         std::process::Command::new("chmod")
             .args(["-R", "a+rX"])
             .arg(m.root())

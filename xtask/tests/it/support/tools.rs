@@ -171,3 +171,11 @@ pub(crate) fn rpmlint_findings(rpm: &Path) -> (Vec<String>, Run) {
         .collect();
     (findings, out)
 }
+
+/// A copy of the program `from` at `to`, made by cp rather than
+/// `std::fs::copy`: a file this process held open for writing would be
+/// inherited by another test's fork until its exec, and running the copy
+/// then fails with "Text file busy".
+pub(crate) fn copy_program(from: &Path, to: &Path) {
+    run(Command::new("cp").arg(from).arg(to)).success();
+}
