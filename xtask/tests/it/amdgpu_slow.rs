@@ -94,16 +94,7 @@ fn amdgpu_through_dkms(whole: bool) {
     let install = install(&deb, older.filter(|_| !whole));
     install.success();
     if let (Some(older), false) = (older, whole) {
-        let status = run(Command::new("dkms").args([
-            "status",
-            "-m",
-            "amdgpu-debian",
-            "-v",
-            "6.12.0.1",
-            "-k",
-            older,
-        ]))
-        .stdout;
+        let status = crate::support::dkms::status("amdgpu-debian", "6.12.0.1", older);
         assert!(
             !status.contains("installed"),
             "the postinst built for {older}, whose folder was hidden: {status}"

@@ -10,13 +10,15 @@ use crate::support::tools::run;
 /// kernel when the package's own postinst did not (it builds for the
 /// running kernel, which need not have headers).
 pub(crate) fn install_for(module: &str, version: &str, kernel: &str) -> String {
-    let status =
-        run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel]))
-            .stdout;
-    if !status.contains("installed") {
+    if !status(module, version, kernel).contains("installed") {
         run(Command::new("dkms").args(["install", "-m", module, "-v", version, "-k", kernel]))
             .success();
     }
+    status(module, version, kernel)
+}
+
+/// `dkms status` for one module and kernel.
+pub(crate) fn status(module: &str, version: &str, kernel: &str) -> String {
     run(Command::new("dkms").args(["status", "-m", module, "-v", version, "-k", kernel])).stdout
 }
 
